@@ -1,0 +1,64 @@
+/// The consumer's statements, in one place so the query-plan test checks exactly what runs.
+enum ConsumerSQL {
+    /// Claimable: pending and due, or leased with an expired lease. Blocked: an earlier live record of the same
+    /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id
+    /// order and `records_user` answers the per-user probe, so a claim costs O(log n) per candidate.
+    static let claim = """
+        UPDATE records
+        SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
+        WHERE id IN (
+            SELECT r.id FROM records AS r INDEXED BY records_live
+            WHERE r.state != 'dead'
+              AND (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
+              AND NOT EXISTS (
+                  SELECT 1 FROM records AS e INDEXED BY records_user
+                  WHERE e.user_key = r.user_key AND e.id < r.id AND e.state != 'dead'
+                    AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END) > ?3)
+            ORDER BY r.id
+            LIMIT ?4)
+        RETURNING id, kind, payload, user_key, created_at_ms, attempts
+        """
+
+    static let rememberKeys = """
+        INSERT OR REPLACE INTO delivered_keys (idempotency_key, record_id, delivered_at_ms)
+        SELECT idempotency_key, id, ?3 FROM records
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+          AND idempotency_key IS NOT NULL
+        """
+
+    static let ack = """
+        DELETE FROM records
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+        """
+
+    static let nack = """
+        UPDATE records SET
+            attempts = attempts + ?3,
+            state = CASE WHEN attempts + ?3 >= ?4 THEN 'dead' ELSE 'pending' END,
+            dead_at_ms = CASE WHEN attempts + ?3 >= ?4 THEN ?7 ELSE NULL END,
+            last_error = CASE WHEN attempts + ?3 >= ?4
+                THEN 'gave up after ' || (attempts + ?3) || ' attempts: ' || ?6 ELSE ?6 END,
+            next_attempt_at_ms = ?5,
+            lease_owner = NULL,
+            lease_expires_at_ms = NULL
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+        RETURNING id, state
+        """
+
+    static let reject = """
+        UPDATE records SET
+            state = 'dead', attempts = attempts + 1, last_error = ?3, dead_at_ms = ?4,
+            lease_owner = NULL, lease_expires_at_ms = NULL
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+        """
+
+    static let renew = """
+        UPDATE records SET lease_expires_at_ms = ?3
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+        """
+
+    static let release = """
+        UPDATE records SET state = 'pending', lease_owner = NULL, lease_expires_at_ms = NULL
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+        """
+}

@@ -1,0 +1,113 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The findings of `queuectl check`: facts about the file, and the problems that make it unhealthy.
+public struct CheckReport: Sendable, Hashable {
+    public struct Fact: Sendable, Hashable {
+        public var name: String
+        public var value: String
+    }
+
+    public var path: String
+    public var facts: [Fact] = []
+    /// Anything here makes `queuectl check` exit non-zero.
+    public var problems: [String] = []
+    /// Worth knowing, not wrong (an older schema that the next writer will migrate, unusual permissions).
+    public var warnings: [String] = []
+
+    public var isHealthy: Bool { problems.isEmpty }
+}
+
+/// Inspects a queue file without changing it: opened read-only, never created, never migrated.
+public enum QueueCheck {
+    public static func run(path: String, busyTimeoutMilliseconds: Int = 5_000) -> CheckReport {
+        var report = CheckReport(path: path)
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            report.problems.append("\(path): \(String(cString: strerror(errno)))")
+            return report
+        }
+        let mode = Int(info.st_mode & 0o777)
+        report.facts.append(.init(name: "file_mode", value: "0" + String(mode, radix: 8)))
+        report.facts.append(.init(name: "db_bytes", value: String(info.st_size)))
+        if mode & 0o060 != 0o060 {
+            report.warnings.append("file mode is 0\(String(mode, radix: 8)); writers in the queue's group need 0660")
+        }
+        if !hasSQLiteHeader(path) {
+            report.problems.append("\(path) is not an SQLite database (bad or missing header)")
+            return report
+        }
+        let connection: Connection
+        do {
+            connection = try Connection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, readOnly: true)
+        } catch {
+            report.problems.append(error.description)
+            return report
+        }
+        defer { connection.close() }
+        do {
+            try inspect(connection, into: &report)
+        } catch {
+            report.problems.append(error.description)
+        }
+        return report
+    }
+
+    private static func inspect(_ connection: Connection, into report: inout CheckReport) throws(QueueError) {
+        let version = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))
+        report.facts.append(.init(name: "schema_version", value: String(version)))
+        if version > Migrations.latestVersion {
+            report.problems.append(
+                "schema version \(version) is newer than this binary's \(Migrations.latestVersion); upgrade EventQueue")
+        } else if version == 0 {
+            report.problems.append("the file has no EventQueue schema (user_version 0)")
+        } else if version < Migrations.latestVersion {
+            report.warnings.append(
+                "schema version \(version) is older than \(Migrations.latestVersion); the next writer or the daemon "
+                    + "migrates it")
+        }
+        let journal = try connection.scalarText("PRAGMA journal_mode", operation: "reading journal_mode") ?? "?"
+        report.facts.append(.init(name: "journal_mode", value: journal))
+        if journal.lowercased() != "wal" { report.problems.append("journal_mode is \(journal), expected wal") }
+        let autoVacuum = try connection.scalarInt("PRAGMA auto_vacuum", operation: "reading auto_vacuum")
+        let vacuumNames = [0: "none", 1: "full", 2: "incremental"]
+        report.facts.append(.init(name: "auto_vacuum", value: vacuumNames[Int(autoVacuum)] ?? String(autoVacuum)))
+        if autoVacuum != 2 { report.problems.append("auto_vacuum is not incremental; deleted records never shrink") }
+        for (name, sql) in [
+            ("page_size", "PRAGMA page_size"), ("page_count", "PRAGMA page_count"),
+            ("freelist_count", "PRAGMA freelist_count"),
+        ] {
+            report.facts.append(.init(name: name, value: String(try connection.scalarInt(sql, operation: name))))
+        }
+        let objects = try connection.statement(
+            "SELECT name FROM sqlite_schema WHERE type IN ('table', 'index') ORDER BY name",
+            operation: "reading the schema")
+        var names: Set<String> = []
+        while try objects.step() { names.insert(objects.text(0) ?? "") }
+        objects.reset()
+        if version >= 1 {
+            for required in ["records", "delivered_keys", "records_live", "records_user", "records_dead"]
+            where !names.contains(required) {
+                report.problems.append("schema object \(required) is missing")
+            }
+        }
+        let integrity = try connection.statement("PRAGMA integrity_check(20)", operation: "checking integrity")
+        var messages: [String] = []
+        while try integrity.step() { messages.append(integrity.text(0) ?? "") }
+        integrity.reset()
+        report.facts.append(.init(name: "integrity", value: messages == ["ok"] ? "ok" : "failed"))
+        if messages != ["ok"] {
+            report.problems.append(contentsOf: messages.map { "integrity: " + $0 })
+        }
+    }
+
+    private static func hasSQLiteHeader(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 16)
+        let count = read(fd, &header, 16)
+        return count == 16 && header == Array("SQLite format 3\0".utf8)
+    }
+}

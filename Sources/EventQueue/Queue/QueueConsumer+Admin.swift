@@ -1,0 +1,119 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+extension QueueConsumer {
+    /// Counts and sizes, read in one short read transaction (counts come from the partial indexes).
+    public func stats(now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) -> QueueStats {
+        let connection = file.connection
+        let operation = "reading queue statistics"
+        var stats = try connection.transaction(immediate: false, operation: operation) { () throws(QueueError) in
+            let live = try connection.statement(
+                """
+                SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'leased'),
+                       min(next_attempt_at_ms) FILTER (WHERE state = 'pending' AND next_attempt_at_ms > ?1)
+                FROM records INDEXED BY records_live WHERE state != 'dead'
+                """, operation: operation)
+            live.bind(1, now)
+            _ = try live.step()
+            let pending = Int(live.int64(0))
+            let leased = Int(live.int64(1))
+            let nextRetry = live.optionalInt64(2)
+            live.reset()
+            let dead = try connection.scalarInt(
+                "SELECT count(*) FROM records INDEXED BY records_dead WHERE state = 'dead'", operation: operation)
+            let oldest = try connection.statement(
+                "SELECT created_at_ms FROM records WHERE state = 'pending' ORDER BY id LIMIT 1", operation: operation)
+            let oldestCreated = try oldest.step() ? oldest.int64(0) : nil
+            oldest.reset()
+            return QueueStats(
+                pending: pending, leased: leased, dead: Int(dead),
+                oldestPendingAgeSeconds: oldestCreated.map { Double(max(0, now - $0)) / 1000 },
+                nextRetryAtMilliseconds: nextRetry, databaseBytes: 0, walBytes: 0,
+                schemaVersion: 0)
+        }
+        stats.schemaVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: operation))
+        stats.databaseBytes = Self.fileSize(path)
+        stats.walBytes = Self.fileSize(path + "-wal")
+        return stats
+    }
+
+    /// Live records (pending and leased) in delivery order.
+    public func peek(limit: Int = 10) throws(QueueError) -> [QueuedRecord] {
+        try list(
+            """
+            SELECT id, kind, state, payload, attempts, created_at_ms, next_attempt_at_ms, last_error, dead_at_ms
+            FROM records WHERE state != 'dead' ORDER BY id LIMIT ?1
+            """, limit: limit, operation: "peeking at the queue")
+    }
+
+    /// Dead letters, oldest first, with their last error.
+    public func deadLetters(limit: Int = Int(Int32.max)) throws(QueueError) -> [QueuedRecord] {
+        try list(
+            """
+            SELECT id, kind, state, payload, attempts, created_at_ms, next_attempt_at_ms, last_error, dead_at_ms
+            FROM records WHERE state = 'dead' ORDER BY id LIMIT ?1
+            """, limit: limit, operation: "listing dead letters")
+    }
+
+    /// Makes dead records pending again with a fresh attempt budget; `nil` means all of them. Returns the ids
+    /// that were dead and are now pending (ids that were not dead are left alone).
+    @discardableResult
+    public func retryDead(ids: [Int64]?) throws(QueueError) -> [Int64] {
+        try changeDead(
+            """
+            UPDATE records SET state = 'pending', attempts = 0, next_attempt_at_ms = 0, dead_at_ms = NULL
+            WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1)))
+            RETURNING id
+            """, ids: ids, operation: "retrying dead letters")
+    }
+
+    /// Deletes dead records for good; `nil` means all of them. Returns the ids deleted.
+    @discardableResult
+    public func purgeDead(ids: [Int64]?) throws(QueueError) -> [Int64] {
+        try changeDead(
+            """
+            DELETE FROM records
+            WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1)))
+            RETURNING id
+            """, ids: ids, operation: "purging dead letters")
+    }
+
+    private func changeDead(_ sql: String, ids: [Int64]?, operation: String) throws(QueueError) -> [Int64] {
+        let connection = file.connection
+        return try connection.transaction(operation: operation) { () throws(QueueError) in
+            let statement = try connection.statement(sql, operation: operation)
+            statement.bind(1, ids.map(Self.jsonArray))
+            var changed: [Int64] = []
+            while try statement.step() { changed.append(statement.int64(0)) }
+            return changed.sorted()
+        }
+    }
+
+    private func list(_ sql: String, limit: Int, operation: String) throws(QueueError) -> [QueuedRecord] {
+        let statement = try file.connection.statement(sql, operation: operation)
+        defer { statement.reset() }
+        statement.bind(1, max(0, limit))
+        var records: [QueuedRecord] = []
+        while try statement.step() {
+            records.append(
+                QueuedRecord(
+                    id: statement.int64(0),
+                    kind: RecordKind(rawValue: statement.text(1) ?? "") ?? .event,
+                    state: QueuedRecord.State(rawValue: statement.text(2) ?? "") ?? .pending,
+                    payload: statement.text(3) ?? "",
+                    attempts: Int(statement.int64(4)),
+                    createdAtMilliseconds: statement.int64(5),
+                    nextAttemptAtMilliseconds: statement.int64(6),
+                    lastError: statement.text(7),
+                    deadAtMilliseconds: statement.optionalInt64(8)))
+        }
+        return records
+    }
+
+    static func fileSize(_ path: String) -> Int64 {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return 0 }
+        return Int64(info.st_size)
+    }
+}

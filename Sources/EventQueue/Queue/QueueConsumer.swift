@@ -1,0 +1,186 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The consumer side of a queue: claim records under a lease, then ack, nack or reject them.
+///
+/// Every state change is one statement in one write transaction, and the lease is a timestamp in the file,
+/// not process memory: a consumer killed at any point leaves its records to be claimed again once the lease
+/// expires, and nothing else. Records of one user are claimed in id order, and never while an earlier record of
+/// that user is waiting for a retry or is in flight.
+///
+/// Use from one thread at a time (the daemon gives it a dedicated executor).
+public final class QueueConsumer {
+    let file: QueueFile
+    /// Identifies this consumer in lease tokens: host, pid and a random part.
+    public let consumerID: String
+    private var claimSequence: UInt64 = 0
+
+    public init(path: String, options: QueueOptions = QueueOptions(), consumerID: String? = nil) throws(QueueError) {
+        file = try QueueFile(path: path, options: options)
+        self.consumerID = consumerID ?? QueueConsumer.makeConsumerID()
+    }
+
+    public var path: String { file.path }
+
+    /// Closes the connection; the last connection to close checkpoints and removes the `-wal` file.
+    public func close() {
+        file.close()
+    }
+
+    /// Claims up to `limit` claimable records (pending and due, or leased with an expired lease), oldest first,
+    /// in one `BEGIN IMMEDIATE` transaction, leasing them for `leaseMilliseconds`.
+    public func claim(
+        limit: Int, leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
+    ) throws(QueueError) -> Claim {
+        claimSequence += 1
+        let lease = Lease(token: "\(consumerID)#\(claimSequence)", expiresAtMilliseconds: now + leaseMilliseconds)
+        let connection = file.connection
+        let records = try connection.transaction(operation: "claiming records") { () throws(QueueError) in
+            let statement = try connection.statement(ConsumerSQL.claim, operation: "claiming records")
+            statement.bind(1, lease.token)
+            statement.bind(2, lease.expiresAtMilliseconds)
+            statement.bind(3, now)
+            statement.bind(4, max(0, limit))
+            var records: [ClaimedRecord] = []
+            while try statement.step() {
+                records.append(
+                    ClaimedRecord(
+                        id: statement.int64(0),
+                        kind: RecordKind(rawValue: statement.text(1) ?? "") ?? .event,
+                        payload: statement.text(2) ?? "{}",
+                        userKey: statement.text(3) ?? "",
+                        createdAtMilliseconds: statement.int64(4),
+                        attempts: Int(statement.int64(5))))
+            }
+            return records
+        }
+        return Claim(lease: lease, records: records.sorted { $0.id < $1.id })
+    }
+
+    /// Deletes delivered records (only those still held under `lease`) and remembers their idempotency keys.
+    /// Returns how many were acked.
+    @discardableResult
+    public func ack(_ ids: [Int64], lease: Lease, now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let connection = file.connection
+        return try connection.transaction(operation: "acking records") { () throws(QueueError) in
+            let keys = try connection.statement(ConsumerSQL.rememberKeys, operation: "acking records")
+            keys.bind(1, Self.jsonArray(ids))
+            keys.bind(2, lease.token)
+            keys.bind(3, now)
+            try keys.run()
+            let delete = try connection.statement(ConsumerSQL.ack, operation: "acking records")
+            delete.bind(1, Self.jsonArray(ids))
+            delete.bind(2, lease.token)
+            try delete.run()
+            return connection.changes
+        }
+    }
+
+    /// Returns records for a later retry at `retryAt` (Unix ms). With `countsAsAttempt` the attempt count
+    /// grows, and a record reaching `maxAttempts` becomes dead with `reason` as its last error. A rate limit
+    /// is not the record's fault: pass `countsAsAttempt: false`.
+    @discardableResult
+    public func nack(
+        _ ids: [Int64], lease: Lease, reason: String, retryAt: Int64, countsAsAttempt: Bool = true,
+        maxAttempts: Int = 10, now: Int64 = WallClock.nowMilliseconds()
+    ) throws(QueueError) -> NackResult {
+        guard !ids.isEmpty else { return NackResult() }
+        let connection = file.connection
+        return try connection.transaction(operation: "returning records for retry") { () throws(QueueError) in
+            let statement = try connection.statement(ConsumerSQL.nack, operation: "returning records for retry")
+            statement.bind(1, Self.jsonArray(ids))
+            statement.bind(2, lease.token)
+            statement.bind(3, countsAsAttempt ? 1 : 0)
+            statement.bind(4, max(1, maxAttempts))
+            statement.bind(5, retryAt)
+            statement.bind(6, reason)
+            statement.bind(7, now)
+            var result = NackResult()
+            while try statement.step() {
+                if statement.text(1) == "dead" {
+                    result.dead.append(statement.int64(0))
+                } else {
+                    result.retried.append(statement.int64(0))
+                }
+            }
+            result.dead.sort()
+            result.retried.sort()
+            return result
+        }
+    }
+
+    /// Dead-letters records the sink refused for good; they stay in the file until purged or retried.
+    @discardableResult
+    public func reject(
+        _ ids: [Int64], lease: Lease, reason: String, now: Int64 = WallClock.nowMilliseconds()
+    ) throws(QueueError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let connection = file.connection
+        return try connection.transaction(operation: "dead-lettering records") { () throws(QueueError) in
+            let statement = try connection.statement(ConsumerSQL.reject, operation: "dead-lettering records")
+            statement.bind(1, Self.jsonArray(ids))
+            statement.bind(2, lease.token)
+            statement.bind(3, reason)
+            statement.bind(4, now)
+            try statement.run()
+            return connection.changes
+        }
+    }
+
+    /// Extends a lease while a slow delivery is still in flight. Returns how many records are still held: fewer
+    /// than claimed means some lease expired and the records may be in someone else's hands.
+    @discardableResult
+    public func renew(
+        _ lease: inout Lease, ids: [Int64], leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
+    ) throws(QueueError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let expires = now + leaseMilliseconds
+        let connection = file.connection
+        let held = try connection.transaction(operation: "renewing a lease") { () throws(QueueError) in
+            let statement = try connection.statement(ConsumerSQL.renew, operation: "renewing a lease")
+            statement.bind(1, Self.jsonArray(ids))
+            statement.bind(2, lease.token)
+            statement.bind(3, expires)
+            try statement.run()
+            return connection.changes
+        }
+        lease.expiresAtMilliseconds = expires
+        return held
+    }
+
+    /// Gives records back without counting an attempt (a clean shutdown), so they are claimable at once.
+    @discardableResult
+    public func release(_ ids: [Int64], lease: Lease) throws(QueueError) -> Int {
+        guard !ids.isEmpty else { return 0 }
+        let connection = file.connection
+        return try connection.transaction(operation: "releasing records") { () throws(QueueError) in
+            let statement = try connection.statement(ConsumerSQL.release, operation: "releasing records")
+            statement.bind(1, Self.jsonArray(ids))
+            statement.bind(2, lease.token)
+            try statement.run()
+            return connection.changes
+        }
+    }
+
+    /// Ids as a JSON array, bound as one parameter and expanded with `json_each` in SQL: one statement per
+    /// batch whatever its size.
+    static func jsonArray(_ ids: [Int64]) -> String {
+        var text = "["
+        text.reserveCapacity(ids.count * 8 + 2)
+        for (offset, id) in ids.enumerated() {
+            if offset > 0 { text += "," }
+            text += String(id)
+        }
+        return text + "]"
+    }
+
+    static func makeConsumerID() -> String {
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count - 1)
+        let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let random = UInt32.random(in: 0...UInt32.max)
+        return "\(hostName):\(getpid()):\(String(random, radix: 16))"
+    }
+}

@@ -1,0 +1,30 @@
+/// A snapshot of a queue, as `queuectl status` prints it.
+public struct QueueStats: Sendable, Hashable {
+    public var pending: Int
+    public var leased: Int
+    public var dead: Int
+    /// Seconds since the oldest pending record was enqueued; `nil` when nothing is pending.
+    public var oldestPendingAgeSeconds: Double?
+    /// The earliest time a record waiting for a retry becomes claimable (Unix ms), if any is waiting.
+    public var nextRetryAtMilliseconds: Int64?
+    public var databaseBytes: Int64
+    public var walBytes: Int64
+    public var schemaVersion: Int
+}
+
+/// A record as `queuectl peek` and `queuectl dead list` show it.
+public struct QueuedRecord: Sendable, Hashable {
+    public enum State: String, Sendable, Hashable {
+        case pending, leased, dead
+    }
+
+    public var id: Int64
+    public var kind: RecordKind
+    public var state: State
+    public var payload: String
+    public var attempts: Int
+    public var createdAtMilliseconds: Int64
+    public var nextAttemptAtMilliseconds: Int64
+    public var lastError: String?
+    public var deadAtMilliseconds: Int64?
+}

@@ -1,0 +1,109 @@
+/// The writer side of a queue: what an extension process links to record analytics safely.
+///
+/// Each enqueue is one `INSERT` (a batch is one transaction), never a read-modify-write of shared state, so
+/// concurrent writers cannot lose each other's records, and a writer never waits for the consumer beyond
+/// SQLite's own short write lock. Opening starts no threads and does no networking.
+///
+/// A `QueueWriter` is meant for one thread at a time; open one per thread (opening is cheap).
+public final class QueueWriter {
+    let file: QueueFile
+
+    /// Opens the queue at `path`, creating it (mode 0660) and its schema if needed.
+    public init(path: String, options: QueueOptions = QueueOptions()) throws(QueueError) {
+        file = try QueueFile(path: path, options: options)
+    }
+
+    /// The path of the queue file.
+    public var path: String { file.path }
+
+    /// Checks and appends one record; returns its id. With an idempotency key that is already known (queued,
+    /// dead, or delivered recently) nothing is written and the existing record's id is returned.
+    @discardableResult
+    public func enqueue(_ record: Record) throws(QueueError) -> Int64 {
+        let encoded = try RecordEncoder.encode(record, now: WallClock.nowMilliseconds())
+        try file.checkFreeSpaceReserve()
+        return try insert(encoded)
+    }
+
+    /// Checks every record, then appends all of them in one transaction, or none: a rejected record makes the
+    /// whole batch fail with an error naming its index. Returns the ids in input order.
+    @discardableResult
+    public func enqueue(contentsOf records: [Record]) throws(QueueError) -> [Int64] {
+        let now = WallClock.nowMilliseconds()
+        var encoded: [EncodedRecord] = []
+        encoded.reserveCapacity(records.count)
+        for (index, record) in records.enumerated() {
+            do {
+                encoded.append(try RecordEncoder.encode(record, now: now))
+            } catch {
+                if case .invalidRecord(var validation) = error {
+                    validation.index = index
+                    throw QueueError.invalidRecord(validation)
+                }
+                throw error
+            }
+        }
+        return try enqueue(encoded: encoded)
+    }
+
+    /// Appends already-encoded records in one transaction.
+    func enqueue(encoded: [EncodedRecord]) throws(QueueError) -> [Int64] {
+        guard !encoded.isEmpty else { return [] }
+        try file.checkFreeSpaceReserve()
+        return try file.connection.transaction(operation: "enqueueing a batch") { () throws(QueueError) in
+            var ids: [Int64] = []
+            ids.reserveCapacity(encoded.count)
+            for record in encoded { ids.append(try insert(record)) }
+            return ids
+        }
+    }
+
+    /// Closes the connection now rather than at deinit. The last connection to close removes the `-wal`.
+    public func close() {
+        file.close()
+    }
+
+    private func insert(_ record: EncodedRecord) throws(QueueError) -> Int64 {
+        let connection = file.connection
+        guard let key = record.idempotencyKey else {
+            let insert = try connection.statement(
+                "INSERT INTO records (kind, payload, created_at_ms) VALUES (?1, ?2, ?3)", operation: "enqueueing")
+            insert.bind(1, record.kind.rawValue)
+            insert.bindText(2, utf8: record.payload)
+            insert.bind(3, record.createdAtMilliseconds)
+            try insert.run()
+            return connection.lastInsertRowID
+        }
+        let insert = try connection.statement(
+            """
+            INSERT INTO records (kind, payload, created_at_ms, idempotency_key)
+            SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM delivered_keys WHERE idempotency_key = ?4)
+            ON CONFLICT (idempotency_key) DO NOTHING
+            RETURNING id
+            """, operation: "enqueueing")
+        insert.bind(1, record.kind.rawValue)
+        insert.bindText(2, utf8: record.payload)
+        insert.bind(3, record.createdAtMilliseconds)
+        insert.bind(4, key)
+        if try insert.step() {
+            let id = insert.int64(0)
+            try insert.run()
+            return id
+        }
+        insert.reset()
+        let existing = try connection.statement(
+            """
+            SELECT id FROM records WHERE idempotency_key = ?1
+            UNION ALL SELECT record_id FROM delivered_keys WHERE idempotency_key = ?1
+            LIMIT 1
+            """, operation: "looking up an idempotency key")
+        existing.bind(1, key)
+        defer { existing.reset() }
+        guard try existing.step() else {
+            throw QueueError.sqlite(
+                code: 0, message: "idempotency key \(key) vanished while enqueueing; retry",
+                operation: "enqueueing")
+        }
+        return existing.int64(0)
+    }
+}

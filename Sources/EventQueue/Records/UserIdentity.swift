@@ -1,0 +1,37 @@
+/// The one user a record is about, in any of the ways Braze can name a user.
+///
+/// The identity is also the unit of ordering: records of the same user are delivered in the order they were
+/// enqueued, even across retries, while records of different users never wait on each other.
+public enum UserIdentity: Sendable, Hashable {
+    case externalID(String)
+    case brazeID(String)
+    case alias(name: String, label: String)
+    case email(String)
+    case phone(String)
+
+    /// A stable string naming this user, stored in the queue to order records per user.
+    ///
+    /// It is derived in SQL from the payload as well (see `Migrations/0001_init.sql`), so a foreign writer
+    /// that inserts only the payload gets the same ordering; the two derivations must stay identical.
+    public var orderingKey: String {
+        switch self {
+        case .externalID(let id): return "external_id:" + id
+        case .brazeID(let id): return "braze_id:" + id
+        case .alias(let name, let label): return "user_alias:" + label + ":" + name
+        case .email(let email): return "email:" + email
+        case .phone(let phone): return "phone:" + phone
+        }
+    }
+
+    /// The identifier member(s) as they appear in a Braze object.
+    public var brazeMember: JSONObject.Member {
+        switch self {
+        case .externalID(let id): return .init(key: "external_id", value: .string(id))
+        case .brazeID(let id): return .init(key: "braze_id", value: .string(id))
+        case .alias(let name, let label):
+            return .init(key: "user_alias", value: ["alias_name": .string(name), "alias_label": .string(label)])
+        case .email(let email): return .init(key: "email", value: .string(email))
+        case .phone(let phone): return .init(key: "phone", value: .string(phone))
+        }
+    }
+}

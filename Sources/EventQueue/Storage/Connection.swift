@@ -1,0 +1,284 @@
+import CSQLite
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One SQLite connection with a cache of prepared statements.
+///
+/// Not thread-safe by design: SQLite is opened in multi-thread mode (no per-call mutex), and the owner (a
+/// writer, a consumer, or the daemon's dedicated executor) guarantees one caller at a time. That is what keeps
+/// an enqueue down to one prepared-statement step.
+final class Connection {
+    let path: String
+    let busyTimeoutMilliseconds: Int
+    private(set) var handle: OpaquePointer?
+    private var statements: [String: Statement] = [:]
+
+    /// Opens (creating if needed, with mode 0660) the database at `path`. A read-only connection never
+    /// creates the file: inspecting a queue (`queuectl check`) must not change what it inspects.
+    init(path: String, busyTimeoutMilliseconds: Int, readOnly: Bool = false) throws(QueueError) {
+        self.path = path
+        self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+        var flags = SQLITE_OPEN_NOMUTEX
+        if readOnly {
+            guard access(path, F_OK) == 0 else {
+                throw QueueError.cannotOpen(path: path, reason: "no such file")
+            }
+            flags |= SQLITE_OPEN_READONLY
+        } else {
+            try Connection.createFileIfMissing(path: path)
+            flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
+        }
+        var db: OpaquePointer?
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close_v2(db)
+            throw QueueError.cannotOpen(path: path, reason: message)
+        }
+        handle = db
+        sqlite3_extended_result_codes(db, 1)
+        sqlite3_busy_timeout(db, Int32(clamping: busyTimeoutMilliseconds))
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Finalizes every statement and closes. The last connection to close checkpoints and removes the WAL.
+    func close() {
+        for statement in statements.values { statement.finalize() }
+        statements.removeAll()
+        if let handle {
+            sqlite3_close_v2(handle)
+            self.handle = nil
+        }
+    }
+
+    /// Runs SQL text that returns no rows (pragmas, DDL, BEGIN/COMMIT).
+    func execute(_ sql: String, operation: String) throws(QueueError) {
+        let db = try requireHandle(operation: operation)
+        let rc = sqlite3_exec(db, sql, nil, nil, nil)
+        guard rc == SQLITE_OK else { throw error(code: rc, operation: operation) }
+    }
+
+    /// A cached prepared statement for `sql`, reset and with its bindings cleared.
+    func statement(_ sql: String, operation: String) throws(QueueError) -> Statement {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        let db = try requireHandle(operation: operation)
+        var raw: OpaquePointer?
+        let rc = sqlite3_prepare_v3(db, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil)
+        guard rc == SQLITE_OK, let raw else { throw error(code: rc, operation: operation) }
+        let statement = Statement(raw: raw, connection: self, operation: operation)
+        statements[sql] = statement
+        return statement
+    }
+
+    /// Runs `body` in a transaction. `BEGIN IMMEDIATE` takes the write lock up front so the transaction can
+    /// never fail half-way with SQLITE_BUSY the way a deferred read-then-write transaction can.
+    func transaction<T>(
+        immediate: Bool = true, operation: String, _ body: () throws(QueueError) -> T
+    ) throws(QueueError) -> T {
+        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN", operation: operation)
+        do {
+            let result = try body()
+            try execute("COMMIT", operation: operation)
+            return result
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+    }
+
+    func rollbackQuietly() {
+        if let handle, sqlite3_get_autocommit(handle) == 0 {
+            sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+        }
+    }
+
+    /// Reads one integer from a single-row query such as `PRAGMA user_version`.
+    func scalarInt(_ sql: String, operation: String) throws(QueueError) -> Int64 {
+        let statement = try statement(sql, operation: operation)
+        defer { statement.reset() }
+        guard try statement.step() else { return 0 }
+        return statement.int64(0)
+    }
+
+    /// Reads one text value from a single-row query such as `PRAGMA journal_mode`.
+    func scalarText(_ sql: String, operation: String) throws(QueueError) -> String? {
+        let statement = try statement(sql, operation: operation)
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        return statement.text(0)
+    }
+
+    var lastInsertRowID: Int64 {
+        handle.map { sqlite3_last_insert_rowid($0) } ?? 0
+    }
+
+    var changes: Int {
+        handle.map { Int(sqlite3_changes($0)) } ?? 0
+    }
+
+    private func requireHandle(operation: String) throws(QueueError) -> OpaquePointer {
+        guard let handle else {
+            throw QueueError.sqlite(code: SQLITE_MISUSE, message: "the queue was closed", operation: operation)
+        }
+        return handle
+    }
+
+    /// Maps an SQLite result code to the error an operator can act on.
+    func error(code: Int32, operation: String) -> QueueError {
+        let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
+        switch code & 0xFF {
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            return .busy(path: path, timeoutMilliseconds: busyTimeoutMilliseconds)
+        case SQLITE_NOTADB:
+            return .notAQueueFile(path: path)
+        case SQLITE_CORRUPT:
+            return .corrupt(path: path, detail: message)
+        case SQLITE_FULL:
+            return .diskFull(path: path, detail: message)
+        case SQLITE_READONLY:
+            return .readOnly(path: path, detail: message)
+        case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH:
+            return .cannotOpen(path: path, reason: message)
+        case SQLITE_IOERR where code == SQLITE_IOERR | (3 << 8) || code == SQLITE_IOERR | (4 << 8):  // _WRITE, _FSYNC
+            // ENOSPC surfaces as an I/O error on some paths; say so when the disk is the likely cause.
+            return .sqlite(code: code, message: message + " (is the disk full?)", operation: operation)
+        default:
+            return .sqlite(code: code, message: message, operation: operation)
+        }
+    }
+
+    /// Creates the database file with mode 0660 before SQLite opens it. SQLite gives the `-wal` and `-shm`
+    /// files the main file's mode, so the writers' group and the daemon's user can share all three.
+    private static func createFileIfMissing(path: String) throws(QueueError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o660)
+        if fd >= 0 {
+            fchmod(fd, 0o660)  // the umask may have removed group bits
+            Glibc.close(fd)
+            return
+        }
+        let code = errno
+        switch code {
+        case EEXIST:
+            return
+        case ENOENT:
+            throw QueueError.cannotOpen(
+                path: path,
+                reason: "the directory \(directoryName(of: path)) does not exist; create it or choose another --db")
+        case EACCES, EPERM:
+            throw QueueError.cannotOpen(
+                path: path,
+                reason: "permission denied creating it in \(directoryName(of: path)); run as a user in the "
+                    + "queue's group or fix the directory's permissions")
+        case EROFS:
+            throw QueueError.readOnly(path: path, detail: "the filesystem is mounted read-only")
+        case ENOSPC:
+            throw QueueError.diskFull(path: path, detail: "no space to create the file")
+        default:
+            throw QueueError.cannotOpen(path: path, reason: String(cString: strerror(code)))
+        }
+    }
+
+    static func directoryName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let directory = path[..<slash]
+        return directory.isEmpty ? "/" : String(directory)
+    }
+}
+
+/// A prepared statement owned by its `Connection` (which finalizes it on close).
+final class Statement {
+    private let raw: OpaquePointer
+    private unowned let connection: Connection
+    private let operation: String
+
+    init(raw: OpaquePointer, connection: Connection, operation: String) {
+        self.raw = raw
+        self.connection = connection
+        self.operation = operation
+    }
+
+    func finalize() {
+        sqlite3_finalize(raw)
+    }
+
+    func reset() {
+        sqlite3_reset(raw)
+        sqlite3_clear_bindings(raw)
+    }
+
+    func bind(_ index: Int32, _ value: Int64) {
+        sqlite3_bind_int64(raw, index, value)
+    }
+
+    func bind(_ index: Int32, _ value: Int) {
+        sqlite3_bind_int64(raw, index, Int64(value))
+    }
+
+    func bind(_ index: Int32, _ value: String?) {
+        guard var value else {
+            sqlite3_bind_null(raw, index)
+            return
+        }
+        value.withUTF8 { bytes in
+            _ = sqlite3_bind_text(
+                raw, index, UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self),
+                Int32(bytes.count), eventqueue_sqlite_transient())
+        }
+    }
+
+    /// Binds UTF-8 bytes as TEXT without building a `String`.
+    func bindText(_ index: Int32, utf8 bytes: [UInt8]) {
+        bytes.withUnsafeBufferPointer { buffer in
+            _ = sqlite3_bind_text(
+                raw, index, UnsafeRawPointer(buffer.baseAddress)?.assumingMemoryBound(to: CChar.self),
+                Int32(buffer.count), eventqueue_sqlite_transient())
+        }
+    }
+
+    /// Advances; `true` when a row is available, `false` when done.
+    func step() throws(QueueError) -> Bool {
+        let rc = sqlite3_step(raw)
+        switch rc {
+        case SQLITE_ROW:
+            return true
+        case SQLITE_DONE:
+            return false
+        default:
+            let error = connection.error(code: rc, operation: operation)
+            sqlite3_reset(raw)
+            throw error
+        }
+    }
+
+    /// Steps to completion, ignoring rows.
+    func run() throws(QueueError) {
+        while try step() {}
+        sqlite3_reset(raw)
+    }
+
+    func int64(_ column: Int32) -> Int64 {
+        sqlite3_column_int64(raw, column)
+    }
+
+    func isNull(_ column: Int32) -> Bool {
+        sqlite3_column_type(raw, column) == SQLITE_NULL
+    }
+
+    func text(_ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(raw, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(raw, column))
+        return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    func optionalInt64(_ column: Int32) -> Int64? {
+        isNull(column) ? nil : int64(column)
+    }
+}

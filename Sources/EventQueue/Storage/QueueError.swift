@@ -1,0 +1,56 @@
+/// Everything that can go wrong when opening or using a queue file.
+///
+/// Each case carries what an operator needs to act: the path, what was wrong, and (in `description`) what to
+/// do about it. Callers switch on the case to decide whether to retry (`busy`), fix input (`invalidRecord`),
+/// or stop (`corrupt`, `schemaTooNew`).
+public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The record broke a Braze rule; nothing was written.
+    case invalidRecord(ValidationError)
+    /// The file (or its directory) could not be opened or created.
+    case cannotOpen(path: String, reason: String)
+    /// The file exists but is not an SQLite database (or is encrypted, or its header is destroyed).
+    case notAQueueFile(path: String)
+    /// SQLite found the file damaged.
+    case corrupt(path: String, detail: String)
+    /// The file was written by a newer EventQueue; this binary refuses to touch it.
+    case schemaTooNew(path: String, found: Int, supported: Int)
+    /// Another process held the write lock for longer than the busy timeout.
+    case busy(path: String, timeoutMilliseconds: Int)
+    /// The filesystem holding the queue is full (or below the configured free-space reserve).
+    case diskFull(path: String, detail: String)
+    /// The file or its directory is read-only for this process.
+    case readOnly(path: String, detail: String)
+    /// An idempotency key that is empty or too long.
+    case invalidIdempotencyKey(String)
+    /// Any other SQLite failure, with SQLite's own message and the operation that failed.
+    case sqlite(code: Int32, message: String, operation: String)
+
+    public var description: String {
+        switch self {
+        case .invalidRecord(let error):
+            return error.description
+        case .cannotOpen(let path, let reason):
+            return "cannot open queue file \(path): \(reason)"
+        case .notAQueueFile(let path):
+            return "\(path) is not an EventQueue file (not an SQLite database); point --db at the queue file, "
+                + "or move this file away: EventQueue never overwrites it"
+        case .corrupt(let path, let detail):
+            return "queue file \(path) is corrupt (\(detail)); run `queuectl check --db \(path)`, then "
+                + "`queuectl salvage` to copy the readable records into a new file"
+        case .schemaTooNew(let path, let found, let supported):
+            return "queue file \(path) has schema version \(found), newer than the \(supported) this binary "
+                + "knows; upgrade EventQueue (the file was not modified)"
+        case .busy(let path, let timeout):
+            return "queue file \(path) stayed locked by another process for more than \(timeout) ms; retry, "
+                + "or raise the busy timeout"
+        case .diskFull(let path, let detail):
+            return "queue disk full: \(path): \(detail); free space on that filesystem or drain the queue"
+        case .readOnly(let path, let detail):
+            return "queue file \(path) is read-only: \(detail); check the permissions and mount of its directory"
+        case .invalidIdempotencyKey(let key):
+            return "invalid idempotency key \"\(key.prefix(40))\": must be 1 to 255 bytes"
+        case .sqlite(let code, let message, let operation):
+            return "SQLite error \(code) during \(operation): \(message)"
+        }
+    }
+}

@@ -1,0 +1,70 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An open queue file: a configured connection with the schema brought up to date.
+///
+/// Opening is what every writer pays, in every short-lived extension process, so it is kept to a handful of
+/// statements: read the schema version, set the per-connection pragmas, and migrate only when needed.
+final class QueueFile {
+    let connection: Connection
+    let options: QueueOptions
+    var path: String { connection.path }
+
+    init(path: String, options: QueueOptions) throws(QueueError) {
+        self.options = options
+        connection = try Connection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
+        do {
+            try configure()
+        } catch {
+            connection.close()
+            throw error
+        }
+    }
+
+    private func configure() throws(QueueError) {
+        // Reading the version first detects a foreign file (SQLITE_NOTADB) and a newer schema before anything
+        // could modify the file.
+        let version = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
+        if version > Migrations.latestVersion {
+            throw QueueError.schemaTooNew(path: path, found: Int(version), supported: Migrations.latestVersion)
+        }
+        if version == 0 {
+            // Only effective before the first table exists: a new file gets incremental vacuum so that the
+            // space of delivered records can be returned to the filesystem after a drain.
+            try connection.execute("PRAGMA auto_vacuum = INCREMENTAL", operation: "configuring auto_vacuum")
+        }
+        let mode = try connection.scalarText("PRAGMA journal_mode = WAL", operation: "enabling WAL")
+        guard mode?.lowercased() == "wal" else {
+            throw QueueError.cannotOpen(
+                path: path, reason: "could not switch to WAL mode (journal_mode is \(mode ?? "unknown"))")
+        }
+        let synchronous = options.durability == .full ? "FULL" : "NORMAL"
+        try connection.execute("PRAGMA synchronous = \(synchronous)", operation: "setting durability")
+        _ = try connection.scalarInt(
+            "PRAGMA journal_size_limit = \(options.journalSizeLimitBytes)", operation: "setting journal_size_limit")
+        if version < Migrations.latestVersion {
+            try Migrations.migrate(connection)
+        }
+    }
+
+    func close() {
+        connection.close()
+    }
+
+    /// Free bytes available to this process on the queue's filesystem, or `nil` when unknown.
+    func freeBytes() -> Int64? {
+        var stats = statvfs()
+        guard statvfs(Connection.directoryName(of: path), &stats) == 0 else { return nil }
+        return Int64(stats.f_bavail) * Int64(stats.f_frsize)
+    }
+
+    /// Refuses new records while free space is below the reserve, leaving room for acks and checkpoints.
+    func checkFreeSpaceReserve() throws(QueueError) {
+        guard options.minimumFreeBytes > 0, let free = freeBytes(), free < options.minimumFreeBytes else { return }
+        throw QueueError.diskFull(
+            path: path,
+            detail: "\(free) bytes free, below the \(options.minimumFreeBytes)-byte reserve kept for draining "
+                + "(EVENTQUEUE_MIN_FREE_BYTES)")
+    }
+}

@@ -1,0 +1,76 @@
+import EventQueue
+
+/// How a drain pass is run.
+public struct DrainOptions: Sendable, Hashable {
+    /// Records claimed (and handed to the sink) at a time.
+    public var batchSize: Int
+    /// How long a claim is held before someone else may take it; renewed every third of it while the sink
+    /// is still working, so a slow delivery never loses its lease.
+    public var leaseMilliseconds: Int64
+    /// Failed attempts after which a record is dead-lettered.
+    public var maxAttempts: Int
+    public var backoff: Backoff
+    /// A pass ends early (as `.unavailable`) after this many batches in a row in which nothing was delivered
+    /// and every record is to be retried: the destination is down, and hammering it helps no one.
+    public var haltAfterFailedBatches: Int
+    /// Checkpoint the WAL and vacuum freed pages after the pass, so the files shrink again.
+    public var maintenanceAfterPass: Bool
+
+    public init(
+        batchSize: Int = 100, leaseMilliseconds: Int64 = 60_000, maxAttempts: Int = 10,
+        backoff: Backoff = Backoff(), haltAfterFailedBatches: Int = 3, maintenanceAfterPass: Bool = true
+    ) {
+        self.batchSize = max(1, batchSize)
+        self.leaseMilliseconds = max(1_000, leaseMilliseconds)
+        self.maxAttempts = max(1, maxAttempts)
+        self.backoff = backoff
+        self.haltAfterFailedBatches = max(1, haltAfterFailedBatches)
+        self.maintenanceAfterPass = maintenanceAfterPass
+    }
+}
+
+/// Counts of one drain pass, reported as it goes and at its end.
+public struct DrainSummary: Sendable, Hashable {
+    public var delivered = 0
+    /// Records returned for a later retry (each time one is returned; one record can count twice in a pass
+    /// only if its retry came due during the pass).
+    public var retried = 0
+    /// Records dead-lettered in this pass (rejected, or out of attempts).
+    public var dead = 0
+    public var batches = 0
+    /// Set when the pass stopped early because the sink asked it to, or the destination looked down.
+    public var halt: SinkHalt?
+    /// The queue after the pass.
+    public var remaining: QueueStats?
+
+    public init() {}
+
+    /// How the pass ended, for exit codes and status.
+    public var result: DrainResult {
+        if halt?.kind == .configuration { return .sinkMisconfigured }
+        if dead > 0 { return .someDead }
+        if halt != nil || (remaining.map { $0.pending + $0.leased } ?? 0) > 0 { return .recordsRemain }
+        return .allDelivered
+    }
+}
+
+/// The outcome of a pass, with the exit status `queuectl drain` reports for it.
+public enum DrainResult: String, Sendable, Hashable, CaseIterable {
+    /// Everything claimable was delivered and nothing is left (exit 0).
+    case allDelivered = "all_delivered"
+    /// Some records were dead-lettered in this pass (exit 10); see `queuectl dead list`.
+    case someDead = "some_dead"
+    /// Records remain: waiting for a retry, or the destination is unavailable (exit 11).
+    case recordsRemain = "records_remain"
+    /// The sink's configuration is wrong (bad key, wrong URL); nothing was lost, fix it and drain again (exit 12).
+    case sinkMisconfigured = "sink_misconfigured"
+
+    public var exitCode: Int32 {
+        switch self {
+        case .allDelivered: return 0
+        case .someDead: return 10
+        case .recordsRemain: return 11
+        case .sinkMisconfigured: return 12
+        }
+    }
+}

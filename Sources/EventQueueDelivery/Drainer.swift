@@ -1,0 +1,183 @@
+import EventQueue
+import Logging
+
+/// The drain loop: claim a batch under a lease, hand it to the sink, and record each record's outcome; repeat
+/// until nothing is claimable. Records enqueued while the pass runs are delivered by the same pass.
+///
+/// Crash-safe by construction: a record is deleted only after the sink reported it delivered, so a crash at any
+/// point redelivers at most the batch that was between "sink accepted" and "ack committed".
+public struct Drainer: Sendable {
+    public let store: QueueStore
+    public let sink: any Sink
+    public let options: DrainOptions
+    public let logger: Logger
+
+    public init(store: QueueStore, sink: any Sink, options: DrainOptions = DrainOptions(), logger: Logger) {
+        self.store = store
+        self.sink = sink
+        self.options = options
+        self.logger = logger
+    }
+
+    /// Runs one pass. `progress` is called after every batch; `shouldStop` is checked before every claim (a
+    /// graceful shutdown stops claiming but lets the batch in flight finish).
+    public func drain(
+        progress: (@Sendable (DrainSummary) async -> Void)? = nil,
+        shouldStop: @Sendable () -> Bool = { false }
+    ) async throws(QueueError) -> DrainSummary {
+        var summary = DrainSummary()
+        var failedBatchesInARow = 0
+        while !shouldStop(), !Task.isCancelled {
+            let claim = try await store.claim(limit: options.batchSize, leaseMilliseconds: options.leaseMilliseconds)
+            if claim.records.isEmpty { break }
+            summary.batches += 1
+            let batch = try await deliver(claim, summary: &summary)
+            if let progress { await progress(summary) }
+            if let halt = batch.halt {
+                summary.halt = halt
+                logger.warning("drain pass stopped early", metadata: ["reason": "\(halt)"])
+                break
+            }
+            failedBatchesInARow = batch.allFailed ? failedBatchesInARow + 1 : 0
+            if failedBatchesInARow >= options.haltAfterFailedBatches {
+                summary.halt = SinkHalt(
+                    kind: .unavailable,
+                    reason: "\(failedBatchesInARow) batches in a row failed; last error: \(batch.lastError ?? "?")")
+                logger.warning(
+                    "drain pass stopped early", metadata: ["reason": "\(summary.halt.map { "\($0)" } ?? "")"])
+                break
+            }
+        }
+        if options.maintenanceAfterPass {
+            let maintenance = try await store.checkpointAndVacuum()
+            logger.debug(
+                "checkpointed and vacuumed",
+                metadata: [
+                    "wal_bytes": "\(maintenance.walBytesBefore) -> \(maintenance.walBytesAfter)",
+                    "db_bytes": "\(maintenance.databaseBytesBefore) -> \(maintenance.databaseBytesAfter)",
+                ])
+        }
+        summary.remaining = try await store.stats()
+        logger.info(
+            "drain pass finished",
+            metadata: [
+                "delivered": "\(summary.delivered)", "retried": "\(summary.retried)", "dead": "\(summary.dead)",
+                "batches": "\(summary.batches)", "result": "\(summary.result.rawValue)",
+            ])
+        return summary
+    }
+
+    private struct BatchResult {
+        var halt: SinkHalt?
+        var allFailed = false
+        var lastError: String?
+    }
+
+    /// Delivers one claimed batch and applies every outcome.
+    private func deliver(_ claim: Claim, summary: inout DrainSummary) async throws(QueueError) -> BatchResult {
+        var outgoing: [OutgoingRecord] = []
+        var invalid: [(id: Int64, reason: String)] = []
+        for claimed in claim.records {
+            switch OutgoingRecord.prepare(claimed) {
+            case .success(let record): outgoing.append(record)
+            case .failure(let error): invalid.append((claimed.id, "rejected before delivery: \(error)"))
+            }
+        }
+        for (id, reason) in invalid {
+            summary.dead += try await store.reject([id], lease: claim.lease, reason: reason)
+        }
+        guard !outgoing.isEmpty else { return BatchResult() }
+
+        let report = await deliverRenewingLease(outgoing, lease: claim.lease)
+        var result = BatchResult(halt: report.halt)
+        var delivered: [Int64] = []
+        var rejected: [String: [Int64]] = [:]
+        var retries: [RetryGroup: [Int64]] = [:]
+        for record in outgoing {
+            switch report.outcomes[record.id] {
+            case .delivered:
+                delivered.append(record.id)
+            case .rejected(let reason):
+                rejected[reason, default: []].append(record.id)
+            case .retry(let reason, let after, let counts):
+                retries[RetryGroup(reason: reason, after: after, counts: counts), default: []].append(record.id)
+            case nil:
+                if report.halt?.kind == .configuration {
+                    retries[
+                        RetryGroup(reason: report.halt?.reason ?? "", after: nil, counts: false, release: true),
+                        default: []
+                    ].append(record.id)
+                } else {
+                    let reason = report.halt?.reason ?? "the sink reported no outcome"
+                    retries[RetryGroup(reason: reason, after: nil, counts: true), default: []].append(record.id)
+                }
+            }
+        }
+        summary.delivered += try await store.ack(delivered, lease: claim.lease)
+        for (reason, ids) in rejected {
+            summary.dead += try await store.reject(ids, lease: claim.lease, reason: reason)
+        }
+        let attempts = Dictionary(outgoing.map { ($0.id, $0.attempts) }, uniquingKeysWith: { first, _ in first })
+        for (group, ids) in retries {
+            result.lastError = group.reason
+            if group.release {
+                _ = try await store.release(ids, lease: claim.lease)
+                continue
+            }
+            let attempt = (ids.compactMap { attempts[$0] }.max() ?? 0) + 1
+            let wait = group.after ?? options.backoff.delay(attempt: attempt)
+            let nacked = try await store.nack(
+                ids, lease: claim.lease, reason: group.reason, retryAt: WallClock.nowMilliseconds() + max(1, wait),
+                countsAsAttempt: group.counts, maxAttempts: options.maxAttempts)
+            summary.retried += nacked.retried.count
+            summary.dead += nacked.dead.count
+        }
+        result.allFailed = delivered.isEmpty && rejected.isEmpty && !retries.isEmpty
+        return result
+    }
+
+    private struct RetryGroup: Hashable {
+        var reason: String
+        var after: Int64?
+        var counts: Bool
+        var release = false
+    }
+
+    /// Awaits the sink while renewing the lease every third of its length, so a slow destination never lets the
+    /// lease lapse (which would let the records be claimed, and delivered, twice).
+    private func deliverRenewingLease(_ batch: [OutgoingRecord], lease: Lease) async -> DeliveryReport {
+        let ids = batch.map(\.id)
+        let store = self.store
+        let sink = self.sink
+        let logger = self.logger
+        let interval = options.leaseMilliseconds / 3
+        let leaseMilliseconds = options.leaseMilliseconds
+        return await withTaskGroup(of: DeliveryReport?.self) { group in
+            group.addTask { await sink.deliver(batch) }
+            group.addTask {
+                while !Task.isCancelled {
+                    do {
+                        try await Task.sleep(for: .milliseconds(interval))
+                        let (_, held) = try await store.renew(lease, ids: ids, leaseMilliseconds: leaseMilliseconds)
+                        if held < ids.count {
+                            logger.warning(
+                                "lease lapsed for some records in flight; their late results will be discarded",
+                                metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
+                        }
+                    } catch {
+                        return nil
+                    }
+                }
+                return nil
+            }
+            var report = DeliveryReport()
+            while let next = await group.next() {
+                if let next {
+                    report = next
+                    group.cancelAll()
+                }
+            }
+            return report
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import EventQueue
+
+/// A claimed record, parsed and ready for a sink.
+public struct OutgoingRecord: Sendable, Hashable {
+    public var id: Int64
+    public var kind: RecordKind
+    /// The Braze object to send.
+    public var object: JSONObject
+    public var userKey: String
+    public var createdAtMilliseconds: Int64
+    /// Failed attempts before this one.
+    public var attempts: Int
+
+    public init(
+        id: Int64, kind: RecordKind, object: JSONObject, userKey: String, createdAtMilliseconds: Int64,
+        attempts: Int
+    ) {
+        self.id = id
+        self.kind = kind
+        self.object = object
+        self.userKey = userKey
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.attempts = attempts
+    }
+
+    /// Parses and re-validates a claimed record. Records written by our library always pass; a foreign writer
+    /// (any SQLite client) may have inserted something Braze would refuse, and that is dead-lettered with the
+    /// reason rather than sent.
+    public static func prepare(_ claimed: ClaimedRecord) -> Result<OutgoingRecord, ValidationError> {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(claimed.payload)
+        } catch {
+            return .failure(ValidationError(field: "payload", rule: "is not valid JSON: \(error)"))
+        }
+        guard var object = value.objectValue else {
+            return .failure(ValidationError(field: "payload", rule: "must be a JSON object"))
+        }
+        if claimed.kind != .attribute, object["time"] == nil {
+            // Foreign writers may leave `time` out; the record's enqueue time is the interaction time.
+            object["time"] = .string(ISO8601.format(unixMilliseconds: claimed.createdAtMilliseconds))
+        }
+        do {
+            _ = try RecordValidator.validate(kind: claimed.kind, object: object)
+        } catch {
+            return .failure(error)
+        }
+        return .success(
+            OutgoingRecord(
+                id: claimed.id, kind: claimed.kind, object: object, userKey: claimed.userKey,
+                createdAtMilliseconds: claimed.createdAtMilliseconds, attempts: claimed.attempts))
+    }
+}

@@ -1,0 +1,36 @@
+import ArgumentParser
+import EventQueue
+
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check a queue file without changing it: integrity, schema version, pragmas, permissions.",
+        discussion: "Exit status 0 when healthy, 1 when a problem was found (each printed on its own line).")
+
+    @Flag(help: "Print the report as JSON.") var json = false
+    @OptionGroup var queue: QueueOptionGroup
+
+    func run() throws {
+        let busyTimeout = try queue.options().busyTimeoutMilliseconds
+        let report = QueueCheck.run(path: queue.path, busyTimeoutMilliseconds: busyTimeout)
+        if json {
+            var facts = JSONObject()
+            for fact in report.facts { facts[fact.name] = .string(fact.value) }
+            let object: JSONValue = [
+                "path": .string(report.path),
+                "healthy": .bool(report.isHealthy),
+                "facts": .object(facts),
+                "problems": .array(report.problems.map(JSONValue.string)),
+                "warnings": .array(report.warnings.map(JSONValue.string)),
+            ]
+            writeStandardOutput(object.serialized + "\n")
+        } else {
+            var text = "queue: \(report.path)\n"
+            for fact in report.facts { text += "\(fact.name): \(fact.value)\n" }
+            for warning in report.warnings { text += "warning: \(warning)\n" }
+            for problem in report.problems { text += "problem: \(problem)\n" }
+            text += report.isHealthy ? "ok\n" : "unhealthy: \(report.problems.count) problem(s)\n"
+            writeStandardOutput(text)
+        }
+        if !report.isHealthy { throw ExitCode(ExitStatus.problemsFound) }
+    }
+}

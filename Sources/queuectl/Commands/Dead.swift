@@ -1,0 +1,75 @@
+import ArgumentParser
+import EventQueue
+
+struct Dead: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Dead letters: records the sink refused or that ran out of attempts. Kept until purged.",
+        subcommands: [DeadList.self, DeadRetry.self, DeadPurge.self]
+    )
+}
+
+struct DeadList: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "list", abstract: "List dead letters.")
+    @Option(help: "At most this many.") var limit: Int?
+    @Flag(help: "Print a JSON array.") var json = false
+    @OptionGroup var queue: QueueOptionGroup
+
+    func run() throws {
+        let consumer = try queue.openConsumer()
+        defer { consumer.close() }
+        let limit = self.limit ?? Int(Int32.max)
+        printRecords(try withQueue { () throws(QueueError) in try consumer.deadLetters(limit: limit) }, json: json)
+    }
+}
+
+/// `--all` or a list of ids, never both, never neither.
+struct DeadSelection: ParsableArguments {
+    @Flag(help: "Every dead letter.") var all = false
+    @Argument(help: "Record ids.") var ids: [Int64] = []
+
+    /// The ids to act on (`nil` = all), after checking every named id is a dead letter, so a typo changes nothing.
+    func resolve(_ consumer: QueueConsumer) throws -> [Int64]? {
+        guard all != !ids.isEmpty else {
+            throw fail("give either --all or one or more record ids", status: ExitStatus.usage)
+        }
+        if all { return nil }
+        let dead = Set(try withQueue { () throws(QueueError) in try consumer.deadLetters() }.map(\.id))
+        let missing = ids.filter { !dead.contains($0) }
+        guard missing.isEmpty else {
+            throw fail(
+                "not dead letters: \(missing.map(String.init).joined(separator: ", ")); nothing was changed",
+                status: ExitStatus.problemsFound)
+        }
+        return ids
+    }
+}
+
+struct DeadRetry: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "retry", abstract: "Make dead letters pending again, with a fresh attempt budget.")
+    @OptionGroup var selection: DeadSelection
+    @OptionGroup var queue: QueueOptionGroup
+
+    func run() throws {
+        let consumer = try queue.openConsumer()
+        defer { consumer.close() }
+        let ids = try selection.resolve(consumer)
+        let changed = try withQueue { () throws(QueueError) in try consumer.retryDead(ids: ids) }
+        writeStandardOutput("retried \(changed.count) dead letters\n")
+    }
+}
+
+struct DeadPurge: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "purge", abstract: "Delete dead letters for good.")
+    @OptionGroup var selection: DeadSelection
+    @OptionGroup var queue: QueueOptionGroup
+
+    func run() throws {
+        let consumer = try queue.openConsumer()
+        defer { consumer.close() }
+        let ids = try selection.resolve(consumer)
+        let changed = try withQueue { () throws(QueueError) in try consumer.purgeDead(ids: ids) }
+        writeStandardOutput("purged \(changed.count) dead letters\n")
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import EventQueue
+import EventQueueDelivery
+import Logging
+
+struct Drain: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Deliver everything claimable to a sink, in this process (--local).",
+        discussion: """
+            Exit status: 0 all delivered; 10 some records went dead in this pass; 11 records remain (waiting \
+            for a retry, or the sink is unavailable); 12 the sink is misconfigured (nothing was lost).
+            """
+    )
+
+    @Flag(help: "Drain in this process instead of asking the daemon.")
+    var local = false
+
+    @Option(help: "Where to deliver: jsonl:PATH (jsonl:- for stdout) or null.")
+    var sink: String = "jsonl:-"
+
+    @Option(name: .customLong("batch-size"), help: "Records per batch.")
+    var batchSize: Int = 100
+
+    @Option(name: .customLong("lease-seconds"), help: "Lease length; renewed while a delivery is in flight.")
+    var leaseSeconds: Int = 60
+
+    @Option(name: .customLong("max-attempts"), help: "Failed attempts before a record is dead-lettered.")
+    var maxAttempts: Int = 10
+
+    @Flag(help: "Print the summary as JSON.")
+    var json = false
+
+    @Flag(name: .shortAndLong, help: "Log each batch to stderr.")
+    var verbose = false
+
+    @OptionGroup var queue: QueueOptionGroup
+
+    func run() async throws {
+        guard local else {
+            throw fail(
+                "drain without --local asks the queued daemon, which this build does not include yet; "
+                    + "use `queuectl drain --local --sink SPEC`", status: ExitStatus.usage)
+        }
+        guard batchSize >= 1, leaseSeconds >= 1, maxAttempts >= 1 else {
+            throw fail("--batch-size, --lease-seconds and --max-attempts must be at least 1", status: ExitStatus.usage)
+        }
+        let spec: SinkSpec
+        let destination: any Sink
+        do {
+            spec = try SinkSpec(parsing: sink)
+            destination = try spec.makeSink()
+        } catch {
+            throw fail(error.description, status: ExitStatus.usage)
+        }
+        let path = queue.path
+        let options = try queue.options()
+        let store = try withQueue { () throws(QueueError) in try QueueStore(path: path, options: options) }
+        var logger = Logger(label: "queuectl.drain")
+        logger.logLevel = verbose ? .debug : .warning
+        let drainer = Drainer(
+            store: store, sink: destination,
+            options: DrainOptions(
+                batchSize: batchSize, leaseMilliseconds: Int64(leaseSeconds) * 1000, maxAttempts: maxAttempts),
+            logger: logger)
+        let summary: DrainSummary
+        do {
+            summary = try await drainer.drain()
+        } catch {
+            await store.close()
+            throw fail(error)
+        }
+        await store.close()
+        let text = json ? JSONOutput.summary(summary).serialized + "\n" : Self.describe(summary)
+        // When records go to stdout, the summary must not mix with them.
+        if spec == .jsonLines(path: "-") {
+            writeStandardError(text)
+        } else {
+            writeStandardOutput(text)
+        }
+        if summary.result != .allDelivered { throw ExitCode(summary.result.exitCode) }
+    }
+
+    static func describe(_ summary: DrainSummary) -> String {
+        var text = "delivered \(summary.delivered), retried \(summary.retried), dead \(summary.dead)"
+        if let remaining = summary.remaining {
+            text += "; now pending \(remaining.pending), leased \(remaining.leased), dead \(remaining.dead)"
+        }
+        if let halt = summary.halt { text += "; stopped early: \(halt)" }
+        return text + "\n"
+    }
+}

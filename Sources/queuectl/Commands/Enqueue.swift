@@ -1,0 +1,176 @@
+import ArgumentParser
+import EventQueue
+
+struct Enqueue: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Append records: one event, attribute or purchase, or a whole NDJSON file (all or nothing).",
+        discussion: """
+            NDJSON: one Braze object per line plus "type" (event, attribute or purchase) and an optional \
+            "idempotency_key", e.g. {"type":"event","external_id":"u1","name":"song_liked"}. \
+            Prints the id of each record, one per line.
+            """,
+        subcommands: [EnqueueEvent.self, EnqueueAttribute.self, EnqueuePurchase.self]
+    )
+
+    @Option(help: "Read NDJSON records from PATH (- for stdin) and enqueue them in one transaction.")
+    var ndjson: String?
+
+    @OptionGroup var queue: QueueOptionGroup
+
+    func run() throws {
+        guard let ndjson else {
+            throw fail(
+                "say what to enqueue: `queuectl enqueue event|attribute|purchase ...` or "
+                    + "`queuectl enqueue --ndjson PATH`", status: ExitStatus.usage)
+        }
+        let records = try NDJSONInput.read(ndjson)
+        let writer = try queue.openWriter()
+        defer { writer.close() }
+        let ids: [Int64]
+        do {
+            ids = try writer.enqueue(contentsOf: records.map(\.record))
+        } catch {
+            if case .invalidRecord(var validation) = error, let index = validation.index {
+                validation.line = records[index].line
+                throw fail(validation.description, status: ExitStatus.invalidInput)
+            }
+            throw fail(error)
+        }
+        writeStandardOutput(ids.map(String.init).joined(separator: "\n") + (ids.isEmpty ? "" : "\n"))
+    }
+}
+
+/// `--external-id`, `--braze-id`, `--email`, `--phone` or `--alias NAME:LABEL`: exactly one.
+struct IdentityOptions: ParsableArguments {
+    @Option(name: .customLong("external-id"), help: "The user's external id.")
+    var externalID: String?
+    @Option(name: .customLong("braze-id"), help: "The user's Braze id.")
+    var brazeID: String?
+    @Option(help: "The user's email (as the identifier).")
+    var email: String?
+    @Option(help: "The user's phone number (as the identifier).")
+    var phone: String?
+    @Option(help: "A user alias as NAME:LABEL.")
+    var alias: String?
+
+    func identity() throws -> UserIdentity {
+        var found: [UserIdentity] = []
+        if let externalID { found.append(.externalID(externalID)) }
+        if let brazeID { found.append(.brazeID(brazeID)) }
+        if let email { found.append(.email(email)) }
+        if let phone { found.append(.phone(phone)) }
+        if let alias {
+            guard let colon = alias.firstIndex(of: ":"), colon != alias.startIndex else {
+                throw fail("--alias must be NAME:LABEL (got \"\(alias)\")", status: ExitStatus.usage)
+            }
+            found.append(.alias(name: String(alias[..<colon]), label: String(alias[alias.index(after: colon)...])))
+        }
+        guard found.count == 1, let identity = found.first else {
+            throw fail(
+                "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got "
+                    + "\(found.count))", status: ExitStatus.usage)
+        }
+        return identity
+    }
+}
+
+/// `--prop KEY=VALUE`, `--properties JSON`, `--time`, `--key`: what events and purchases share.
+struct PropertyOptions: ParsableArguments {
+    @Option(name: .customLong("prop"), help: "A property KEY=VALUE; VALUE is JSON when it parses, else a string.")
+    var props: [String] = []
+    @Option(help: "All properties as one JSON object (--prop entries are added on top).")
+    var properties: String?
+    @Option(help: "When it happened, ISO 8601 (default: now).")
+    var time: String?
+    @Option(name: .customLong("key"), help: "An idempotency key: enqueueing the same key twice writes once.")
+    var idempotencyKey: String?
+
+    func object() throws -> JSONObject {
+        var object = JSONObject()
+        if let properties {
+            guard let parsed = try? JSONValue.parse(properties), let parsedObject = parsed.objectValue else {
+                throw fail("--properties must be a JSON object", status: ExitStatus.invalidInput)
+            }
+            object = parsedObject
+        }
+        for prop in props {
+            guard let equals = prop.firstIndex(of: "="), equals != prop.startIndex else {
+                throw fail("--prop must be KEY=VALUE (got \"\(prop)\")", status: ExitStatus.usage)
+            }
+            object[String(prop[..<equals])] = CommandLineValue.parse(String(prop[prop.index(after: equals)...]))
+        }
+        return object
+    }
+}
+
+/// A command-line value: JSON when it is valid JSON (`3`, `true`, `null`, `["a"]`, `{"inc":1}`), otherwise the
+/// text itself as a string, so `--prop song=Yesterday` needs no quoting.
+enum CommandLineValue {
+    static func parse(_ text: String) -> JSONValue {
+        (try? JSONValue.parse(text)) ?? .string(text)
+    }
+}
+
+func enqueueOne(_ record: Record, queue: QueueOptionGroup) throws {
+    let writer = try queue.openWriter()
+    defer { writer.close() }
+    let id = try withQueue { () throws(QueueError) in try writer.enqueue(record) }
+    writeStandardOutput("\(id)\n")
+}
+
+struct EnqueueEvent: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "event", abstract: "Enqueue a custom event.")
+
+    @Argument(help: "The event name.") var name: String
+    @OptionGroup var properties: PropertyOptions
+    @OptionGroup var user: IdentityOptions
+    @OptionGroup var queue: QueueOptionGroup
+
+    func run() throws {
+        let record = Record.event(
+            name, user: try user.identity(), properties: try properties.object(), time: properties.time,
+            idempotencyKey: properties.idempotencyKey)
+        try enqueueOne(record, queue: queue)
+    }
+}
+
+struct EnqueueAttribute: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attribute",
+        abstract: "Set one custom attribute or standard profile field (email, first_name, country, ...).")
+
+    @Argument(help: "The attribute name.") var key: String
+    @Argument(help: "The value: JSON when it parses (3, true, null, [\"a\"], {\"inc\":1}), else a string.")
+    var value: String
+    @Option(name: .customLong("key"), help: "An idempotency key.") var idempotencyKey: String?
+    @OptionGroup var user: IdentityOptions
+    @OptionGroup var queue: QueueOptionGroup
+
+    func run() throws {
+        let record = Record.attribute(
+            key, CommandLineValue.parse(value), user: try user.identity(), idempotencyKey: idempotencyKey)
+        try enqueueOne(record, queue: queue)
+    }
+}
+
+struct EnqueuePurchase: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "purchase", abstract: "Enqueue a purchase.")
+
+    @Argument(help: "The product id.") var productID: String
+    @Option(help: "ISO 4217 currency code, e.g. USD.") var currency: String
+    @Option(help: "The price, a number.") var price: String
+    @Option(help: "1 to 100 (default 1).") var quantity: Int = 1
+    @OptionGroup var properties: PropertyOptions
+    @OptionGroup var user: IdentityOptions
+    @OptionGroup var queue: QueueOptionGroup
+
+    func run() throws {
+        guard let number = JSONNumber(text: price) else {
+            throw fail("--price must be a number (got \"\(price)\")", status: ExitStatus.invalidInput)
+        }
+        let record = Record.purchase(
+            productID: productID, currency: currency, price: number, quantity: quantity, user: try user.identity(),
+            properties: try properties.object(), time: properties.time, idempotencyKey: properties.idempotencyKey)
+        try enqueueOne(record, queue: queue)
+    }
+}

@@ -1,0 +1,34 @@
+import ArgumentParser
+import EventQueue
+
+struct Peek: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show the next records to be delivered, without claiming them.")
+
+    @Option(help: "How many records.") var limit: Int = 10
+    @Flag(help: "Print a JSON array.") var json = false
+    @OptionGroup var queue: QueueOptionGroup
+
+    func run() throws {
+        guard limit >= 0 else { throw fail("--limit must be 0 or more", status: ExitStatus.usage) }
+        let consumer = try queue.openConsumer()
+        defer { consumer.close() }
+        let records = try withQueue { () throws(QueueError) in try consumer.peek(limit: limit) }
+        printRecords(records, json: json)
+    }
+}
+
+func printRecords(_ records: [QueuedRecord], json: Bool) {
+    if json {
+        writeStandardOutput(JSONValue.array(records.map(JSONOutput.record)).serialized + "\n")
+        return
+    }
+    var text = ""
+    for record in records {
+        text += "\(record.id)\t\(record.kind.rawValue)\t\(record.state.rawValue)\tattempts=\(record.attempts)\t"
+        text += ISO8601.format(unixMilliseconds: record.createdAtMilliseconds) + "\t" + record.payload
+        if let error = record.lastError { text += "\tlast_error=" + error.replacingNewlines() }
+        text += "\n"
+    }
+    writeStandardOutput(text)
+}

@@ -1,0 +1,64 @@
+import ArgumentParser
+import EventQueue
+import EventQueueDelivery
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Exit statuses (sysexits.h where one fits), documented in `queuectl --help` and the README.
+enum ExitStatus {
+    static let problemsFound: Int32 = 1
+    static let usage: Int32 = 64
+    static let invalidInput: Int32 = 65
+    static let inputMissing: Int32 = 66
+    static let cannotCreate: Int32 = 73
+    static let ioError: Int32 = 74
+    static let busy: Int32 = 75
+    static let badQueueFile: Int32 = 78
+}
+
+/// Writes a one-line error to stderr and returns the exit code to throw.
+func fail(_ message: String, status: Int32) -> ExitCode {
+    writeStandardError("queuectl: error: " + message.replacingNewlines() + "\n")
+    return ExitCode(status)
+}
+
+func fail(_ error: QueueError) -> ExitCode {
+    let status: Int32
+    switch error {
+    case .invalidRecord, .invalidIdempotencyKey: status = ExitStatus.invalidInput
+    case .cannotOpen, .readOnly: status = ExitStatus.cannotCreate
+    case .diskFull, .sqlite: status = ExitStatus.ioError
+    case .busy: status = ExitStatus.busy
+    case .notAQueueFile, .corrupt, .schemaTooNew: status = ExitStatus.badQueueFile
+    }
+    return fail(error.description, status: status)
+}
+
+func writeStandardError(_ text: String) {
+    var text = text
+    text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+}
+
+func writeStandardOutput(_ text: String) {
+    var text = text
+    text.withUTF8 { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let written = write(STDOUT_FILENO, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+            if written <= 0 {
+                if written < 0, errno == EINTR { continue }
+                return
+            }
+            offset += written
+        }
+    }
+}
+
+extension String {
+    /// Errors are one line: embedded newlines would break log scraping.
+    func replacingNewlines() -> String {
+        String(self.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+    }
+}

@@ -1,0 +1,61 @@
+import ArgumentParser
+import EventQueue
+import EventQueueDelivery
+
+/// `--db` and the open options every subcommand takes.
+struct QueueOptionGroup: ParsableArguments {
+    @Option(name: .long, help: "The queue file (default: $EVENTQUEUE_DB, else the documented default path).")
+    var db: String?
+
+    @Option(name: .customLong("busy-timeout"), help: "Milliseconds to wait for another process's lock.")
+    var busyTimeoutMilliseconds: Int?
+
+    @Option(help: "full (default: survives power loss) or normal (faster).")
+    var durability: String?
+
+    var path: String { QueueEnvironment.databasePath(explicit: db) }
+
+    func options() throws -> QueueOptions {
+        var parsedDurability: QueueOptions.Durability?
+        if let durability {
+            guard let value = QueueOptions.Durability(rawValue: durability) else {
+                throw fail("--durability must be full or normal (got \"\(durability)\")", status: ExitStatus.usage)
+            }
+            parsedDurability = value
+        }
+        if let busyTimeoutMilliseconds, busyTimeoutMilliseconds < 0 {
+            throw fail("--busy-timeout must be 0 or more milliseconds", status: ExitStatus.usage)
+        }
+        do {
+            return try QueueEnvironment.options(
+                busyTimeoutMilliseconds: busyTimeoutMilliseconds, durability: parsedDurability)
+        } catch {
+            throw fail(error.description, status: ExitStatus.usage)
+        }
+    }
+
+    func openWriter() throws -> QueueWriter {
+        do {
+            return try QueueWriter(path: path, options: try options())
+        } catch let error as QueueError {
+            throw fail(error)
+        }
+    }
+
+    func openConsumer() throws -> QueueConsumer {
+        do {
+            return try QueueConsumer(path: path, options: try options())
+        } catch let error as QueueError {
+            throw fail(error)
+        }
+    }
+}
+
+/// Runs a queue operation, turning a `QueueError` into its one-line message and exit status.
+func withQueue<T>(_ body: () throws(QueueError) -> T) throws -> T {
+    do {
+        return try body()
+    } catch {
+        throw fail(error)
+    }
+}

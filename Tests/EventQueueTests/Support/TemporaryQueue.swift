@@ -1,0 +1,108 @@
+import CSQLite
+import Glibc
+import Testing
+
+@testable import EventQueue
+
+/// A fresh directory per test (Swift Testing runs tests in parallel), removed at deinit.
+final class TemporaryDirectory {
+    let path: String
+
+    init() {
+        var template = Array("/tmp/eventqueue-test-XXXXXX".utf8CString)
+        let created = template.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress.flatMap { mkdtemp($0) }.map { String(cString: $0) }
+        }
+        path = created ?? "/tmp/eventqueue-test-\(UInt64.random(in: 0...UInt64.max))"
+        if created == nil { mkdir(path, 0o700) }
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    deinit {
+        removeTree(path)
+    }
+}
+
+func removeTree(_ path: String) {
+    guard let directory = opendir(path) else {
+        unlink(path)
+        return
+    }
+    while let entry = readdir(directory) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if name == "." || name == ".." { continue }
+        let child = path + "/" + name
+        var info = stat()
+        if lstat(child, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+            removeTree(child)
+        } else {
+            unlink(child)
+        }
+    }
+    closedir(directory)
+    rmdir(path)
+}
+
+/// Raw SQLite access for assertions that must not go through the code under test.
+final class RawDatabase {
+    let handle: OpaquePointer
+
+    init(path: String) throws {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nil) == SQLITE_OK, let db else {
+            throw RawError(message: "cannot open \(path)")
+        }
+        sqlite3_busy_timeout(db, 5000)
+        handle = db
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    struct RawError: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    func execute(_ sql: String) throws {
+        var error: UnsafeMutablePointer<CChar>?
+        guard sqlite3_exec(handle, sql, nil, nil, &error) == SQLITE_OK else {
+            let message = error.map { String(cString: $0) } ?? "?"
+            sqlite3_free(error)
+            throw RawError(message: message)
+        }
+    }
+
+    /// All rows of a query, each column as text (NULL as nil).
+    func rows(_ sql: String) throws -> [[String?]] {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw RawError(message: String(cString: sqlite3_errmsg(handle)))
+        }
+        defer { sqlite3_finalize(statement) }
+        var result: [[String?]] = []
+        while true {
+            let rc = sqlite3_step(statement)
+            if rc == SQLITE_DONE { break }
+            guard rc == SQLITE_ROW else { throw RawError(message: String(cString: sqlite3_errmsg(handle))) }
+            var row: [String?] = []
+            for column in 0..<sqlite3_column_count(statement) {
+                row.append(sqlite3_column_text(statement, column).map { String(cString: $0) })
+            }
+            result.append(row)
+        }
+        return result
+    }
+
+    func scalar(_ sql: String) throws -> String? {
+        try rows(sql).first?.first ?? nil
+    }
+}
+
+func event(_ name: String, user: String, key: String? = nil) -> Record {
+    Record.event(name, user: .externalID(user), properties: ["n": .string(name)], idempotencyKey: key)
+}
