@@ -30,7 +30,7 @@ CREATE TABLE records (
     -- When the writer recorded it (UTC, Unix milliseconds): the time of the interaction, not of delivery.
     created_at_ms       INTEGER NOT NULL DEFAULT (CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)),
     -- Optional writer-chosen key; a second enqueue with the same key is a no-op that returns the first id.
-    idempotency_key     TEXT    UNIQUE CHECK (idempotency_key IS NULL OR length(idempotency_key) BETWEEN 1 AND 255),
+    idempotency_key     TEXT    CHECK (idempotency_key IS NULL OR length(idempotency_key) BETWEEN 1 AND 255),
     state               TEXT    NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'leased', 'dead')),
     attempts            INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
     -- A pending record is claimable once now >= next_attempt_at_ms (0: at once).
@@ -52,6 +52,10 @@ CREATE INDEX records_live ON records (id, state, next_attempt_at_ms, lease_expir
 -- Per-user ordering: "is there an earlier live record of this user that is not claimable yet?" is one probe.
 CREATE INDEX records_user ON records (user_key, id, state, next_attempt_at_ms, lease_expires_at_ms)
     WHERE state != 'dead';
+
+-- Idempotency keys are unique; records without one (most) cost no index entry. Writers use
+-- ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING (docs/SCHEMA.md).
+CREATE UNIQUE INDEX records_idempotency ON records (idempotency_key) WHERE idempotency_key IS NOT NULL;
 
 -- Dead letters listed in order for `queuectl dead list`.
 CREATE INDEX records_dead ON records (id) WHERE state = 'dead';

@@ -1,5 +1,9 @@
 import ArgumentParser
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 @main
 struct QueueCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,4 +19,25 @@ struct QueueCtl: AsyncParsableCommand {
             """,
         subcommands: [Enqueue.self, Drain.self, Status.self, Peek.self, Dead.self, Check.self]
     )
+
+    /// Like ArgumentParser's `main`, except that a usage error is one line on stderr (scripts and log scrapers
+    /// read errors line by line); `--help` and `--version` print as usual.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success { exit(withError: error) }
+            let message = self.message(for: error)
+            if !message.isEmpty {
+                writeStandardError("queuectl: error: \(message.replacingNewlines()) (see `queuectl --help`)\n")
+            }
+            Glibc.exit(code.rawValue)
+        }
+    }
 }

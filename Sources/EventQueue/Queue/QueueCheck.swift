@@ -87,7 +87,9 @@ public enum QueueCheck {
         while try objects.step() { names.insert(objects.text(0) ?? "") }
         objects.reset()
         if version >= 1 {
-            for required in ["records", "delivered_keys", "records_live", "records_user", "records_dead"]
+            for required in [
+                "records", "delivered_keys", "records_live", "records_user", "records_dead", "records_idempotency",
+            ]
             where !names.contains(required) {
                 report.problems.append("schema object \(required) is missing")
             }

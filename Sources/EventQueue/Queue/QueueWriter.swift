@@ -78,7 +78,7 @@ public final class QueueWriter {
             """
             INSERT INTO records (kind, payload, created_at_ms, idempotency_key)
             SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM delivered_keys WHERE idempotency_key = ?4)
-            ON CONFLICT (idempotency_key) DO NOTHING
+            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
             RETURNING id
             """, operation: "enqueueing")
         insert.bind(1, record.kind.rawValue)

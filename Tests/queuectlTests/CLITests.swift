@@ -1,0 +1,286 @@
+import Foundation
+import Testing
+
+/// Every rejection is one line on stderr naming what was wrong, a non-zero exit, and the queue is unchanged.
+@Suite struct CLITests {
+    struct BadInvocation: CustomTestStringConvertible, Sendable {
+        var arguments: [String]
+        var stdin: String?
+        var status: Int32
+        var message: String
+        var testDescription: String { arguments.joined(separator: " ") }
+    }
+
+    static let badInvocations: [BadInvocation] = [
+        .init(
+            arguments: ["enqueue", "event", "", "--external-id", "u1"], status: 65,
+            message: "name must be 1 to 255 characters"),
+        .init(
+            arguments: ["enqueue", "event", String(repeating: "n", count: 256), "--external-id", "u1"], status: 65,
+            message: "name"),
+        .init(arguments: ["enqueue", "event", "e"], status: 64, message: "name exactly one user"),
+        .init(
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--braze-id", "b"], status: 64,
+            message: "name exactly one user"),
+        .init(
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--prop", "$bad=1"], status: 65,
+            message: "properties.$bad"),
+        .init(
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--prop", "time=1"], status: 65,
+            message: "properties.time"),
+        .init(
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--time", "yesterday"], status: 65,
+            message: "time"),
+        .init(
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--properties", "[1,2]"], status: 65,
+            message: "--properties must be a JSON object"),
+        .init(
+            arguments: ["enqueue", "event", "e", "--alias", "nolabel"], status: 64,
+            message: "--alias must be NAME:LABEL"),
+        .init(
+            arguments: ["enqueue", "attribute", "gender", "X", "--external-id", "u1"], status: 65, message: "gender"),
+        .init(
+            arguments: ["enqueue", "attribute", "dob", "2023-02-30", "--external-id", "u1"], status: 65, message: "dob"),
+        .init(
+            arguments: ["enqueue", "attribute", "email", "not-an-email", "--external-id", "u1"], status: 65,
+            message: "email"),
+        .init(
+            arguments: ["enqueue", "purchase", "p", "--currency", "ZZZ", "--price", "1", "--external-id", "u1"],
+            status: 65, message: "currency"),
+        .init(
+            arguments: ["enqueue", "purchase", "p", "--currency", "USD", "--price", "abc", "--external-id", "u1"],
+            status: 65, message: "--price must be a number"),
+        .init(
+            arguments: [
+                "enqueue", "purchase", "p", "--currency", "USD", "--price", "1", "--quantity", "101",
+                "--external-id", "u1",
+            ], status: 65, message: "quantity"),
+        .init(
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--key", String(repeating: "k", count: 300)],
+            status: 65, message: "idempotency key"),
+        .init(
+            arguments: ["enqueue", "--ndjson", "-"],
+            stdin: #"{"type":"event","external_id":"u1","name":"ok"}"# + "\n" + #"{"type":"event","external_id":"u1""#,
+            status: 65, message: "line 2: invalid record: record is not valid JSON"),
+        .init(
+            arguments: ["enqueue", "--ndjson", "-"],
+            stdin: #"{"type":"event","external_id":"u1","name":"ok"}"# + "\n\n" + #"{"type":"bogus"}"#, status: 65,
+            message: "line 3: invalid record: type must be one of event, attribute, purchase"),
+        .init(
+            arguments: ["enqueue", "--ndjson", "-"],
+            stdin: #"{"type":"event","external_id":"u1","name":"a","name":"b"}"#,
+            status: 65, message: "duplicate key"),
+        .init(
+            arguments: ["enqueue", "--ndjson", "-"], stdin: "[" + String(repeating: "[", count: 100_000), status: 65,
+            message: "line 1"),
+        .init(
+            arguments: ["enqueue", "--ndjson", "-"],
+            stdin: #"{"type":"event","external_id":"u1","name":"x","properties":{"p":1e999}}"#, status: 65,
+            message: "number"),
+        .init(
+            arguments: ["enqueue", "--ndjson", "-"],
+            stdin: #"{"type":"event","external_id":"u1","name":""# + String(repeating: "x", count: 10_000_000) + #""}"#,
+            status: 65, message: "line 1: invalid record: record must be at most"),
+        .init(arguments: ["enqueue", "--ndjson", "/nonexistent/file.ndjson"], status: 66, message: "cannot read"),
+        .init(arguments: ["drain", "--local", "--sink", "kafka:x"], status: 64, message: "unknown sink"),
+        .init(arguments: ["dead", "retry"], status: 64, message: "either --all or one or more record ids"),
+        .init(arguments: ["dead", "purge", "12345"], status: 1, message: "not dead letters: 12345"),
+        .init(arguments: ["peek", "--limit", "-1"], status: 64, message: "--limit"),
+    ]
+
+    @Test(arguments: badInvocations)
+    func rejectionIsOneClearLineAndChangesNothing(_ invocation: BadInvocation) async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("q.db")
+        let seed = try await queuectl(
+            ["enqueue", "--ndjson", "-"], db: db,
+            stdin: #"{"type":"event","external_id":"u1","name":"seed"}"# + "\n"
+                + #"{"type":"attribute","external_id":"u2","email":"a@b.co"}"#, in: scratch)
+        #expect(seed.status == 0, "\(seed.stderr)")
+        let before = try await snapshot(db: db, scratch: scratch)
+        let result = try await queuectl(invocation.arguments, db: db, stdin: invocation.stdin, in: scratch)
+        #expect(result.status == invocation.status, "stderr: \(result.stderr)")
+        let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: true)
+        #expect(lines.count == 1, "expected one line on stderr, got: \(result.stderr.prefix(500))")
+        #expect(result.stderr.contains(invocation.message), "stderr: \(result.stderr.prefix(500))")
+        #expect(result.stdout.isEmpty, "nothing on stdout for a rejection: \(result.stdout.prefix(200))")
+        #expect(try await snapshot(db: db, scratch: scratch) == before)
+    }
+
+    /// Counts plus every live and dead record, as queuectl reports them.
+    func snapshot(db: String, scratch: Scratch) async throws -> String {
+        let status = try await queuectl(["status", "--json"], db: db, in: scratch)
+        let peek = try await queuectl(["peek", "--json", "--limit", "1000"], db: db, in: scratch)
+        let dead = try await queuectl(["dead", "list", "--json"], db: db, in: scratch)
+        var counts = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any] ?? [:]
+        counts["oldest_pending_age_seconds"] = nil  // time passes between the two snapshots
+        return
+            "\(counts["pending"] ?? "?")/\(counts["leased"] ?? "?")/\(counts["dead"] ?? "?")\n\(peek.stdout)\(dead.stdout)"
+    }
+
+    @Test func enqueuePrintsTheIdAndAnIdempotentRetryPrintsTheSameId() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("q.db")
+        let arguments = ["enqueue", "event", "opened", "--external-id", "u1", "--key", "push-123"]
+        let first = try await queuectl(arguments, db: db, in: scratch)
+        let second = try await queuectl(arguments, db: db, in: scratch)
+        #expect(first.status == 0 && second.status == 0)
+        #expect(first.stdout == "1\n")
+        #expect(second.stdout == first.stdout)
+        let peek = try await queuectl(["peek", "--json"], db: db, in: scratch)
+        let records = try JSONSerialization.jsonObject(with: Data(peek.stdout.utf8)) as? [[String: Any]]
+        #expect(records?.count == 1)
+    }
+
+    @Test func propValuesAreJSONWhenTheyParseAndStringsOtherwise() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("q.db")
+        let out = scratch.file("out.jsonl")
+        let enqueue = try await queuectl(
+            [
+                "enqueue", "event", "e", "--external-id", "u1", "--prop", "n=3", "--prop", "b=true", "--prop",
+                "s=hello world", "--prop", "q=\"3\"", "--prop", "a=[\"x\"]", "--time", "2026-01-02T03:04:05Z",
+            ], db: db, in: scratch)
+        #expect(enqueue.status == 0, "\(enqueue.stderr)")
+        let drain = try await queuectl(["drain", "--local", "--sink", "jsonl:\(out)"], db: db, in: scratch)
+        #expect(drain.status == 0)
+        #expect(drain.stdout.hasPrefix("delivered 1, retried 0, dead 0"))
+        let line = try String(contentsOfFile: out, encoding: .utf8)
+        #expect(
+            line
+                == #"{"id":1,"type":"event","object":{"external_id":"u1","name":"e","time":"2026-01-02T03:04:05Z","#
+                + #""properties":{"n":3,"b":true,"s":"hello world","q":"3","a":["x"]}}}"# + "\n")
+    }
+
+    @Test func drainToStdoutKeepsTheSummaryOffStdout() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("q.db")
+        _ = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: db, in: scratch)
+        let drain = try await queuectl(["drain", "--local", "--sink", "jsonl:-", "--json"], db: db, in: scratch)
+        #expect(drain.status == 0)
+        #expect(drain.stdout.split(separator: "\n").count == 1)
+        #expect(drain.stdout.hasPrefix(#"{"id":1,"type":"event","object":{"external_id":"u1","name":"e","time":"#))
+        let summary = try JSONSerialization.jsonObject(with: Data(drain.stderr.utf8)) as? [String: Any]
+        #expect(summary?["delivered"] as? Int == 1)
+        #expect(summary?["result"] as? String == "all_delivered")
+    }
+
+    @Test func statusJSONHasTheDocumentedKeys() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("q.db")
+        _ = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: db, in: scratch)
+        let status = try await queuectl(["status", "--json"], db: db, in: scratch)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        for key in [
+            "pending", "leased", "dead", "oldest_pending_age_seconds", "db_bytes", "wal_bytes", "schema_version",
+        ] {
+            #expect(object[key] != nil, "missing \(key)")
+        }
+        #expect(object["pending"] as? Int == 1)
+        #expect((object["oldest_pending_age_seconds"] as? Double ?? -1) >= 0)
+    }
+
+    @Test func environmentVariableChoosesTheQueue() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("env.db")
+        let enqueue = try await run(
+            Products.queuectl, ["enqueue", "event", "e", "--external-id", "u1"], environment: ["EVENTQUEUE_DB": db],
+            in: scratch)
+        #expect(enqueue.status == 0, "\(enqueue.stderr)")
+        #expect(FileManager.default.fileExists(atPath: db))
+    }
+
+    @Test func newerSchemaIsRefusedWithExit78AndTheFileIsUntouched() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("future.db")
+        let sqlite = try await run(
+            "/usr/bin/sqlite3", [db, "PRAGMA user_version = 99; CREATE TABLE t (x);"], in: scratch)
+        #expect(sqlite.status == 0)
+        let before = try Data(contentsOf: URL(fileURLWithPath: db))
+        let result = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: db, in: scratch)
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("schema version 99"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db)) == before)
+        let check = try await queuectl(["check"], db: db, in: scratch)
+        #expect(check.status == 1)
+        #expect(check.stdout.contains("newer than this binary"))
+    }
+
+    @Test func checkFindsCorruptionAndForeignFiles() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("q.db")
+        let seed = try await queuectl(
+            ["enqueue", "--ndjson", "-"], db: db,
+            stdin: (0..<300).map { #"{"type":"event","external_id":"u\#($0)","name":"e\#($0)"}"# }.joined(
+                separator: "\n"), in: scratch)
+        #expect(seed.status == 0)
+        #expect(try await queuectl(["check"], db: db, in: scratch).status == 0)
+        // Overwrite a whole page in the middle of the file (table and index pages live there).
+        let size = try FileManager.default.attributesOfItem(atPath: db)[.size] as? UInt64 ?? 0
+        #expect(size >= 4096 * 8)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: db))
+        try handle.seek(toOffset: size / 4096 / 2 * 4096)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+        let check = try await queuectl(["check"], db: db, in: scratch)
+        #expect(check.status == 1, "\(check.stdout)")
+        #expect(check.stdout.contains("problem:"))
+        #expect(check.stdout.contains("corrupt") || check.stdout.contains("integrity"))
+
+        let foreign = scratch.file("notes.txt")
+        try String(repeating: "hello\n", count: 1000).write(toFile: foreign, atomically: true, encoding: .utf8)
+        let foreignCheck = try await queuectl(["check"], db: foreign, in: scratch)
+        #expect(foreignCheck.status == 1)
+        #expect(foreignCheck.stdout.contains("not an SQLite database"))
+        let enqueue = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: foreign, in: scratch)
+        #expect(enqueue.status == 78)
+        #expect(enqueue.stderr.contains("not an EventQueue file"))
+        #expect(try String(contentsOfFile: foreign, encoding: .utf8) == String(repeating: "hello\n", count: 1000))
+    }
+
+    @Test func missingDirectoryNamesThePathAndWhatToDo() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("missing/dir/q.db")
+        let result = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: db, in: scratch)
+        #expect(result.status == 73)
+        #expect(result.stderr.contains(scratch.file("missing/dir")))
+        #expect(result.stderr.contains("does not exist"))
+    }
+
+    @Test func deadLettersCanBeListedRetriedAndPurged() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("q.db")
+        // A foreign writer's invalid record is dead-lettered at drain time, not sent.
+        let insert = try await run(
+            "/usr/bin/sqlite3",
+            [db, #"INSERT INTO records (kind, payload) VALUES ('event', '{"external_id":"u1","name":""}')"#],
+            in: scratch)
+        #expect(try await queuectl(["status"], db: db, in: scratch).status == 0)
+        _ = insert
+        let retryInsert = try await run(
+            "/usr/bin/sqlite3",
+            [db, #"INSERT INTO records (kind, payload) VALUES ('event', '{"external_id":"u1","name":""}')"#],
+            in: scratch)
+        #expect(retryInsert.status == 0, "\(retryInsert.stderr)")
+        _ = try await queuectl(["enqueue", "event", "fine", "--external-id", "u1"], db: db, in: scratch)
+        let out = scratch.file("out.jsonl")
+        let drain = try await queuectl(["drain", "--local", "--sink", "jsonl:\(out)"], db: db, in: scratch)
+        #expect(drain.status == 10, "some records went dead: \(drain.stdout) \(drain.stderr)")
+        let delivered = try DeliveredLine.parse(file: out)
+        #expect(delivered.map { $0.object["name"] as? String } == ["fine"])
+        let list = try await queuectl(["dead", "list", "--json"], db: db, in: scratch)
+        let dead = try JSONSerialization.jsonObject(with: Data(list.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(dead.count >= 1)
+        #expect(
+            (dead.first?["last_error"] as? String)?.hasPrefix("rejected before delivery: invalid record: name") == true)
+        let ids = dead.compactMap { ($0["id"] as? Int).map(String.init) }
+        let retry = try await queuectl(["dead", "retry"] + ids, db: db, in: scratch)
+        #expect(retry.status == 0 && retry.stdout == "retried \(ids.count) dead letters\n")
+        #expect(try await queuectl(["drain", "--local", "--sink", "null"], db: db, in: scratch).status == 10)
+        let purge = try await queuectl(["dead", "purge", "--all"], db: db, in: scratch)
+        #expect(purge.stdout == "purged \(ids.count) dead letters\n")
+        let status = try await queuectl(["status", "--json"], db: db, in: scratch)
+        let counts = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        #expect(counts?["dead"] as? Int == 0 && counts?["pending"] as? Int == 0)
+    }
+}
