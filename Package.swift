@@ -8,13 +8,22 @@ let package = Package(
         .library(name: "EventQueue", targets: ["EventQueue"]),
         // Sinks and the drain loop: what a consumer (queuectl drain --local, the daemon) links.
         .library(name: "EventQueueDelivery", targets: ["EventQueueDelivery"]),
+        // The Braze `/users/track` sink (async-http-client): only consumers link it, never writers.
+        .library(name: "EventQueueBraze", targets: ["EventQueueBraze"]),
         .executable(name: "queuectl", targets: ["queuectl"]),
+        .executable(name: "queued", targets: ["queued"]),
+        .executable(name: "fake-braze", targets: ["fake-braze"]),
         .executable(name: "eventqueue-bench", targets: ["eventqueue-bench"]),
         .executable(name: "eventqueue-minimal-writer", targets: ["eventqueue-minimal-writer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .systemLibrary(
@@ -39,6 +48,42 @@ let package = Package(
             dependencies: [
                 "EventQueue",
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "EventQueueBraze",
+            dependencies: [
+                "EventQueue",
+                "EventQueueDelivery",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A local stand-in for Braze's `/users/track` that enforces the documented contract and injects faults:
+        // used by the tests and the benchmarks, never shipped.
+        .target(
+            name: "FakeBraze",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
+        .executableTarget(name: "fake-braze", dependencies: ["FakeBraze"]),
+        .executableTarget(
+            name: "queued",
+            dependencies: [
+                "EventQueue",
+                "EventQueueDelivery",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
         .executableTarget(
@@ -67,6 +112,14 @@ let package = Package(
         .testTarget(
             name: "EventQueueDeliveryTests",
             dependencies: ["EventQueueDelivery", "EventQueue"]
+        ),
+        .testTarget(
+            name: "EventQueueBrazeTests",
+            dependencies: ["EventQueueBraze", "FakeBraze", "EventQueueDelivery", "EventQueue"]
+        ),
+        .testTarget(
+            name: "queuedTests",
+            dependencies: ["FakeBraze", "EventQueue", "EventQueueDelivery"]
         ),
         .testTarget(
             name: "queuectlTests",

@@ -42,11 +42,14 @@ public struct DrainSummary: Sendable, Hashable {
     public var halt: SinkHalt?
     /// The queue after the pass.
     public var remaining: QueueStats?
+    /// Set when the pass did not run because another drainer holds the queue's drain lock.
+    public var lockHolder: DrainLockHolder?
 
     public init() {}
 
     /// How the pass ended, for exit codes and status.
     public var result: DrainResult {
+        if lockHolder != nil { return .anotherDrainerRunning }
         if halt?.kind == .configuration { return .sinkMisconfigured }
         if dead > 0 { return .someDead }
         if halt != nil || (remaining.map { $0.pending + $0.leased } ?? 0) > 0 { return .recordsRemain }
@@ -64,6 +67,8 @@ public enum DrainResult: String, Sendable, Hashable, CaseIterable {
     case recordsRemain = "records_remain"
     /// The sink's configuration is wrong (bad key, wrong URL); nothing was lost, fix it and drain again (exit 12).
     case sinkMisconfigured = "sink_misconfigured"
+    /// Another drain pass (another daemon, or `queuectl drain --local`) holds the queue's drain lock (exit 13).
+    case anotherDrainerRunning = "another_drainer_running"
 
     public var exitCode: Int32 {
         switch self {
@@ -71,6 +76,7 @@ public enum DrainResult: String, Sendable, Hashable, CaseIterable {
         case .someDead: return 10
         case .recordsRemain: return 11
         case .sinkMisconfigured: return 12
+        case .anotherDrainerRunning: return 13
         }
     }
 }

@@ -26,8 +26,40 @@ public struct Drainer: Sendable {
         shouldStop: @Sendable () -> Bool = { false }
     ) async throws(QueueError) -> DrainSummary {
         var summary = DrainSummary()
+        if let holder = try await store.acquireDrainLock(leaseMilliseconds: options.leaseMilliseconds) {
+            logger.info("another drainer holds the drain lock", metadata: ["owner": "\(holder.owner)"])
+            summary.lockHolder = holder
+            summary.remaining = try await store.stats()
+            return summary
+        }
+        do {
+            try await runPass(&summary, progress: progress, shouldStop: shouldStop)
+        } catch {
+            try? await store.releaseDrainLock()
+            throw error
+        }
+        try await store.releaseDrainLock()
+        summary.remaining = try await store.stats()
+        logger.info(
+            "drain pass finished",
+            metadata: [
+                "delivered": "\(summary.delivered)", "retried": "\(summary.retried)", "dead": "\(summary.dead)",
+                "batches": "\(summary.batches)", "result": "\(summary.result.rawValue)",
+            ])
+        return summary
+    }
+
+    private func runPass(
+        _ summary: inout DrainSummary, progress: (@Sendable (DrainSummary) async -> Void)?,
+        shouldStop: @Sendable () -> Bool
+    ) async throws(QueueError) {
         var failedBatchesInARow = 0
         while !shouldStop(), !Task.isCancelled {
+            if let holder = try await store.acquireDrainLock(leaseMilliseconds: options.leaseMilliseconds) {
+                // Only possible if this pass stalled for longer than the lease and another drainer took over.
+                summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
+                break
+            }
             let claim = try await store.claim(limit: options.batchSize, leaseMilliseconds: options.leaseMilliseconds)
             if claim.records.isEmpty { break }
             summary.batches += 1
@@ -57,14 +89,6 @@ public struct Drainer: Sendable {
                     "db_bytes": "\(maintenance.databaseBytesBefore) -> \(maintenance.databaseBytesAfter)",
                 ])
         }
-        summary.remaining = try await store.stats()
-        logger.info(
-            "drain pass finished",
-            metadata: [
-                "delivered": "\(summary.delivered)", "retried": "\(summary.retried)", "dead": "\(summary.dead)",
-                "batches": "\(summary.batches)", "result": "\(summary.result.rawValue)",
-            ])
-        return summary
     }
 
     private struct BatchResult {
@@ -125,9 +149,11 @@ public struct Drainer: Sendable {
                 continue
             }
             let attempt = (ids.compactMap { attempts[$0] }.max() ?? 0) + 1
-            let wait = group.after ?? options.backoff.delay(attempt: attempt)
+            // A sink's hint (a Retry-After header) is outside input: keep it within a day so no hint can
+            // overflow the clock arithmetic or park a record for good.
+            let wait = min(max(1, group.after ?? options.backoff.delay(attempt: attempt)), Self.longestRetryWait)
             let nacked = try await store.nack(
-                ids, lease: claim.lease, reason: group.reason, retryAt: WallClock.nowMilliseconds() + max(1, wait),
+                ids, lease: claim.lease, reason: group.reason, retryAt: WallClock.nowMilliseconds() + wait,
                 countsAsAttempt: group.counts, maxAttempts: options.maxAttempts)
             summary.retried += nacked.retried.count
             summary.dead += nacked.dead.count
@@ -135,6 +161,9 @@ public struct Drainer: Sendable {
         result.allFailed = delivered.isEmpty && rejected.isEmpty && !retries.isEmpty
         return result
     }
+
+    /// The longest a record is ever parked by one retry: a day.
+    static let longestRetryWait: Int64 = 24 * 3600 * 1000
 
     private struct RetryGroup: Hashable {
         var reason: String
@@ -159,6 +188,7 @@ public struct Drainer: Sendable {
                     do {
                         try await Task.sleep(for: .milliseconds(interval))
                         let (_, held) = try await store.renew(lease, ids: ids, leaseMilliseconds: leaseMilliseconds)
+                        _ = try await store.acquireDrainLock(leaseMilliseconds: leaseMilliseconds)
                         if held < ids.count {
                             logger.warning(
                                 "lease lapsed for some records in flight; their late results will be discarded",

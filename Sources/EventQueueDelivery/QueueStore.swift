@@ -67,6 +67,14 @@ public actor QueueStore {
         try consumer.release(ids, lease: lease)
     }
 
+    public func acquireDrainLock(leaseMilliseconds: Int64) throws(QueueError) -> DrainLockHolder? {
+        try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds)
+    }
+
+    public func releaseDrainLock() throws(QueueError) {
+        try consumer.releaseDrainLock()
+    }
+
     public func stats() throws(QueueError) -> QueueStats {
         try consumer.stats()
     }

@@ -1,3 +1,4 @@
+import EventQueue
 import Foundation
 import Testing
 
@@ -200,6 +201,6 @@ import Testing
         let status = try await queuectl(["status", "--json"], db: db, in: scratch)
         let counts = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
         #expect(counts?["pending"] as? Int == 8)
-        #expect(counts?["schema_version"] as? Int == 1)
+        #expect(counts?["schema_version"] as? Int == Migrations.latestVersion)
     }
 }

@@ -89,7 +89,7 @@ public enum QueueCheck {
         if version >= 1 {
             for required in [
                 "records", "delivered_keys", "records_live", "records_user", "records_dead", "records_idempotency",
-            ]
+            ] + (version >= 2 ? ["drain_lock"] : [])
             where !names.contains(required) {
                 report.problems.append("schema object \(required) is missing")
             }

@@ -8,7 +8,8 @@ struct Drain: AsyncParsableCommand {
         abstract: "Deliver everything claimable to a sink, in this process (--local).",
         discussion: """
             Exit status: 0 all delivered; 10 some records went dead in this pass; 11 records remain (waiting \
-            for a retry, or the sink is unavailable); 12 the sink is misconfigured (nothing was lost).
+            for a retry, or the sink is unavailable); 12 the sink is misconfigured (nothing was lost); 13 another \
+            drain pass holds the queue's drain lock.
             """
     )
 
@@ -86,6 +87,7 @@ struct Drain: AsyncParsableCommand {
             text += "; now pending \(remaining.pending), leased \(remaining.leased), dead \(remaining.dead)"
         }
         if let halt = summary.halt { text += "; stopped early: \(halt)" }
+        if let holder = summary.lockHolder { text += "; not run: another drainer holds the lock (\(holder.owner))" }
         return text + "\n"
     }
 }

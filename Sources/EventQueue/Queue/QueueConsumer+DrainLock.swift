@@ -1,0 +1,44 @@
+/// Who holds the drain lock, when another drainer does.
+public struct DrainLockHolder: Sendable, Hashable {
+    public var owner: String
+    public var expiresAtMilliseconds: Int64
+}
+
+extension QueueConsumer {
+    /// Takes (or renews, when this consumer already holds it) the queue's drain lock for `leaseMilliseconds`.
+    /// Returns `nil` when acquired, or the current holder when another drainer has it.
+    public func acquireDrainLock(
+        leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
+    ) throws(QueueError) -> DrainLockHolder? {
+        let connection = file.connection
+        return try connection.transaction(operation: "taking the drain lock") { () throws(QueueError) in
+            let take = try connection.statement(
+                """
+                INSERT INTO drain_lock (id, owner, acquired_at_ms, expires_at_ms) VALUES (1, ?1, ?2, ?3)
+                ON CONFLICT (id) DO UPDATE SET
+                    owner = excluded.owner, expires_at_ms = excluded.expires_at_ms,
+                    acquired_at_ms = CASE WHEN drain_lock.owner = excluded.owner
+                        THEN drain_lock.acquired_at_ms ELSE excluded.acquired_at_ms END
+                WHERE drain_lock.expires_at_ms <= ?2 OR drain_lock.owner = excluded.owner
+                """, operation: "taking the drain lock")
+            take.bind(1, consumerID)
+            take.bind(2, now)
+            take.bind(3, now + leaseMilliseconds)
+            try take.run()
+            if connection.changes == 1 { return nil }
+            let holder = try connection.statement(
+                "SELECT owner, expires_at_ms FROM drain_lock WHERE id = 1", operation: "reading the drain lock")
+            defer { holder.reset() }
+            guard try holder.step() else { return nil }
+            return DrainLockHolder(owner: holder.text(0) ?? "?", expiresAtMilliseconds: holder.int64(1))
+        }
+    }
+
+    /// Gives the drain lock up (only if this consumer holds it), so the next drainer need not wait for expiry.
+    public func releaseDrainLock() throws(QueueError) {
+        let release = try file.connection.statement(
+            "DELETE FROM drain_lock WHERE id = 1 AND owner = ?1", operation: "releasing the drain lock")
+        release.bind(1, consumerID)
+        try release.run()
+    }
+}

@@ -1,0 +1,442 @@
+import EventQueue
+import Glibc
+import Testing
+
+@testable import EventQueueDelivery
+
+@Suite(.timeLimit(.minutes(2)))
+struct DrainerTests {
+    let directory = DeliveryScratchDirectory()
+    var path: String { directory.queuePath }
+
+    // MARK: - A full pass
+
+    @Test func deliversEverythingInIDOrderIncludingRecordsEnqueuedDuringThePass() async throws {
+        let path = self.path
+        let initial = try enqueue((0..<5).map { testEvent("first\($0)", user: "u\($0 % 2)") }, at: path)
+        let late = Locked<[Int64]>([])
+        let sink = ScriptedSink { call, batch in
+            if call == 0 {
+                // Another writer (its own connection) enqueues while the sink holds the first batch.
+                do {
+                    let ids = try enqueue((0..<3).map { testEvent("late\($0)", user: "u\($0 % 2)") }, at: path)
+                    late.withLock { $0 = ids }
+                } catch {
+                    Issue.record(error, "enqueueing during the pass")
+                }
+            }
+            return DeliveryReport(.delivered, for: batch)
+        }
+        let progress = Locked<[DrainSummary]>([])
+        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 2))
+        let summary = try await drainer.drain(progress: { summary in progress.withLock { $0.append(summary) } })
+        await drainer.store.close()
+
+        let lateIDs = late.value
+        #expect(lateIDs.count == 3)
+        #expect(lateIDs.allSatisfy { $0 > (initial.max() ?? 0) })
+        let everything = initial + lateIDs
+        #expect(sink.ids == everything, "every record, once, in id order, late ones in the same pass")
+        #expect(sink.batchIDs == stride(from: 0, to: 8, by: 2).map { Array(everything[$0..<$0 + 2]) })
+        #expect(sink.records.allSatisfy { $0.attempts == 0 && $0.kind == .event })
+        #expect(
+            sink.records.map { $0.object["name"] }
+                == (0..<5).map { JSONValue.string("first\($0)") } + (0..<3).map { .string("late\($0)") })
+
+        #expect(summary.delivered == 8)
+        #expect(summary.retried == 0)
+        #expect(summary.dead == 0)
+        #expect(summary.batches == 4)
+        #expect(summary.halt == nil)
+        #expect(summary.remaining?.pending == 0)
+        #expect(summary.remaining?.leased == 0)
+        #expect(summary.remaining?.dead == 0)
+        #expect(summary.result == .allDelivered)
+        #expect(summary.result.exitCode == 0)
+        #expect(progress.value.map(\.delivered) == [2, 4, 6, 8], "progress is reported after every batch")
+        #expect(progress.value.map(\.batches) == [1, 2, 3, 4])
+
+        let stats = try inspect(path) { try $0.stats() }
+        #expect(stats.pending == 0 && stats.leased == 0 && stats.dead == 0)
+        #expect(try liveRecords(path).isEmpty)
+    }
+
+    // MARK: - Per-record outcomes
+
+    @Test func partialOutcomesSettleEachRecordOnItsOwn() async throws {
+        let ids = try enqueue((0..<6).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
+        let sink = ScriptedSink { _, record -> DeliveryOutcome? in
+            switch record.id {
+            case ids[0], ids[5]: return .delivered
+            case ids[1]: return .rejected(reason: "HTTP 400: external_id is invalid")
+            case ids[2]: return .retry(reason: "HTTP 503")
+            case ids[3]: return .retry(reason: "HTTP 429", afterMilliseconds: 30_000)
+            default: return nil  // ids[4]: no outcome at all
+            }
+        }
+        let backoff = Backoff()  // 1 s ceiling for a first retry
+        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 10, backoff: backoff))
+        let before = WallClock.nowMilliseconds()
+        // One batch only: a retry that drew a 1 ms backoff would otherwise come due, and be claimed, again.
+        let summary = try await drainOnce(drainer, shouldStop: { sink.callCount >= 1 })
+        let after = WallClock.nowMilliseconds()
+
+        #expect(sink.batchIDs == [ids])
+        #expect(summary.delivered == 2)
+        #expect(summary.dead == 1)
+        #expect(summary.retried == 3)
+        #expect(summary.batches == 1)
+        #expect(summary.result == .someDead)
+        #expect(summary.result.exitCode == 10)
+        #expect(summary.remaining?.pending == 3)
+        #expect(summary.remaining?.leased == 0)
+        #expect(summary.remaining?.dead == 1)
+
+        let dead = try deadRecords(path)
+        #expect(dead.keys.sorted() == [ids[1]])
+        #expect(dead[ids[1]]?.lastError == "HTTP 400: external_id is invalid")
+        #expect(dead[ids[1]]?.state == .dead)
+        #expect(dead[ids[1]]?.deadAtMilliseconds.map { (before...after).contains($0) } == true)
+
+        let live = try liveRecords(path)
+        #expect(live.keys.sorted() == [ids[2], ids[3], ids[4]], "delivered records are deleted")
+        for id in [ids[2], ids[3], ids[4]] {
+            #expect(live[id]?.state == .pending)
+            #expect(live[id]?.attempts == 1)
+        }
+        #expect(live[ids[2]]?.lastError == "HTTP 503")
+        #expect(live[ids[3]]?.lastError == "HTTP 429")
+        #expect(live[ids[4]]?.lastError == "the sink reported no outcome")
+        // Backed off: in the future, within the ceiling for a first retry.
+        let ceiling = backoff.ceiling(attempt: 1)
+        for id in [ids[2], ids[4]] {
+            let next = try #require(live[id]?.nextAttemptAtMilliseconds)
+            #expect(next >= before + 1 && next <= after + ceiling, "next attempt \(next - before) ms out")
+        }
+        // The sink's own hint wins over the backoff.
+        let hinted = try #require(live[ids[3]]?.nextAttemptAtMilliseconds)
+        #expect(hinted >= before + 30_000 && hinted <= after + 30_000)
+    }
+
+    @Test func retriesWithoutDeadLettersLeaveRecordsRemaining() async throws {
+        let ids = try enqueue((0..<4).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
+        let sink = ScriptedSink { _, record in
+            record.id.isMultiple(of: 2) ? .delivered : .retry(reason: "HTTP 502", afterMilliseconds: 60_000)
+        }
+        let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 10)))
+        #expect(sink.batchIDs == [ids], "retried records are not due again within the pass")
+        #expect(summary.delivered == 2)
+        #expect(summary.retried == 2)
+        #expect(summary.dead == 0)
+        #expect(summary.halt == nil)
+        #expect(summary.remaining?.pending == 2)
+        #expect(summary.remaining?.nextRetryAtMilliseconds != nil)
+        #expect(summary.result == .recordsRemain)
+        #expect(summary.result.exitCode == 11)
+        #expect(try liveRecords(path).keys.sorted() == ids.filter { !$0.isMultiple(of: 2) })
+    }
+
+    // MARK: - Attempts
+
+    @Test func retriesUntilDeadAfterExactlyMaxAttempts() async throws {
+        let id = try #require(try enqueue([testEvent("flaky", user: "u")], at: path).first)
+        let sink = ScriptedSink { _, _ in .retry(reason: "HTTP 503 Service Unavailable") }
+        let options = DrainOptions(maxAttempts: 3, backoff: Backoff(baseMilliseconds: 1, capMilliseconds: 1))
+        let drainer = try makeDrainer(path, sink: sink, options: options)
+        var summaries: [DrainSummary] = []
+        // Due times are the point here: each retry is due 1 ms later, so a short sleep between passes is enough.
+        while try deadRecords(path).isEmpty, summaries.count < 100 {
+            summaries.append(try await drainer.drain())
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let afterDeath = try await drainer.drain()
+        await drainer.store.close()
+
+        #expect(sink.ids == [id, id, id], "handed to the sink exactly three times")
+        #expect(sink.records.map(\.attempts) == [0, 1, 2], "the sink sees the failed attempts before this one")
+        let dead = try #require(try deadRecords(path)[id])
+        #expect(dead.attempts == 3)
+        #expect(dead.lastError == "gave up after 3 attempts: HTTP 503 Service Unavailable")
+        #expect(summaries.map(\.dead).reduce(0, +) == 1)
+        #expect(summaries.map(\.retried).reduce(0, +) == 2)
+        #expect(summaries.last?.result == .someDead)
+        #expect(afterDeath.batches == 0, "a dead letter is never claimed again")
+        #expect(sink.callCount == 3)
+        #expect(try liveRecords(path).isEmpty)
+    }
+
+    @Test func rateLimitsNeverUseUpAttempts() async throws {
+        let id = try #require(try enqueue([testEvent("popular", user: "u")], at: path).first)
+        let sink = ScriptedSink { call, _ in
+            call < 5 ? .retry(reason: "HTTP 429", afterMilliseconds: 1, countsAsAttempt: false) : .delivered
+        }
+        // Two attempts would kill the record if rate limits counted; one failed batch ends each pass.
+        let options = DrainOptions(maxAttempts: 2, haltAfterFailedBatches: 1)
+        let drainer = try makeDrainer(path, sink: sink, options: options)
+        var summaries: [DrainSummary] = []
+        while try !liveRecords(path).isEmpty, summaries.count < 200 {
+            let summary = try await drainer.drain()
+            summaries.append(summary)
+            if summary.batches > 0, sink.callCount == 1 {
+                let record = try #require(try liveRecords(path)[id])
+                #expect(record.attempts == 0)
+                #expect(record.lastError == "HTTP 429")
+                #expect(summary.result == .recordsRemain)
+                #expect(summary.halt?.kind == .unavailable)
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        await drainer.store.close()
+
+        #expect(sink.ids == Array(repeating: id, count: 6))
+        #expect(sink.records.allSatisfy { $0.attempts == 0 })
+        #expect(summaries.map(\.dead).reduce(0, +) == 0)
+        #expect(summaries.map(\.retried).reduce(0, +) == 5)
+        #expect(summaries.map(\.delivered).reduce(0, +) == 1)
+        #expect(try deadRecords(path).isEmpty)
+        #expect(try liveRecords(path).isEmpty)
+    }
+
+    // MARK: - Halts
+
+    @Test func configurationHaltReleasesTheBatchAndStopsThePass() async throws {
+        let ids = try enqueue((0..<5).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
+        let halt = SinkHalt(kind: .configuration, reason: "HTTP 401: invalid API key")
+        let sink = ScriptedSink { _, _ in DeliveryReport(halt: halt) }
+        let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 2)))
+
+        #expect(sink.batchIDs == [Array(ids.prefix(2))], "the pass stops after the batch that halted")
+        #expect(summary.batches == 1)
+        #expect(summary.delivered == 0)
+        #expect(summary.retried == 0)
+        #expect(summary.dead == 0)
+        #expect(summary.halt == halt)
+        #expect(summary.result == .sinkMisconfigured)
+        #expect(summary.result.exitCode == 12)
+        #expect(summary.remaining?.pending == 5)
+        #expect(summary.remaining?.leased == 0)
+
+        let live = try liveRecords(path)
+        #expect(live.keys.sorted() == ids)
+        for record in live.values {
+            #expect(record.state == .pending)
+            #expect(record.attempts == 0, "a misconfigured sink is not the record's fault")
+            #expect(record.nextAttemptAtMilliseconds == 0)
+        }
+        // Released, not backed off: claimable again at once.
+        let reclaimed = try inspect(path) { try $0.claim(limit: 10, leaseMilliseconds: 1_000) }
+        #expect(reclaimed.records.map(\.id) == ids)
+    }
+
+    @Test func unavailableHaltRetriesTheBatchAndStopsThePass() async throws {
+        let ids = try enqueue((0..<5).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
+        let halt = SinkHalt(kind: .unavailable, reason: "connection refused")
+        let sink = ScriptedSink { _, _ in DeliveryReport(halt: halt) }
+        let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 2)))
+
+        #expect(sink.batchIDs == [Array(ids.prefix(2))])
+        #expect(summary.halt == halt)
+        #expect(summary.retried == 2)
+        #expect(summary.result == .recordsRemain)
+        #expect(summary.result.exitCode == 11)
+        let live = try liveRecords(path)
+        for id in ids.prefix(2) {
+            #expect(live[id]?.attempts == 1)
+            #expect(live[id]?.lastError == "connection refused")
+        }
+        for id in ids.dropFirst(2) {
+            #expect(live[id]?.attempts == 0)
+            #expect(live[id]?.lastError == nil)
+        }
+    }
+
+    @Test func consecutiveFailedBatchesHaltAsUnavailable() async throws {
+        let ids = try enqueue((0..<10).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
+        let sink = ScriptedSink { _, _ in .retry(reason: "connection refused") }
+        let options = DrainOptions(batchSize: 2, haltAfterFailedBatches: 3)
+        let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: options))
+
+        #expect(sink.batchIDs == [[ids[0], ids[1]], [ids[2], ids[3]], [ids[4], ids[5]]])
+        #expect(summary.batches == 3)
+        #expect(summary.retried == 6)
+        #expect(summary.delivered == 0)
+        #expect(summary.halt?.kind == .unavailable)
+        #expect(summary.halt?.reason == "3 batches in a row failed; last error: connection refused")
+        #expect(summary.result == .recordsRemain)
+        #expect(summary.result.exitCode == 11)
+
+        let live = try liveRecords(path)
+        #expect(live.count == 10)
+        for id in ids.prefix(6) {
+            #expect(live[id]?.attempts == 1)
+            #expect(live[id]?.lastError == "connection refused")
+        }
+        for id in ids.dropFirst(6) {
+            #expect(live[id]?.attempts == 0, "the rest of the backlog is untouched")
+            #expect(live[id]?.lastError == nil)
+            #expect(live[id]?.nextAttemptAtMilliseconds == 0)
+        }
+    }
+
+    @Test func aDeliveredRecordResetsTheFailedBatchCount() async throws {
+        let ids = try enqueue((0..<12).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
+        // Two failed batches, then one that delivers a single record, and again: never three in a row.
+        let sink = ScriptedSink { call, record in
+            call % 3 == 2 && record.id == ids[call * 2] ? .delivered : .retry(reason: "flaky", afterMilliseconds: 60_000)
+        }
+        let options = DrainOptions(batchSize: 2, haltAfterFailedBatches: 3)
+        let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: options))
+        #expect(summary.halt == nil)
+        #expect(summary.batches == 6)
+        #expect(sink.ids == ids)
+        #expect(summary.delivered == 2)
+        #expect(summary.retried == 10)
+    }
+
+    @Test func shouldStopEndsThePassBeforeTheNextClaim() async throws {
+        let ids = try enqueue((0..<6).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
+        let sink = ScriptedSink.acceptingEverything()
+        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 2))
+        let summary = try await drainOnce(drainer, shouldStop: { sink.callCount >= 1 })
+        #expect(sink.batchIDs == [Array(ids.prefix(2))], "the batch in flight finishes, no new one is claimed")
+        #expect(summary.delivered == 2)
+        #expect(summary.remaining?.pending == 4)
+        #expect(summary.remaining?.leased == 0)
+        #expect(summary.result == .recordsRemain)
+        #expect(try liveRecords(path).keys.sorted() == Array(ids.dropFirst(2)))
+    }
+
+    // MARK: - Leases
+
+    @Test func leaseIsRenewedWhileASlowSinkWorks() async throws {
+        let ids = try enqueue((0..<3).map { testEvent("slow\($0)", user: "user\($0)") }, at: path)
+        let entered = Signal()
+        let sink = ScriptedSink(delay: .milliseconds(2_500)) { _, batch in
+            entered.fire()
+            return DeliveryReport(.delivered, for: batch)
+        }
+        let options = DrainOptions(batchSize: 10, leaseMilliseconds: 1_000)
+        let drainer = try makeDrainer(path, sink: sink, options: options)
+        async let drained = drainOnce(drainer)
+
+        await entered.wait()
+        let start = ContinuousClock.now
+        let rival = try QueueConsumer(path: path)
+        // Without renewal the lease (1 s from the claim, just before `start`) would have lapsed by now.
+        try await Task.sleep(until: start + .milliseconds(1_500), clock: .continuous)
+        let first = try rival.claim(limit: 10, leaseMilliseconds: 60_000)
+        try await Task.sleep(until: start + .milliseconds(2_200), clock: .continuous)
+        let second = try rival.claim(limit: 10, leaseMilliseconds: 60_000)
+        let stillLeased = try rival.stats().leased
+        let stillWorking = ContinuousClock.now - start < .milliseconds(2_500)
+        rival.close()
+        let summary = try await drained
+
+        #expect(first.records.isEmpty, "claimed at 1.5 s: \(first.records.map(\.id))")
+        #expect(second.records.isEmpty, "claimed at 2.2 s: \(second.records.map(\.id))")
+        if stillWorking {
+            #expect(stillLeased == 3, "the records were still in the sink's hands, under a renewed lease")
+        }
+        #expect(sink.batchIDs == [ids])
+        #expect(summary.delivered == 3, "every record delivered (acked under the drainer's lease) exactly once")
+        #expect(summary.result == .allDelivered)
+        #expect(try liveRecords(path).isEmpty)
+    }
+
+    // MARK: - Per-user order
+
+    @Test func aUsersLaterRecordsWaitForItsRetry() async throws {
+        let ids = try enqueue(
+            [
+                testEvent("a1", user: "A"), testEvent("b1", user: "B"), testEvent("a2", user: "A"),
+                testEvent("b2", user: "B"), testEvent("a3", user: "A"),
+            ], at: path)
+        let userA = [ids[0], ids[2], ids[4]]
+        let userB = [ids[1], ids[3]]
+        let sink = ScriptedSink { _, record in
+            record.id == userA[0] && record.attempts == 0
+                ? .retry(reason: "HTTP 503", afterMilliseconds: 200) : .delivered
+        }
+        // Batches of 2, so A's first record and its later ones are never in the same batch: what is tested is
+        // that the claims of the same pass skip A while A's first record waits for its retry.
+        let options = DrainOptions(batchSize: 2)
+        let queueOptions = QueueOptions(durability: .normal)  // keeps the first pass well inside the 200 ms
+
+        let first = try makeDrainer(path, sink: sink, options: options, queueOptions: queueOptions)
+        let firstSummary = try await drainOnce(first)
+        let firstPassEnded = ContinuousClock.now
+        let firstPass = sink.batchIDs
+        #expect(firstPass == [[userA[0], userB[0]], [userB[1]]])
+        #expect(firstSummary.delivered == 2)
+        #expect(firstSummary.retried == 1)
+        let live = try liveRecords(path)
+        #expect(live.keys.sorted() == userA)
+        #expect(live[userA[0]]?.attempts == 1)
+        #expect(live[userA[1]]?.attempts == 0 && live[userA[2]]?.attempts == 0)
+
+        try await Task.sleep(until: firstPassEnded + .milliseconds(250), clock: .continuous)
+        let second = try makeDrainer(path, sink: sink, options: options, queueOptions: queueOptions)
+        let secondSummary = try await drainOnce(second)
+        let secondPass = Array(sink.batchIDs.dropFirst(firstPass.count))
+        #expect(secondPass.flatMap { $0 } == userA, "A's records, in id order, once its first is due")
+        #expect(sink.records.last { $0.id == userA[0] }?.attempts == 1)
+        #expect(secondSummary.delivered == 3)
+        #expect(secondSummary.result == .allDelivered)
+        #expect(try liveRecords(path).isEmpty)
+    }
+
+    // MARK: - Foreign writers
+
+    @Test func foreignRecordsAreRevalidatedBeforeDelivery() async throws {
+        let path = self.path
+        try enqueue([testEvent("valid-before", user: "v1")], at: path)
+        try SQLiteShell.insert(path, payload: #"{"external_id":"f1","name":""}"#)
+        try SQLiteShell.insert(path, payload: #"{"external_id":"f2","name":"bad_props","properties":{"$bad":1}}"#)
+        try SQLiteShell.insert(
+            path, payload: #"{"external_id":"f3","name":"no_time","properties":{"k":"v"}}"#,
+            createdAt: 1_700_000_000_123)
+        try enqueue([testEvent("valid-after", user: "v2")], at: path)
+        let ids = try liveRecords(path).keys.sorted()
+        try #require(ids.count == 5)
+
+        let sink = ScriptedSink.acceptingEverything()
+        let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 10)))
+
+        #expect(sink.ids == [ids[0], ids[3], ids[4]], "valid records around the invalid ones are delivered")
+        #expect(summary.delivered == 3)
+        #expect(summary.dead == 2)
+        #expect(summary.result == .someDead)
+
+        let dead = try deadRecords(path)
+        #expect(dead.keys.sorted() == [ids[1], ids[2]])
+        let emptyName = try #require(dead[ids[1]]?.lastError)
+        #expect(emptyName.hasPrefix("rejected before delivery:"))
+        #expect(emptyName.contains("name must be 1 to 255 characters"), "\(emptyName)")
+        let dollar = try #require(dead[ids[2]]?.lastError)
+        #expect(dollar.hasPrefix("rejected before delivery:"))
+        #expect(dollar.contains("properties.$bad"), "\(dollar)")
+
+        // No `time`: the record's created_at_ms, in ISO 8601, is sent as its time.
+        let foreign = try #require(sink.records.first { $0.id == ids[3] })
+        #expect(foreign.createdAtMilliseconds == 1_700_000_000_123)
+        #expect(foreign.userKey == "external_id:f3")
+        #expect(foreign.object["time"] == .string("2023-11-14T22:13:20.123Z"))
+        #expect(
+            foreign.object.serialized
+                == #"{"external_id":"f3","name":"no_time","properties":{"k":"v"},"time":"2023-11-14T22:13:20.123Z"}"#)
+    }
+
+    // MARK: - Robustness
+
+    /// A sink's retry hint is a plain `Int64`; one meaning "much later" must not crash the drain.
+    @Test func aHugeRetryHintDoesNotCrashTheDrain() async {
+        await #expect(processExitsWith: .success) {
+            let directory = DeliveryScratchDirectory()
+            let path = directory.queuePath
+            try enqueue([testEvent("e", user: "u")], at: path)
+            let sink = ScriptedSink { _, _ in .retry(reason: "retry much later", afterMilliseconds: .max) }
+            let summary = try await drainOnce(try makeDrainer(path, sink: sink))
+            if summary.retried != 1 || summary.dead != 0 { exit(3) }
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import EventQueue
+import Logging
+import Synchronization
+import Testing
+
+@testable import EventQueueDelivery
+
+/// A value shared between a test and the closures it hands to the code under test.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    init(_ value: Value) {
+        mutex = Mutex(value)
+    }
+
+    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result {
+        mutex.withLock { value in body(&value) }
+    }
+
+    var value: Value { mutex.withLock { $0 } }
+}
+
+/// A one-shot signal: `wait()` returns once `fire()` has been called (before or after the wait began).
+struct Signal: Sendable {
+    private let stream: AsyncStream<Void>
+    private let continuation: AsyncStream<Void>.Continuation
+
+    init() {
+        (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func fire() {
+        continuation.yield()
+        continuation.finish()
+    }
+
+    func wait() async {
+        for await _ in stream { break }
+    }
+}
+
+/// A logger that drops everything, so test output stays readable.
+let quietLogger = Logger(label: "eventqueue.delivery.tests") { _ in SwiftLogNoOpLogHandler() }
+
+/// An event of user `user`, with its name as a property so payloads differ.
+func testEvent(_ name: String, user: String) -> Record {
+    Record.event(name, user: .externalID(user), properties: ["n": .string(name)])
+}
+
+/// Enqueues records through the library's writer (its own connection, closed afterwards); returns their ids.
+@discardableResult
+func enqueue(_ records: [Record], at path: String) throws -> [Int64] {
+    let writer = try QueueWriter(path: path)
+    defer { writer.close() }
+    return try writer.enqueue(contentsOf: records)
+}
+
+/// Runs `body` with a fresh consumer on `path`, independent of the store under test.
+func inspect<T>(_ path: String, _ body: (QueueConsumer) throws -> T) throws -> T {
+    let consumer = try QueueConsumer(path: path)
+    defer { consumer.close() }
+    return try body(consumer)
+}
+
+/// Live records (pending and leased) keyed by id, as a fresh consumer sees them.
+func liveRecords(_ path: String) throws -> [Int64: QueuedRecord] {
+    let live = try inspect(path) { try $0.peek(limit: 100_000) }
+    return Dictionary(uniqueKeysWithValues: live.map { ($0.id, $0) })
+}
+
+/// Dead letters keyed by id.
+func deadRecords(_ path: String) throws -> [Int64: QueuedRecord] {
+    let dead = try inspect(path) { try $0.deadLetters() }
+    return Dictionary(uniqueKeysWithValues: dead.map { ($0.id, $0) })
+}
+
+/// A drainer over a new store for `path`; the caller closes the store.
+func makeDrainer(
+    _ path: String, sink: any Sink, options: DrainOptions = DrainOptions(),
+    queueOptions: QueueOptions = QueueOptions()
+) throws -> Drainer {
+    let store = try QueueStore(path: path, options: queueOptions)
+    return Drainer(store: store, sink: sink, options: options, logger: quietLogger)
+}
+
+/// Runs one pass and closes the drainer's store.
+func drainOnce(
+    _ drainer: Drainer, shouldStop: @escaping @Sendable () -> Bool = { false }
+) async throws -> DrainSummary {
+    let summary = try await drainer.drain(shouldStop: shouldStop)
+    await drainer.store.close()
+    return summary
+}
+
+/// SplitMix64: a small deterministic generator, so random-looking tests are reproducible.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
