@@ -11,7 +11,9 @@ extension QueueConsumer {
             let live = try connection.statement(
                 """
                 SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'leased'),
-                       min(next_attempt_at_ms) FILTER (WHERE state = 'pending' AND next_attempt_at_ms > ?1)
+                       min(CASE state WHEN 'pending' THEN next_attempt_at_ms ELSE lease_expires_at_ms END)
+                           FILTER (WHERE (CASE state WHEN 'pending' THEN next_attempt_at_ms
+                                           ELSE lease_expires_at_ms END) > ?1)
                 FROM records INDEXED BY records_live WHERE state != 'dead'
                 """, operation: operation)
             live.bind(1, now)

@@ -4,6 +4,10 @@ public struct DrainLockHolder: Sendable, Hashable {
     public var expiresAtMilliseconds: Int64
 }
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 extension QueueConsumer {
     /// Takes (or renews, when this consumer already holds it) the queue's drain lock for `leaseMilliseconds`.
     /// Returns `nil` when acquired, or the current holder when another drainer has it.
@@ -26,11 +30,25 @@ extension QueueConsumer {
             take.bind(3, now + leaseMilliseconds)
             try take.run()
             if connection.changes == 1 { return nil }
-            let holder = try connection.statement(
+            let read = try connection.statement(
                 "SELECT owner, expires_at_ms FROM drain_lock WHERE id = 1", operation: "reading the drain lock")
-            defer { holder.reset() }
-            guard try holder.step() else { return nil }
-            return DrainLockHolder(owner: holder.text(0) ?? "?", expiresAtMilliseconds: holder.int64(1))
+            let holder =
+                try read.step()
+                ? DrainLockHolder(owner: read.text(0) ?? "?", expiresAtMilliseconds: read.int64(1)) : nil
+            read.reset()
+            guard let holder, !Self.isDeadProcessOnThisHost(holder.owner) else {
+                // The holder crashed on this machine (a daemon restarted after `kill -9`): take over now
+                // rather than wait for its lock to expire.
+                let steal = try connection.statement(
+                    "UPDATE drain_lock SET owner = ?1, acquired_at_ms = ?2, expires_at_ms = ?3 WHERE id = 1",
+                    operation: "taking over the drain lock")
+                steal.bind(1, consumerID)
+                steal.bind(2, now)
+                steal.bind(3, now + leaseMilliseconds)
+                try steal.run()
+                return nil
+            }
+            return holder
         }
     }
 
@@ -40,5 +58,14 @@ extension QueueConsumer {
             "DELETE FROM drain_lock WHERE id = 1 AND owner = ?1", operation: "releasing the drain lock")
         release.bind(1, consumerID)
         try release.run()
+    }
+
+    /// True when `owner` (a consumer id, `host:pid:random`) names a process on this host that no longer exists.
+    static func isDeadProcessOnThisHost(_ owner: String) -> Bool {
+        let parts = owner.split(separator: ":")
+        guard parts.count >= 3, let pid = pid_t(parts[parts.count - 2]), pid > 0 else { return false }
+        let host = parts.dropLast(2).joined(separator: ":")
+        guard host == hostName() else { return false }
+        return kill(pid, 0) != 0 && errno == ESRCH
     }
 }

@@ -177,10 +177,13 @@ public final class QueueConsumer {
     }
 
     static func makeConsumerID() -> String {
+        let random = UInt32.random(in: 0...UInt32.max)
+        return "\(hostName()):\(getpid()):\(String(random, radix: 16))"
+    }
+
+    static func hostName() -> String {
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
-        let hostName = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let random = UInt32.random(in: 0...UInt32.max)
-        return "\(hostName):\(getpid()):\(String(random, radix: 16))"
+        return String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -5,7 +5,8 @@ public struct QueueStats: Sendable, Hashable {
     public var dead: Int
     /// Seconds since the oldest pending record was enqueued; `nil` when nothing is pending.
     public var oldestPendingAgeSeconds: Double?
-    /// The earliest time a record waiting for a retry becomes claimable (Unix ms), if any is waiting.
+    /// The earliest time a record not claimable now becomes claimable (Unix ms): a retry coming due, or the
+    /// lease of a crashed consumer expiring. A daemon schedules its next pass for then.
     public var nextRetryAtMilliseconds: Int64?
     public var databaseBytes: Int64
     public var walBytes: Int64

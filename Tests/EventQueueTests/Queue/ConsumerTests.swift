@@ -133,6 +133,19 @@ import Testing
         #expect(again.records.first?.attempts == 0)
     }
 
+    @Test func nextRetryCoversRetriesAndExpiringLeases() throws {
+        _ = try enqueue([event("a", user: "u1"), event("b", user: "u2")])
+        let consumer = try QueueConsumer(path: path)
+        defer { consumer.close() }
+        let now = WallClock.nowMilliseconds()
+        #expect(try consumer.stats(now: now).nextRetryAtMilliseconds == nil)
+        let claim = try consumer.claim(limit: 2, leaseMilliseconds: 5_000, now: now)
+        #expect(try consumer.stats(now: now).nextRetryAtMilliseconds == now + 5_000)
+        try consumer.nack([1], lease: claim.lease, reason: "503", retryAt: now + 2_000, now: now)
+        #expect(try consumer.stats(now: now).nextRetryAtMilliseconds == now + 2_000)
+        #expect(try consumer.stats(now: now + 2_000).nextRetryAtMilliseconds == now + 5_000)
+    }
+
     @Test func releaseReturnsRecordsWithoutCountingAnAttempt() throws {
         _ = try enqueue([event("a", user: "u1")])
         let consumer = try QueueConsumer(path: path)

@@ -26,3 +26,26 @@ import Testing
         #expect(try first.acquireDrainLock(leaseMilliseconds: 1_000, now: now + 1_700) == nil)
     }
 }
+
+@Suite struct DrainLockTakeoverTests {
+    /// A daemon restarted after `kill -9` on the same host need not wait for its predecessor's lock to expire.
+    @Test func lockOfADeadProcessOnThisHostIsTakenOverAtOnce() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("q.db")
+        let host = QueueConsumer.hostName()
+        // pid 2^22+1 is above Linux's pid_max limit, so no such process exists.
+        let crashed = try QueueConsumer(path: path, consumerID: "\(host):4194305:dead")
+        let live = try QueueConsumer(path: path, consumerID: "\(host):1:init")  // pid 1 always exists
+        let restarted = try QueueConsumer(path: path)
+        defer {
+            crashed.close()
+            live.close()
+            restarted.close()
+        }
+        #expect(try crashed.acquireDrainLock(leaseMilliseconds: 60_000) == nil)
+        #expect(try restarted.acquireDrainLock(leaseMilliseconds: 60_000) == nil)
+        try restarted.releaseDrainLock()
+        #expect(try live.acquireDrainLock(leaseMilliseconds: 60_000) == nil)
+        #expect(try restarted.acquireDrainLock(leaseMilliseconds: 60_000)?.owner == "\(host):1:init")
+    }
+}
