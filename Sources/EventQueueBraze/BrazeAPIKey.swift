@@ -1,0 +1,126 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A Braze REST API key.
+///
+/// Wrapped in its own type so that it can never leak by accident: interpolating it, printing it, dumping it or
+/// logging it shows `BrazeAPIKey(redacted)`. Only the sink reads the secret, to build the `Authorization` header.
+public struct BrazeAPIKey: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
+    /// The key itself; internal so that only the sink (and the tests) can read it.
+    let secret: String
+
+    /// Wraps `secret`, trimmed of surrounding whitespace. Throws when it is empty or contains whitespace or
+    /// control characters inside (which would corrupt the `Authorization` header).
+    public init(_ secret: String) throws(BrazeConfigurationError) {
+        try self.init(secret, source: "the given key")
+    }
+
+    init(_ secret: String, source: String) throws(BrazeConfigurationError) {
+        let trimmed = Self.trimmed(secret)
+        guard !trimmed.isEmpty else { throw .emptyKey(source: source) }
+        guard trimmed.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F }) else {
+            throw .malformedKey(source: source)
+        }
+        self.secret = trimmed
+    }
+
+    public var description: String { "BrazeAPIKey(redacted)" }
+    public var debugDescription: String { description }
+    public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
+
+    /// The systemd credential name (`LoadCredential=braze-api-key:...`), read from `$CREDENTIALS_DIRECTORY`.
+    public static let credentialName = "braze-api-key"
+    /// The environment variable read last.
+    public static let environmentVariable = "BRAZE_API_KEY"
+
+    /// Finds the key, most explicit source first: `--api-key-file PATH` (the file's content, trimmed), then the
+    /// systemd credential `$CREDENTIALS_DIRECTORY/braze-api-key`, then `$BRAZE_API_KEY`.
+    ///
+    /// Files and credentials come first because they keep the key out of the process environment (readable in
+    /// `/proc` by the same user, inherited by children); the environment variable is the fallback for
+    /// development. A source that is present but unusable is an error rather than a silent fall-through, so a
+    /// misconfigured deployment fails loudly instead of running with another key.
+    public static func resolve(
+        apiKeyFile: String?, environment: [String: String]
+    ) throws(BrazeConfigurationError) -> BrazeAPIKey {
+        if let apiKeyFile {
+            let source = "--api-key-file \(apiKeyFile)"
+            return try BrazeAPIKey(try readFile(apiKeyFile, source: source), source: source)
+        }
+        if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+            let path = directory + "/" + credentialName
+            if access(path, F_OK) == 0 {
+                let source = "the systemd credential \(path)"
+                return try BrazeAPIKey(try readFile(path, source: source), source: source)
+            }
+        }
+        if let value = environment[environmentVariable] {
+            return try BrazeAPIKey(value, source: "$\(environmentVariable)")
+        }
+        throw .missingKey
+    }
+
+    private static func readFile(_ path: String, source: String) throws(BrazeConfigurationError) -> String {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw .unreadableKeyFile(source: source, reason: String(cString: strerror(errno)))
+        }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .unreadableKeyFile(source: source, reason: String(cString: strerror(errno)))
+            }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+            // A key is a few dozen bytes; anything this large is the wrong file.
+            guard bytes.count <= 64 * 1024 else { throw .malformedKey(source: source) }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func trimmed(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(scalars[first...last])
+    }
+}
+
+/// Why the Braze sink cannot be configured. Messages say what to do, and never include the key.
+public enum BrazeConfigurationError: Error, Hashable, CustomStringConvertible {
+    /// No source had a key.
+    case missingKey
+    /// A key file (or credential) exists but cannot be read.
+    case unreadableKeyFile(source: String, reason: String)
+    /// The source holds nothing but whitespace.
+    case emptyKey(source: String)
+    /// The key contains whitespace or control characters inside, or the file is far too large to be a key.
+    case malformedKey(source: String)
+    /// The base URL is not an absolute `http(s)://` URL.
+    case invalidBaseURL(String)
+
+    public var description: String {
+        switch self {
+        case .missingKey:
+            return "no Braze API key: pass --api-key-file PATH, load the systemd credential "
+                + "'\(BrazeAPIKey.credentialName)' (LoadCredential=), or set $\(BrazeAPIKey.environmentVariable)"
+        case .unreadableKeyFile(let source, let reason):
+            return "cannot read the Braze API key from \(source): \(reason); check the path and its permissions"
+        case .emptyKey(let source):
+            return "the Braze API key from \(source) is empty; put the REST API key (users.track permission) there"
+        case .malformedKey(let source):
+            return "the Braze API key from \(source) is malformed (whitespace or control characters inside, or "
+                + "far too long); it must be the REST API key alone, on one line"
+        case .invalidBaseURL(let url):
+            return "invalid Braze base URL '\(url)': expected e.g. https://rest.iad-01.braze.com"
+        }
+    }
+}

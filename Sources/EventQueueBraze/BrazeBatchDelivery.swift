@@ -1,0 +1,101 @@
+import EventQueue
+import EventQueueDelivery
+
+/// Delivers one claimed batch as a sequence of requests and turns the answers into one `DeliveryReport`.
+///
+/// Kept apart from the HTTP client (it only sees `post`) so the decisions (bisect, stop, hold back a user's
+/// later records) read in one place. Requests go one after another: per-user order depends on an earlier
+/// request being answered before a later one is sent.
+struct BrazeBatchDelivery {
+    /// Sends one request and interprets the answer.
+    let post: (BrazeRequestBody) async -> BrazeAnswer
+
+    private(set) var outcomes: [Int64: DeliveryOutcome] = [:]
+    private(set) var halt: SinkHalt?
+    /// Set once a request failed in a way that stops the batch (429, 5xx, network): the records not yet sent
+    /// get this retry (never counted: they were not tried).
+    private var stopRetry: (reason: String, afterMilliseconds: Int64?)?
+    /// Users with a record waiting for a retry: their later records must not overtake it.
+    private var heldUsers: Set<String> = []
+    private(set) var requestsSent = 0
+
+    static let waitingReason = "waiting for an earlier record of the same user"
+
+    init(post: @escaping (BrazeRequestBody) async -> BrazeAnswer) {
+        self.post = post
+    }
+
+    var stopped: Bool { halt != nil || stopRetry != nil }
+
+    /// Sends `requests` in order and fills in `outcomes` and `halt`.
+    mutating func run(_ requests: [[OutgoingRecord]]) async {
+        for request in requests {
+            if stopped { break }
+            await send(request)
+        }
+        guard halt == nil, let stopRetry else { return }
+        for request in requests {
+            for record in request where outcomes[record.id] == nil {
+                let reason = heldUsers.contains(record.userKey) ? Self.waitingReason : "not sent: \(stopRetry.reason)"
+                outcomes[record.id] = .retry(
+                    reason: reason, afterMilliseconds: stopRetry.afterMilliseconds, countsAsAttempt: false)
+            }
+        }
+    }
+
+    /// Sends one request (or bisection half), recursing into halves on a 400.
+    private mutating func send(_ records: [OutgoingRecord]) async {
+        var sendable: [OutgoingRecord] = []
+        for record in records {
+            if heldUsers.contains(record.userKey) {
+                outcomes[record.id] = .retry(reason: Self.waitingReason, countsAsAttempt: false)
+            } else {
+                sendable.append(record)
+            }
+        }
+        guard !sendable.isEmpty, !stopped else { return }
+        let body = BrazeRequestBody(sendable)
+        requestsSent += 1
+        switch await post(body) {
+        case .accepted(let errors):
+            var refused: [Int64: String] = [:]
+            for error in errors {
+                guard let ids = body.idsByArray[error.inputArray], ids.indices.contains(error.index) else { continue }
+                refused[ids[error.index]] = "Braze rejected it: \(error.type)"
+            }
+            for record in sendable {
+                outcomes[record.id] = refused[record.id].map { .rejected(reason: $0) } ?? .delivered
+            }
+        case .badRequest(let status, let message):
+            guard sendable.count > 1 else {
+                outcomes[sendable[0].id] = .rejected(reason: "Braze rejected it: \(status) \(message)")
+                return
+            }
+            // Nothing was applied; halves of a valid request keep every user's kind order, so each half is a
+            // valid request too. Bisecting finds k bad records in about 2k·log2(n) requests.
+            let middle = sendable.count / 2
+            await send(Array(sendable[..<middle]))
+            await send(Array(sendable[middle...]))
+        case .misconfigured(let status, let message):
+            halt = SinkHalt(
+                kind: .configuration,
+                reason: "Braze answered \(status) (\(message)): check the API key / instance URL")
+        case .rateLimited(let after):
+            let reason = "Braze rate limit (429)"
+            retry(sendable, reason: reason, afterMilliseconds: after, counts: false)
+            stopRetry = (reason, after)
+        case .transient(let reason):
+            retry(sendable, reason: reason, afterMilliseconds: nil, counts: true)
+            stopRetry = ("an earlier request of this batch failed: \(reason)", nil)
+        }
+    }
+
+    private mutating func retry(
+        _ records: [OutgoingRecord], reason: String, afterMilliseconds: Int64?, counts: Bool
+    ) {
+        for record in records {
+            outcomes[record.id] = .retry(reason: reason, afterMilliseconds: afterMilliseconds, countsAsAttempt: counts)
+            heldUsers.insert(record.userKey)
+        }
+    }
+}

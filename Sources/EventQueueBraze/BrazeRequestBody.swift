@@ -1,0 +1,41 @@
+import EventQueue
+import EventQueueDelivery
+
+/// The body of one `/users/track` request, and which record sits at each position of each array (Braze names
+/// refused objects by array and index).
+struct BrazeRequestBody: Sendable {
+    var bytes: [UInt8]
+    /// Record ids by array (`attributes`, `events`, `purchases`), in the order they appear in the body.
+    var idsByArray: [String: [Int64]]
+
+    /// The arrays in the order Braze applies them; empty arrays are left out.
+    static let arrayOrder: [RecordKind] = [.attribute, .event, .purchase]
+
+    /// Serializes `records` with the core's JSON writer (the bytes stored are the bytes sent).
+    init(_ records: [OutgoingRecord]) {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(records.count * 256 + 48)
+        var idsByArray: [String: [Int64]] = [:]
+        bytes.append(UInt8(ascii: "{"))
+        for kind in Self.arrayOrder {
+            var first = true
+            for record in records where record.kind == kind {
+                if first {
+                    if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+                    bytes.append(UInt8(ascii: "\""))
+                    bytes.append(contentsOf: kind.brazeArray.utf8)
+                    bytes.append(contentsOf: "\":[".utf8)
+                    first = false
+                } else {
+                    bytes.append(UInt8(ascii: ","))
+                }
+                record.object.serialize(into: &bytes)
+                idsByArray[kind.brazeArray, default: []].append(record.id)
+            }
+            if !first { bytes.append(UInt8(ascii: "]")) }
+        }
+        bytes.append(UInt8(ascii: "}"))
+        self.bytes = bytes
+        self.idsByArray = idsByArray
+    }
+}

@@ -1,0 +1,90 @@
+import EventQueue
+
+/// What one `/users/track` answer means for the records of that request.
+enum BrazeAnswer: Sendable, Hashable {
+    /// 2xx: everything applied except the objects named in `errors`.
+    case accepted(errors: [ObjectError])
+    /// 400 (and other 4xx that mean "this request is wrong"): nothing applied; `message` is Braze's.
+    case badRequest(status: Int, message: String)
+    /// 401, 403, 404: the key or the URL is wrong; nothing will work until someone fixes it.
+    case misconfigured(status: Int, message: String)
+    /// 429: not the records' fault; `afterMilliseconds` from `Retry-After` or `X-RateLimit-Reset`.
+    case rateLimited(afterMilliseconds: Int64?)
+    /// 5xx, 408, a timeout or a connection error: nothing applied, try again later.
+    case transient(reason: String)
+
+    /// One entry of a 2xx response's `errors` array.
+    struct ObjectError: Sendable, Hashable {
+        var type: String
+        var inputArray: String
+        var index: Int
+    }
+
+    /// Interprets an HTTP response. `now` is the wall clock in milliseconds (for `X-RateLimit-Reset`).
+    static func interpret(
+        status: Int, headers: [(name: String, value: String)], body: [UInt8], nowMilliseconds: Int64
+    ) -> BrazeAnswer {
+        switch status {
+        case 200..<300:
+            return .accepted(errors: objectErrors(in: body))
+        case 401, 403, 404:
+            return .misconfigured(status: status, message: message(in: body))
+        case 429:
+            return .rateLimited(afterMilliseconds: retryHint(headers: headers, nowMilliseconds: nowMilliseconds))
+        case 408, 500..<600:
+            return .transient(reason: "Braze answered \(status): \(message(in: body))")
+        case 400..<500:
+            return .badRequest(status: status, message: message(in: body))
+        default:
+            return .transient(reason: "unexpected HTTP status \(status): \(message(in: body))")
+        }
+    }
+
+    /// `Retry-After` (seconds) when present, else `X-RateLimit-Reset` (epoch seconds) minus now, else `nil`.
+    static func retryHint(headers: [(name: String, value: String)], nowMilliseconds: Int64) -> Int64? {
+        func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name }?.value.trimmingSpaces
+        }
+        if let text = header("retry-after"), let seconds = Int64(text), seconds >= 0, seconds < 1_000_000_000 {
+            return seconds * 1000
+        }
+        if let text = header("x-ratelimit-reset"), let reset = Int64(text), reset > 0, reset < 1_000_000_000_000 {
+            return max(0, reset * 1000 - nowMilliseconds)
+        }
+        return nil
+    }
+
+    /// Braze's `message` (a short, safe explanation), else the start of the body.
+    static func message(in body: [UInt8]) -> String {
+        if let object = try? JSONValue.parse(String(decoding: body, as: UTF8.self)).objectValue,
+            let message = object["message"]?.stringValue
+        {
+            return String(message.prefix(500))
+        }
+        let text = String(decoding: body.prefix(200), as: UTF8.self)
+        return text.isEmpty ? "(no body)" : text
+    }
+
+    /// The `errors` array of a 2xx response; entries without an array and index are ignored (they name no
+    /// object, and the request as a whole was accepted).
+    static func objectErrors(in body: [UInt8]) -> [ObjectError] {
+        guard let object = try? JSONValue.parse(String(decoding: body, as: UTF8.self)).objectValue,
+            let errors = object["errors"]?.arrayValue
+        else { return [] }
+        return errors.compactMap { entry in
+            guard let entry = entry.objectValue, let array = entry["input_array"]?.stringValue,
+                let index = entry["index"]?.numberValue?.integerValue, let position = Int(exactly: index)
+            else { return nil }
+            return ObjectError(type: entry["type"]?.stringValue ?? "unknown error", inputArray: array, index: position)
+        }
+    }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        var scalars = Substring(self)
+        while scalars.first == " " || scalars.first == "\t" { scalars.removeFirst() }
+        while scalars.last == " " || scalars.last == "\t" { scalars.removeLast() }
+        return String(scalars)
+    }
+}

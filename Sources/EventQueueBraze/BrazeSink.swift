@@ -1,0 +1,140 @@
+import AsyncHTTPClient
+import EventQueue
+import EventQueueDelivery
+import Logging
+import NIOCore
+
+/// Delivers records to Braze's `POST /users/track`.
+///
+/// A batch becomes as few requests as Braze's limits and per-user ordering allow (see `BrazeBatcher`), sent one
+/// after another. Each answer is mapped to per-record outcomes: Braze's partial success (`errors`) rejects only
+/// the objects it names; a 400 is bisected down to the offending records so one bad record never blocks or
+/// dead-letters its neighbours; 401/403/404 halt the pass (nothing is counted against the records); 429, 5xx
+/// and network failures retry. The API key never appears in logs, errors or descriptions.
+public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
+    public let name: String
+    private let endpoint: String
+    /// Why the base URL is unusable, if it is: every batch then halts with a configuration error.
+    private let baseURLError: BrazeConfigurationError?
+    private let apiKey: BrazeAPIKey
+    private let batcher: BrazeBatcher
+    private let transport: BrazeTransport
+    private let logger: Logger
+
+    /// - Parameters:
+    ///   - baseURL: the REST endpoint of the account's instance, e.g. `https://rest.iad-01.braze.com` (never
+    ///     hard-coded: it differs per instance).
+    ///   - maxObjectsPerRequest: the combined limit of some plans (50); `nil` for only the 75-per-array limit.
+    ///   - requestTimeout: the deadline for one request, answer body included; a timeout is retried.
+    ///
+    /// An unusable `baseURL` does not throw here (check it first with `validate(baseURL:)`); every batch then
+    /// halts with a configuration error, so records are kept untouched.
+    public init(
+        baseURL: String, apiKey: BrazeAPIKey, maxObjectsPerRequest: Int? = nil,
+        connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(30), logger: Logger
+    ) {
+        var base = baseURL
+        while base.hasSuffix("/") { base.removeLast() }
+        do {
+            try Self.validate(baseURL: base)
+            baseURLError = nil
+        } catch {
+            baseURLError = error
+        }
+        name = "braze:" + base
+        endpoint = base + "/users/track"
+        self.apiKey = apiKey
+        batcher = BrazeBatcher(maxObjectsPerRequest: maxObjectsPerRequest)
+        transport = BrazeTransport(connectTimeout: connectTimeout, requestTimeout: requestTimeout)
+        self.logger = logger
+    }
+
+    /// Checks that `baseURL` is an absolute `http(s)://` URL, so a typo is reported at startup rather than at
+    /// the first delivery.
+    public static func validate(baseURL: String) throws(BrazeConfigurationError) {
+        let schemes = ["https://", "http://"]
+        guard let scheme = schemes.first(where: { baseURL.hasPrefix($0) }), baseURL.count > scheme.count,
+            !baseURL.contains(where: { $0.isWhitespace || $0 == "?" || $0 == "#" })
+        else { throw .invalidBaseURL(baseURL) }
+    }
+
+    public var description: String { "BrazeSink(\(name))" }
+    public var customMirror: Mirror { Mirror(self, children: ["name": name], displayStyle: .class) }
+
+    /// Closes the HTTP client's connections; call once, after the last `deliver`.
+    public func shutdown() async {
+        await transport.shutdown()
+    }
+
+    public func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {
+        if let baseURLError {
+            return DeliveryReport(halt: SinkHalt(kind: .configuration, reason: "\(baseURLError)"))
+        }
+        let requests = batcher.split(batch)
+        var delivery = BrazeBatchDelivery(post: { body in await self.post(body) })
+        await delivery.run(requests)
+        logger.debug(
+            "braze batch done",
+            metadata: [
+                "records": "\(batch.count)", "requests": "\(delivery.requestsSent)",
+                "planned_requests": "\(requests.count)",
+            ])
+        return DeliveryReport(outcomes: delivery.outcomes, halt: delivery.halt)
+    }
+
+    private func post(_ body: BrazeRequestBody) async -> BrazeAnswer {
+        let started = ContinuousClock.now
+        let objects = body.idsByArray.values.reduce(0) { $0 + $1.count }
+        let answer: BrazeAnswer
+        do {
+            let response = try await transport.send(
+                method: "POST", url: endpoint,
+                headers: [("Authorization", "Bearer " + apiKey.secret), ("Content-Type", "application/json")],
+                body: body.bytes, logger: logger)
+            answer = BrazeAnswer.interpret(
+                status: response.status, headers: response.headers, body: response.body,
+                nowMilliseconds: WallClock.nowMilliseconds())
+            logger.debug(
+                "braze request answered",
+                metadata: [
+                    "status": "\(response.status)", "objects": "\(objects)",
+                    "latency_ms": "\(Self.milliseconds(since: started))",
+                ])
+        } catch {
+            answer = .transient(reason: "request to \(name) failed: \(Self.describe(error))")
+        }
+        switch answer {
+        case .accepted(let errors) where !errors.isEmpty:
+            logger.warning("braze refused some objects", metadata: ["refused": "\(errors.count)"])
+        case .accepted: break
+        case .badRequest(let status, let message):
+            logger.warning(
+                "braze refused a request; bisecting",
+                metadata: ["status": "\(status)", "message": "\(message)", "objects": "\(objects)"])
+        case .misconfigured(let status, let message):
+            logger.warning(
+                "braze refused the key or URL", metadata: ["status": "\(status)", "message": "\(message)"])
+        case .rateLimited(let after):
+            logger.warning("braze rate limit", metadata: ["retry_after_ms": "\(after.map { "\($0)" } ?? "none")"])
+        case .transient(let reason):
+            logger.warning(
+                "braze request failed",
+                metadata: ["reason": "\(reason)", "latency_ms": "\(Self.milliseconds(since: started))"])
+        }
+        return answer
+    }
+
+    private static func milliseconds(since start: ContinuousClock.Instant) -> Int64 {
+        let (seconds, attoseconds) = (ContinuousClock.now - start).components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+
+    /// A short description of a transport error (AsyncHTTPClient's errors never include request headers).
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? HTTPClientError {
+            if error == .deadlineExceeded || error == .readTimeout { return "timed out" }
+            return "\(error)"
+        }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,198 @@
+import Foundation
+import Synchronization
+
+/// One object Braze received in a request it answered 2xx, in arrival order.
+public struct ReceivedObject: Sendable, Hashable {
+    /// `attributes`, `events` or `purchases`.
+    public var array: String
+    /// The object as compact JSON with sorted keys (re-serialized by `JSONSerialization`).
+    public var json: String
+    /// The 1-based number of the `/users/track` request that carried it.
+    public var request: Int
+    /// Its position in that request's array (what Braze's `errors` entries name).
+    public var index: Int
+    /// False when the object was named in the response's `errors` (refused).
+    public var accepted: Bool
+}
+
+/// Request counters.
+public struct FakeBrazeStats: Sendable, Hashable {
+    /// `/users/track` requests received (answered or not).
+    public var requests = 0
+    /// Answers by HTTP status (a reset-mid-response counts under the status it started to send).
+    public var byStatus: [Int: Int] = [:]
+    /// Connections closed without an answer.
+    public var dropped = 0
+    /// Answers cut off half way.
+    public var resetMidResponse = 0
+    /// Objects received in 2xx requests (accepted or refused).
+    public var objectsReceived = 0
+}
+
+/// What the network handler should do with one request.
+struct FakeBrazeAction: Sendable {
+    enum Kind: Sendable {
+        case respond
+        case drop
+        case resetMidResponse
+    }
+
+    var kind: Kind = .respond
+    var delayMilliseconds = 0
+    var status: Int
+    var headers: [(String, String)] = []
+    var body: [UInt8]
+}
+
+/// The fake's state and decisions, free of networking so the handler stays a thin adapter.
+final class FakeBrazeCore: Sendable {
+    let apiKey: String
+
+    private struct State {
+        var faults: FakeBrazeFaults
+        var generator: SeededGenerator
+        var rateLimitedLeft: Int
+        var stats = FakeBrazeStats()
+        var received: [ReceivedObject] = []
+    }
+
+    private let state: Mutex<State>
+
+    /// The documented rate limit (3,000 requests per 3 seconds), for the `X-RateLimit-*` headers.
+    static let rateLimit = 3000
+
+    init(apiKey: String, faults: FakeBrazeFaults) {
+        self.apiKey = apiKey
+        state = Mutex(
+            State(
+                faults: faults, generator: SeededGenerator(seed: faults.seed),
+                rateLimitedLeft: faults.rateLimitNextRequests))
+    }
+
+    func setFaults(_ faults: FakeBrazeFaults) {
+        state.withLock {
+            $0.faults = faults
+            $0.generator = SeededGenerator(seed: faults.seed)
+            $0.rateLimitedLeft = faults.rateLimitNextRequests
+        }
+    }
+
+    func reset() {
+        state.withLock {
+            $0.stats = FakeBrazeStats()
+            $0.received = []
+        }
+    }
+
+    func received() -> [ReceivedObject] { state.withLock { $0.received } }
+    func stats() -> FakeBrazeStats { state.withLock { $0.stats } }
+
+    // MARK: /users/track
+
+    /// Decides the answer to `POST /users/track`.
+    func track(authorization: String?, contentType: String?, body: Data) -> FakeBrazeAction {
+        // Faults are drawn in a fixed order under the lock, so a seed gives the same sequence every run.
+        let (number, faults, drop, reset, rateLimited, serverError) = state.withLock { state in
+            state.stats.requests += 1
+            let faults = state.faults
+            let drop = state.generator.roll(faults.dropConnectionRate)
+            let reset = state.generator.roll(faults.resetMidResponseRate)
+            var rateLimited = state.generator.roll(faults.rateLimitRate)
+            if state.rateLimitedLeft > 0 {
+                state.rateLimitedLeft -= 1
+                rateLimited = true
+            }
+            let serverError = state.generator.roll(faults.serverErrorRate)
+            return (state.stats.requests, faults, drop, reset, rateLimited, serverError)
+        }
+        var action = answer(
+            number: number, faults: faults, authorization: authorization, contentType: contentType, body: body,
+            rateLimited: rateLimited, serverError: serverError)
+        action.delayMilliseconds = max(0, faults.delayMilliseconds)
+        if drop {
+            action.kind = .drop
+        } else if reset {
+            action.kind = .resetMidResponse
+        }
+        state.withLock { state in
+            switch action.kind {
+            case .drop: state.stats.dropped += 1
+            case .resetMidResponse:
+                state.stats.resetMidResponse += 1
+                state.stats.byStatus[action.status, default: 0] += 1
+            case .respond: state.stats.byStatus[action.status, default: 0] += 1
+            }
+        }
+        return action
+    }
+
+    private func answer(
+        number: Int, faults: FakeBrazeFaults, authorization: String?, contentType: String?, body: Data,
+        rateLimited: Bool, serverError: Bool
+    ) -> FakeBrazeAction {
+        let nowSeconds = Int(Date().timeIntervalSince1970)
+        var headers = [
+            ("X-RateLimit-Limit", "\(Self.rateLimit)"),
+            ("X-RateLimit-Remaining", "\(max(0, Self.rateLimit - number))"),
+            ("X-RateLimit-Reset", "\(nowSeconds + 3)"),
+        ]
+        guard authorization == "Bearer " + apiKey else {
+            return Self.message(401, "Invalid API Key", headers)
+        }
+        if let limit = faults.unauthorizedAfterRequests, number > limit {
+            return Self.message(401, "Invalid API Key", headers)
+        }
+        if rateLimited {
+            headers[1].1 = "0"
+            if let reset = faults.rateLimitResetAfterSeconds { headers[2].1 = "\(nowSeconds + reset)" }
+            if let retryAfter = faults.retryAfterSeconds { headers.append(("Retry-After", "\(retryAfter)")) }
+            return Self.message(429, "Too Many Requests", headers)
+        }
+        if serverError { return Self.message(500, "Internal Server Error", headers) }
+        guard let contentType, contentType.lowercased().hasPrefix("application/json") else {
+            return Self.message(400, "Content-Type must be application/json", headers)
+        }
+        if let poison = faults.poisonMarker, !poison.isEmpty, body.range(of: Data(poison.utf8)) != nil {
+            return Self.message(400, "fake-braze: poison marker in the request", headers)
+        }
+        switch FakeBrazeContract.check(
+            body: body, maxObjectsPerRequest: faults.maxObjectsPerRequest, rejectMarker: faults.rejectMarker)
+        {
+        case .malformed(let reason):
+            return Self.message(400, reason, headers)
+        case .checked(let objects):
+            state.withLock { state in
+                for object in objects {
+                    state.received.append(
+                        ReceivedObject(
+                            array: object.array, json: object.json, request: number, index: object.index,
+                            accepted: object.error == nil))
+                }
+                state.stats.objectsReceived += objects.count
+            }
+            return FakeBrazeAction(status: 201, headers: headers, body: Self.successBody(objects))
+        }
+    }
+
+    static func successBody(_ objects: [FakeBrazeContract.CheckedObject]) -> [UInt8] {
+        var response: [String: Any] = ["message": "success"]
+        for array in FakeBrazeContract.arrays {
+            let sent = objects.filter { $0.array == array }
+            if !sent.isEmpty { response["\(array)_processed"] = sent.filter { $0.error == nil }.count }
+        }
+        let errors: [[String: Any]] = objects.compactMap { object in
+            object.error.map { ["type": $0, "input_array": object.array, "index": object.index] }
+        }
+        if !errors.isEmpty { response["errors"] = errors }
+        return json(response)
+    }
+
+    static func message(_ status: Int, _ text: String, _ headers: [(String, String)]) -> FakeBrazeAction {
+        FakeBrazeAction(status: status, headers: headers, body: json(["message": text]))
+    }
+
+    static func json(_ object: Any) -> [UInt8] {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+        return Array(data)
+    }
+}

@@ -1,0 +1,89 @@
+/// The faults a `FakeBrazeServer` injects. Deterministic: rates are drawn from a generator seeded with `seed`,
+/// so a failing run can be replayed.
+///
+/// Decodable from JSON (the `--faults` option and `POST /_faults`) with the property names as keys, every key
+/// optional, e.g. `{"seed": 7, "serverErrorRate": 0.1, "rateLimitNextRequests": 2, "retryAfterSeconds": 1}`.
+public struct FakeBrazeFaults: Sendable, Hashable, Codable {
+    /// Seeds the generator behind every rate.
+    public var seed: UInt64 = 1
+    /// Fraction of requests answered 500.
+    public var serverErrorRate: Double = 0
+    /// The next N requests are answered 429.
+    public var rateLimitNextRequests: Int = 0
+    /// Fraction of requests answered 429.
+    public var rateLimitRate: Double = 0
+    /// On a 429, `X-RateLimit-Reset` is now plus this many seconds (every response carries the header; this
+    /// only sets the reset of rate-limited ones).
+    public var rateLimitResetAfterSeconds: Int?
+    /// On a 429, the `Retry-After` header (seconds); absent when `nil`.
+    public var retryAfterSeconds: Int?
+    /// Every `/users/track` answer is delayed this long (scheduled on the event loop, never blocking it).
+    public var delayMilliseconds: Int = 0
+    /// Fraction of requests whose connection is closed without any response.
+    public var dropConnectionRate: Double = 0
+    /// Fraction of responses cut off half way (head and part of the body written, then the connection closed).
+    public var resetMidResponseRate: Double = 0
+    /// Objects with a string value (top level or in `properties`) equal to this are refused in `errors`.
+    public var rejectMarker: String?
+    /// A request whose body contains this text is answered 400 as a whole.
+    public var poisonMarker: String?
+    /// Every request after the Nth is answered 401 (a key revoked mid-run).
+    public var unauthorizedAfterRequests: Int?
+    /// The combined per-request limit of some plans (50); `nil` for only the 75-per-array limit.
+    public var maxObjectsPerRequest: Int?
+
+    public init() {}
+
+    /// No faults: a well-behaved Braze.
+    public static let none = FakeBrazeFaults()
+
+    enum CodingKeys: String, CodingKey {
+        case seed, serverErrorRate, rateLimitNextRequests, rateLimitRate, rateLimitResetAfterSeconds
+        case retryAfterSeconds, delayMilliseconds, dropConnectionRate, resetMidResponseRate, rejectMarker
+        case poisonMarker, unauthorizedAfterRequests, maxObjectsPerRequest
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        var faults = FakeBrazeFaults()
+        faults.seed = try container.decodeIfPresent(UInt64.self, forKey: .seed) ?? faults.seed
+        faults.serverErrorRate = try container.decodeIfPresent(Double.self, forKey: .serverErrorRate) ?? 0
+        faults.rateLimitNextRequests = try container.decodeIfPresent(Int.self, forKey: .rateLimitNextRequests) ?? 0
+        faults.rateLimitRate = try container.decodeIfPresent(Double.self, forKey: .rateLimitRate) ?? 0
+        faults.rateLimitResetAfterSeconds = try container.decodeIfPresent(
+            Int.self, forKey: .rateLimitResetAfterSeconds)
+        faults.retryAfterSeconds = try container.decodeIfPresent(Int.self, forKey: .retryAfterSeconds)
+        faults.delayMilliseconds = try container.decodeIfPresent(Int.self, forKey: .delayMilliseconds) ?? 0
+        faults.dropConnectionRate = try container.decodeIfPresent(Double.self, forKey: .dropConnectionRate) ?? 0
+        faults.resetMidResponseRate = try container.decodeIfPresent(Double.self, forKey: .resetMidResponseRate) ?? 0
+        faults.rejectMarker = try container.decodeIfPresent(String.self, forKey: .rejectMarker)
+        faults.poisonMarker = try container.decodeIfPresent(String.self, forKey: .poisonMarker)
+        faults.unauthorizedAfterRequests = try container.decodeIfPresent(Int.self, forKey: .unauthorizedAfterRequests)
+        faults.maxObjectsPerRequest = try container.decodeIfPresent(Int.self, forKey: .maxObjectsPerRequest)
+        self = faults
+    }
+}
+
+/// SplitMix64: small, fast and good enough to draw fault rates reproducibly.
+struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// True with probability `rate`; draws nothing when the rate is 0, so enabling one fault does not shift the
+    /// draws of another.
+    mutating func roll(_ rate: Double) -> Bool {
+        guard rate > 0 else { return false }
+        return Double(next() >> 11) / Double(1 << 53) < rate
+    }
+}

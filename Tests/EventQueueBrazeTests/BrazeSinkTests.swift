@@ -1,0 +1,270 @@
+import EventQueue
+import EventQueueDelivery
+import FakeBraze
+import Foundation
+import Logging
+import Testing
+
+@testable import EventQueueBraze
+
+/// The sink against a real in-process `FakeBrazeServer`, over real HTTP on 127.0.0.1.
+@Suite struct BrazeSinkTests {
+    @Test func accepted201DeliversEverythingAndBrazeReceivesExactlyTheObjects() async throws {
+        let records = distinctEvents(100)
+        let (report, received, stats) = try await withSink { server, sink in
+            (await sink.deliver(records), server.received(), server.stats())
+        }
+        #expect(report.halt == nil)
+        #expect(report.outcomes.count == 100)
+        #expect(report.outcomes.values.allSatisfy { $0 == .delivered })
+        #expect(stats.requests == 2)
+        #expect(stats.byStatus == [201: 2])
+        #expect(received.map(\.json) == records.map { canonical($0.object) })
+        #expect(received.map(\.request) == Array(repeating: 1, count: 75) + Array(repeating: 2, count: 25))
+        #expect(received.allSatisfy { $0.accepted })
+    }
+
+    @Test func mixedKindsArriveInTheirArraysInIdOrder() async throws {
+        // a's purchase (3) then a's event (6) would be applied backwards in one request: 6 goes in a second one.
+        let records = [
+            attribute(1, user: "a"), event(2, user: "a"), purchase(3, user: "a"), event(4, user: "b"),
+            attribute(5, user: "c"), event(6, user: "a"),
+        ]
+        let received = try await withSink { server, sink in
+            let report = await sink.deliver(records)
+            #expect(report.outcomes.count == 6)
+            #expect(report.outcomes.values.allSatisfy { $0 == .delivered })
+            return server.received()
+        }
+        let expected: [(array: String, id: Int64, request: Int)] = [
+            ("attributes", 1, 1), ("attributes", 5, 1), ("events", 2, 1), ("events", 4, 1), ("purchases", 3, 1),
+            ("events", 6, 2),
+        ]
+        #expect(received.map(\.array) == expected.map(\.array))
+        #expect(received.map(\.request) == expected.map(\.request))
+        #expect(received.map(\.json) == expected.map { canonical(records[Int($0.id) - 1].object) })
+    }
+
+    @Test func errorsArrayRejectsExactlyTheNamedRecords() async throws {
+        var faults = FakeBrazeFaults()
+        faults.rejectMarker = "REJECT-ME"
+        var records = distinctEvents(30)
+        records[4] = event(5, user: "user-5", name: "REJECT-ME")
+        records[21] = event(22, user: "user-22", properties: ["tier": "REJECT-ME"])
+        let report = try await withSink(faults: faults) { _, sink in await sink.deliver(records) }
+        let reason = "Braze rejected it: fake-braze: refused by the reject marker"
+        #expect(report.outcomes[5] == .rejected(reason: reason))
+        #expect(report.outcomes[22] == .rejected(reason: reason))
+        #expect(report.outcomes.filter { $0.value == .delivered }.count == 28)
+        #expect(report.halt == nil)
+    }
+
+    @Test func errorsArrayIndexesPointIntoTheRightArray() async throws {
+        // Braze's index is the position within the named array, not within the request.
+        var faults = FakeBrazeFaults()
+        faults.rejectMarker = "REJECT-ME"
+        let records = [
+            event(1, user: "a"), attribute(2, user: "b"), event(3, user: "c", name: "REJECT-ME"),
+            attribute(4, user: "d"),
+        ]
+        let report = try await withSink(faults: faults) { _, sink in await sink.deliver(records) }
+        #expect(report.outcomes[3] == .rejected(reason: "Braze rejected it: fake-braze: refused by the reject marker"))
+        #expect([1, 2, 4].allSatisfy { report.outcomes[$0] == .delivered })
+    }
+
+    @Test func badRequestIsBisectedToThePoisonRecord() async throws {
+        var faults = FakeBrazeFaults()
+        faults.poisonMarker = "POISON-PILL"
+        var records = distinctEvents(40)
+        records[16] = event(17, user: "user-17", properties: ["note": "POISON-PILL"])
+        let (report, stats, received) = try await withSink(faults: faults) { server, sink in
+            (await sink.deliver(records), server.stats(), server.received())
+        }
+        #expect(
+            report.outcomes[17] == .rejected(reason: "Braze rejected it: 400 fake-braze: poison marker in the request"))
+        #expect(report.outcomes.filter { $0.value == .delivered }.count == 39)
+        // 1 full request, then at each of ⌈log2 40⌉ = 6 levels one good half and one bad half.
+        #expect(stats.requests <= 2 * 6 + 2)
+        // Exactly: 40 → 20 | 20 → 10 | 10 → 5 | 5 → 2 | 3 → 1 | 1: six 400s and five 201s.
+        #expect(stats.requests == 11)
+        #expect(stats.byStatus == [400: 6, 201: 5])
+        #expect(Set(received.map(\.json)) == Set(records.filter { $0.id != 17 }.map { canonical($0.object) }))
+        #expect(received.count == 39)
+    }
+
+    @Test func unauthorizedHaltsWithNoOutcomesForUndelivered() async throws {
+        let report = try await withSink(serverKey: "another-key") { _, sink in await sink.deliver(distinctEvents(10)) }
+        #expect(report.outcomes.isEmpty)
+        #expect(report.halt?.kind == .configuration)
+        #expect(report.halt?.reason.contains("401") == true)
+        #expect(report.halt?.reason.contains("check the API key / instance URL") == true)
+    }
+
+    @Test func keyRevokedMidBatchKeepsWhatWasDelivered() async throws {
+        var faults = FakeBrazeFaults()
+        faults.unauthorizedAfterRequests = 1
+        let report = try await withSink(faults: faults) { _, sink in await sink.deliver(distinctEvents(200)) }
+        #expect(report.halt?.kind == .configuration)
+        #expect(report.outcomes.count == 75)
+        #expect((1...75).allSatisfy { report.outcomes[Int64($0)] == .delivered })
+    }
+
+    @Test func rateLimitRetriesWithoutCountingUntilTheReset() async throws {
+        var faults = FakeBrazeFaults()
+        faults.rateLimitNextRequests = 1
+        faults.rateLimitResetAfterSeconds = 30
+        let before = WallClock.nowMilliseconds()
+        let (report, stats) = try await withSink(faults: faults) { server, sink in
+            (await sink.deliver(distinctEvents(100)), server.stats())
+        }
+        let after = WallClock.nowMilliseconds()
+        #expect(stats.requests == 1, "the rest of the batch must not be sent after a 429")
+        #expect(report.outcomes.count == 100)
+        for id in 1...100 {
+            guard case .retry(_, let wait?, let counts) = report.outcomes[Int64(id)] else {
+                Issue.record("record \(id): \(String(describing: report.outcomes[Int64(id)]))")
+                continue
+            }
+            #expect(!counts)
+            // The header has whole seconds: reset is in (before + 29 s, after + 31 s).
+            #expect(wait > 29_000 - (after - before) && wait <= 31_000)
+        }
+    }
+
+    @Test func retryAfterHeaderWins() async throws {
+        var faults = FakeBrazeFaults()
+        faults.rateLimitNextRequests = 1
+        faults.retryAfterSeconds = 7
+        let report = try await withSink(faults: faults) { _, sink in await sink.deliver(distinctEvents(3)) }
+        #expect(
+            report.outcomes[1]
+                == .retry(reason: "Braze rate limit (429)", afterMilliseconds: 7000, countsAsAttempt: false))
+    }
+
+    @Test func serverErrorRetriesCountedAndStopsTheBatch() async throws {
+        var faults = FakeBrazeFaults()
+        faults.serverErrorRate = 1
+        let (report, stats) = try await withSink(faults: faults) { server, sink in
+            (await sink.deliver(distinctEvents(100)), server.stats())
+        }
+        #expect(stats.requests == 1)
+        #expect((1...75).allSatisfy { report.outcomes[Int64($0)].isRetry(counted: true) })
+        #expect((76...100).allSatisfy { report.outcomes[Int64($0)].isRetry(counted: false) })
+        #expect(report.halt == nil)
+    }
+
+    @Test func slowAnswerBeyondTheTimeoutIsRetried() async throws {
+        var faults = FakeBrazeFaults()
+        faults.delayMilliseconds = 3000
+        let started = ContinuousClock.now
+        let report = try await withSink(faults: faults, requestTimeout: .milliseconds(300)) { _, sink in
+            await sink.deliver(distinctEvents(5))
+        }
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect((1...5).allSatisfy { report.outcomes[Int64($0)].isRetry(counted: true) })
+        if case .retry(let reason, _, _) = report.outcomes[1] { #expect(reason.contains("timed out")) }
+    }
+
+    @Test func droppedConnectionIsRetried() async throws {
+        var faults = FakeBrazeFaults()
+        faults.dropConnectionRate = 1
+        let (report, stats) = try await withSink(faults: faults) { server, sink in
+            (await sink.deliver(distinctEvents(5)), server.stats())
+        }
+        #expect(stats.dropped >= 1)
+        #expect((1...5).allSatisfy { report.outcomes[Int64($0)].isRetry(counted: true) })
+    }
+
+    @Test func responseCutOffHalfWayIsRetried() async throws {
+        var faults = FakeBrazeFaults()
+        faults.resetMidResponseRate = 1
+        let (report, stats) = try await withSink(faults: faults) { server, sink in
+            (await sink.deliver(distinctEvents(5)), server.stats())
+        }
+        #expect(stats.resetMidResponse >= 1)
+        #expect((1...5).allSatisfy { report.outcomes[Int64($0)].isRetry(counted: true) })
+    }
+
+    @Test func aUsersLaterRecordsWaitForItsRetriedRecord() async throws {
+        // Request 1 = [a:event, b:event], request 2 = [a:attribute] (an attribute after a's event). Request 1
+        // fails, so a's attribute must not be sent and must say why.
+        var faults = FakeBrazeFaults()
+        faults.serverErrorRate = 1
+        let records = [event(1, user: "a"), event(2, user: "b"), attribute(3, user: "a"), attribute(4, user: "c")]
+        let (report, stats) = try await withSink(faults: faults) { server, sink in
+            (await sink.deliver(records), server.stats())
+        }
+        #expect(stats.requests == 1)
+        #expect(report.outcomes[3] == .retry(reason: BrazeBatchDelivery.waitingReason, countsAsAttempt: false))
+        #expect(report.outcomes[4].isRetry(counted: false))
+    }
+
+    @Test func combinedLimitIsHonoured() async throws {
+        var faults = FakeBrazeFaults()
+        faults.maxObjectsPerRequest = 50
+        let (report, stats) = try await withSink(faults: faults, maxObjectsPerRequest: 50) { server, sink in
+            (await sink.deliver(distinctEvents(120)), server.stats())
+        }
+        #expect(report.outcomes.values.allSatisfy { $0 == .delivered })
+        #expect(stats.byStatus == [201: 3])
+    }
+
+    @Test func invalidBaseURLHaltsWithoutTouchingRecords() async throws {
+        let sink = BrazeSink(baseURL: "rest.iad-01.braze.com", apiKey: try BrazeAPIKey(testKey), logger: quietLogger)
+        let report = await sink.deliver(distinctEvents(3))
+        await sink.shutdown()
+        #expect(report.outcomes.isEmpty)
+        #expect(report.halt?.kind == .configuration)
+        #expect(throws: BrazeConfigurationError.invalidBaseURL("ftp://x")) {
+            try BrazeSink.validate(baseURL: "ftp://x")
+        }
+        #expect(sink.name == "braze:rest.iad-01.braze.com")
+    }
+
+    @Test func theKeyNeverAppearsInLogsOrDescriptions() async throws {
+        let lines = Locked<[String]>([])
+        var logger = Logger(label: "braze.capture") { _ in CapturingLogHandler(lines: lines) }
+        logger.logLevel = .trace
+        var records = distinctEvents(10)
+        records[3] = event(4, user: "user-4", properties: ["note": "POISON-PILL"])
+        var faults = FakeBrazeFaults()
+        faults.poisonMarker = "POISON-PILL"
+        // Success, a bisected 400, then a 500 and a 401: every logging path.
+        let halts = try await withSink(faults: faults, logger: logger) { server, sink in
+            _ = await sink.deliver(records)
+            var failing = FakeBrazeFaults()
+            failing.serverErrorRate = 1
+            server.setFaults(failing)
+            _ = await sink.deliver(distinctEvents(2))
+            failing = FakeBrazeFaults()
+            failing.unauthorizedAfterRequests = 0
+            server.setFaults(failing)
+            let report = await sink.deliver(distinctEvents(2))
+            #expect(report.halt != nil)
+            return [String(describing: sink), String(reflecting: sink), "\(report.halt.map { "\($0)" } ?? "")"]
+        }
+        let captured = lines.value
+        #expect(captured.contains { $0.contains("braze request answered") })
+        #expect(captured.contains { $0.contains("warning") })
+        #expect(!captured.contains { $0.contains(testKey) })
+
+        let key = try BrazeAPIKey(testKey)
+        var dumped = ""
+        dump(key, to: &dumped)
+        let errors: [BrazeConfigurationError] = [
+            .missingKey, .emptyKey(source: "x"), .malformedKey(source: "x"),
+            .unreadableKeyFile(source: "x", reason: "y"), .invalidBaseURL("http://"),
+        ]
+        let texts =
+            halts + [String(describing: key), String(reflecting: key), "\(key)", dumped] + errors.map { "\($0)" }
+        for text in texts { #expect(!text.contains(testKey), "leaked in: \(text)") }
+        #expect(String(describing: key) == "BrazeAPIKey(redacted)")
+    }
+}
+
+extension Optional where Wrapped == DeliveryOutcome {
+    func isRetry(counted: Bool) -> Bool {
+        if case .retry(_, _, let counts)? = self { return counts == counted }
+        return false
+    }
+}
