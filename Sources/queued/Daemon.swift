@@ -3,6 +3,7 @@ import EventQueueDelivery
 import Logging
 import NIOPosix
 import ServiceLifecycle
+import UnixSignals
 
 /// Opens the queue, the sink and the control socket, announces readiness, and runs until SIGTERM/SIGINT.
 struct Daemon {
@@ -40,9 +41,13 @@ struct Daemon {
         let coordinator = LaunchCoordinator(drainer: drainer, metrics: metrics, notifier: notifier, logger: logger)
         let routes = ControlRoutes(coordinator: coordinator, store: store, sink: sink, metrics: metrics)
 
+        let signals = await UnixSignalsSequence(trapping: .sigusr1, .sigterm, .sigint)
+        let shutdown = ShutdownTrigger()
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: ControlServer(socket: socket, routes: routes, logger: logger), serviceName: "control"),
-            .init(service: LaunchSignalService(coordinator: coordinator, logger: logger), serviceName: "sigusr1"),
+            .init(
+                service: SignalService(signals: signals, coordinator: coordinator, shutdown: shutdown, logger: logger),
+                successTerminationBehavior: .ignore, serviceName: "signals"),
         ]
         if let interval = configuration.drainInterval {
             services.append(
@@ -63,10 +68,10 @@ struct Daemon {
                     coordinator: coordinator, shutdownTimeout: configuration.shutdownTimeout, notifier: notifier,
                     logger: logger),
                 serviceName: "drain"))
-        var groupConfiguration = ServiceGroupConfiguration(
-            services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout + .seconds(10)
         let group = ServiceGroup(configuration: groupConfiguration)
+        shutdown.attach(group)
 
         let stats = try? await store.stats()
         if let stats { metrics.recordStats(stats) }

@@ -63,7 +63,9 @@ enum DaemonJSON {
                 "state": .string(daemon.state.rawValue),
                 "passes": number(daemon.passes),
                 "last_pass": daemon.lastPass.map(pass) ?? .null,
-                "sink": ["name": .string(sinkName), "healthy": .bool(sink.healthy), "last_error": string(sink.lastError)],
+                "sink": [
+                    "name": .string(sinkName), "healthy": .bool(sink.healthy), "last_error": string(sink.lastError),
+                ],
                 "next_retry_at": time(daemon.nextRetryAtMilliseconds),
                 "last_error": string(daemon.lastError),
             ],

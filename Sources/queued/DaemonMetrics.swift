@@ -40,7 +40,8 @@ final class DaemonMetrics: Sendable {
         enqueued = Metrics.Counter(label: "eventqueue_records_enqueued_total")
         var passes: [DrainResult: Metrics.Counter] = [:]
         for result in DrainResult.allCases {
-            passes[result] = Metrics.Counter(label: "eventqueue_passes_total", dimensions: [("result", result.rawValue)])
+            passes[result] = Metrics.Counter(
+                label: "eventqueue_passes_total", dimensions: [("result", result.rawValue)])
         }
         self.passes = passes
         passErrors = Metrics.Counter(label: "eventqueue_passes_total", dimensions: [("result", "error")])

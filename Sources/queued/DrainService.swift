@@ -1,5 +1,6 @@
 import Logging
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// Runs the launch coordinator under the service group. A graceful shutdown stops claiming at once, waits up
@@ -39,17 +40,41 @@ struct DrainService: Service {
     }
 }
 
-/// Turns SIGUSR1 into a launch.
-struct LaunchSignalService: Service {
+/// The daemon's signals: SIGUSR1 launches a pass; SIGTERM and SIGINT start the graceful shutdown.
+///
+/// The signals are trapped before `READY=1` is sent (a launch signal right after readiness must not kill the
+/// process with SIGUSR1's default action), which is why this service, not the service group, owns them.
+struct SignalService: Service {
+    let signals: UnixSignalsSequence
     let coordinator: LaunchCoordinator
+    let shutdown: ShutdownTrigger
     let logger: Logger
 
     func run() async throws {
-        let signals = await UnixSignalsSequence(trapping: .sigusr1)
-        for await _ in signals.cancelOnGracefulShutdown() {
-            logger.debug("launch by SIGUSR1")
-            coordinator.launch()
+        for await signal in signals.cancelOnGracefulShutdown() {
+            if signal == .sigusr1 {
+                logger.debug("launch by SIGUSR1")
+                coordinator.launch()
+            } else {
+                logger.info("stopping on \(signal)")
+                await shutdown.trigger()
+                return
+            }
         }
+    }
+}
+
+/// Lets a service start the graceful shutdown of the group it belongs to (the group is created after it).
+final class ShutdownTrigger: Sendable {
+    private let group = Mutex<ServiceGroup?>(nil)
+
+    func attach(_ serviceGroup: ServiceGroup) {
+        group.withLock { $0 = serviceGroup }
+    }
+
+    func trigger() async {
+        guard let serviceGroup = group.withLock({ $0 }) else { return }
+        await serviceGroup.triggerGracefulShutdown()
     }
 }
 

@@ -99,7 +99,8 @@ struct Queued: AsyncParsableCommand {
         }
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ConfigurationProblem(
-                "--log-level \"\(logLevel)\" is not a level: use trace, debug, info, notice, warning, error or critical")
+                "--log-level \"\(logLevel)\" is not a level: use trace, debug, info, notice, warning, error or critical"
+            )
         }
         let queueOptions: QueueOptions
         do {

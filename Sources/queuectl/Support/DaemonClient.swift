@@ -3,6 +3,10 @@ import EventQueue
 import Foundation
 import NIOCore
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Talks to the queued daemon over its control socket (HTTP/1.1 on a Unix socket).
 struct DaemonClient {
     let socketPath: String
@@ -47,6 +51,16 @@ struct DaemonClient {
         guard let url = URL(httpURLWithSocketPath: socketPath, uri: uri) else {
             throw Unreachable(underlying: InvalidSocketPath(description: "cannot make a URL for socket \(socketPath)"))
         }
+        // The HTTP client keeps retrying a connection for its whole connect timeout; a missing or dead socket
+        // is known at once with one connect(2).
+        if let problem = Self.probe(socketPath) {
+            if problem.code == EACCES {
+                throw Refused(
+                    status: 403,
+                    message: "permission denied on \(socketPath): run as its owner or join the socket's group")
+            }
+            throw Unreachable(underlying: problem)
+        }
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = .POST
         do {
@@ -54,6 +68,30 @@ struct DaemonClient {
         } catch {
             throw Unreachable(underlying: error)
         }
+    }
+
+    /// Connects once to the socket and hangs up: `nil` when something listens, else why not.
+    static func probe(_ path: String) -> InvalidSocketPath? {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else {
+            return InvalidSocketPath(description: String(cString: strerror(errno)), code: errno)
+        }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            return InvalidSocketPath(description: "socket path too long: \(path)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return connected == 0 ? nil : InvalidSocketPath(description: String(cString: strerror(errno)), code: errno)
     }
 
     private static func text(of response: HTTPClientResponse) async throws -> String {
@@ -64,6 +102,8 @@ struct DaemonClient {
     }
 }
 
-private struct InvalidSocketPath: Error, CustomStringConvertible {
+/// Why the control socket cannot be used: the `errno` of the connect, when there was one.
+struct InvalidSocketPath: Error, CustomStringConvertible {
     var description: String
+    var code: Int32 = 0
 }
