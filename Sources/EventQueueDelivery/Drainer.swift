@@ -20,7 +20,8 @@ public struct Drainer: Sendable {
     }
 
     /// Runs one pass. `progress` is called after every batch; `shouldStop` is checked before every claim (a
-    /// graceful shutdown stops claiming but lets the batch in flight finish).
+    /// graceful shutdown stops claiming but lets the batch in flight finish). When the task is cancelled, the
+    /// outcomes the sink did report are applied and the records it reported nothing for are released at once.
     public func drain(
         progress: (@Sendable (DrainSummary) async -> Void)? = nil,
         shouldStop: @Sendable () -> Bool = { false }
@@ -113,6 +114,7 @@ public struct Drainer: Sendable {
         guard !outgoing.isEmpty else { return BatchResult() }
 
         let report = await deliverRenewingLease(outgoing, lease: claim.lease)
+        let cancelled = Task.isCancelled
         var result = BatchResult(halt: report.halt)
         var delivered: [Int64] = []
         var rejected: [String: [Int64]] = [:]
@@ -126,7 +128,14 @@ public struct Drainer: Sendable {
             case .retry(let reason, let after, let counts):
                 retries[RetryGroup(reason: reason, after: after, counts: counts), default: []].append(record.id)
             case nil:
-                if report.halt?.kind == .configuration {
+                if cancelled {
+                    // The pass was cancelled (a shutdown that ran out of time): hand the records back untouched
+                    // now rather than leaving them leased until the lease expires.
+                    retries[
+                        RetryGroup(reason: "delivery cancelled", after: nil, counts: false, release: true),
+                        default: []
+                    ].append(record.id)
+                } else if report.halt?.kind == .configuration {
                     retries[
                         RetryGroup(reason: report.halt?.reason ?? "", after: nil, counts: false, release: true),
                         default: []

@@ -11,6 +11,9 @@ import EventQueue
 ///   `/var/lib/eventqueue/queue.db` for root, else `${XDG_STATE_HOME:-~/.local/state}/eventqueue/queue.db`.
 /// - `EVENTQUEUE_BUSY_TIMEOUT_MS` (default 5000), `EVENTQUEUE_DURABILITY` (`full` or `normal`),
 ///   `EVENTQUEUE_MIN_FREE_BYTES` (writers' free-space reserve, default 16 MiB; 0 disables).
+/// - `EVENTQUEUE_SOCKET`: the daemon's control socket. Default: `$RUNTIME_DIRECTORY/control.sock` under systemd,
+///   else `/run/eventqueue/control.sock` for root, else
+///   `${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock`.
 public enum QueueEnvironment {
     public static func variable(_ name: String) -> String? {
         guard let value = getenv(name) else { return nil }
@@ -36,6 +39,27 @@ public enum QueueEnvironment {
         if let explicit { return explicit }
         if let fromEnvironment = variable("EVENTQUEUE_DB") { return fromEnvironment }
         let path = defaultDatabasePath()
+        createDirectories(for: path)
+        return path
+    }
+
+    /// The default control socket when neither `--socket` nor `EVENTQUEUE_SOCKET` is given.
+    public static func defaultSocketPath() -> String {
+        if let runtime = variable("RUNTIME_DIRECTORY") {
+            let first = runtime.split(separator: ":").first.map(String.init) ?? runtime
+            return first + "/control.sock"
+        }
+        if getuid() == 0 { return "/run/eventqueue/control.sock" }
+        let base = variable("XDG_RUNTIME_DIR") ?? "/tmp/eventqueue-\(getuid())"
+        return base + "/eventqueue/control.sock"
+    }
+
+    /// Resolves the control socket path the same way for the daemon and `queuectl`: the explicit one, else
+    /// `EVENTQUEUE_SOCKET`, else the default (whose directory is created, since nobody chose it by hand).
+    public static func socketPath(explicit: String?) -> String {
+        if let explicit { return explicit }
+        if let fromEnvironment = variable("EVENTQUEUE_SOCKET") { return fromEnvironment }
+        let path = defaultSocketPath()
         createDirectories(for: path)
         return path
     }

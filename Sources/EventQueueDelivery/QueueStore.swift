@@ -79,6 +79,11 @@ public actor QueueStore {
         try consumer.stats()
     }
 
+    /// The highest record id ever assigned: the `eventqueue_records_enqueued_total` metric.
+    public func highestAssignedID() throws(QueueError) -> Int64 {
+        try consumer.highestAssignedID()
+    }
+
     public func checkpointAndVacuum() throws(QueueError) -> MaintenanceResult {
         try consumer.checkpointAndVacuum()
     }

@@ -119,3 +119,15 @@ extension QueueConsumer {
         return Int64(info.st_size)
     }
 }
+
+extension QueueConsumer {
+    /// The highest record id ever assigned (ids are AUTOINCREMENT and never reused), so a monitor can derive
+    /// "records enqueued" from the file alone, whichever process wrote them. 0 for a queue never written to.
+    public func highestAssignedID() throws(QueueError) -> Int64 {
+        let statement = try file.connection.statement(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'records'", operation: "reading the record sequence")
+        defer { statement.reset() }
+        guard try statement.step() else { return 0 }
+        return statement.int64(0)
+    }
+}

@@ -5,16 +5,27 @@ import Logging
 
 struct Drain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Deliver everything claimable to a sink, in this process (--local).",
+        abstract: "Ask the queued daemon to drain (or, with --local, deliver in this process).",
         discussion: """
-            Exit status: 0 all delivered; 10 some records went dead in this pass; 11 records remain (waiting \
-            for a retry, or the sink is unavailable); 12 the sink is misconfigured (nothing was lost); 13 another \
-            drain pass holds the queue's drain lock.
+            Without --local the launch goes to the daemon's control socket: --socket, else $EVENTQUEUE_SOCKET, \
+            else $RUNTIME_DIRECTORY/control.sock, else /run/eventqueue/control.sock for root, else \
+            ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. Without --wait it exits 0 once the \
+            daemon accepted the launch; with --wait it shows progress on stderr and the pass summary on stdout.
+            Exit status (--local, or --wait): 0 all delivered; 10 some records went dead in this pass; 11 records \
+            remain (waiting for a retry, or the sink is unavailable); 12 the sink is misconfigured (nothing was \
+            lost); 13 another drain pass holds the queue's drain lock. 69 no daemon listens on the socket; \
+            77 the daemon refused this user.
             """
     )
 
     @Flag(help: "Drain in this process instead of asking the daemon.")
     var local = false
+
+    @Option(help: "The daemon's control socket (default: $EVENTQUEUE_SOCKET, else the default path below).")
+    var socket: String?
+
+    @Flag(help: "Wait for the daemon's pass: progress to stderr, the summary to stdout, its result as exit status.")
+    var wait = false
 
     @Option(help: "Where to deliver: jsonl:PATH (jsonl:- for stdout) or null.")
     var sink: String = "jsonl:-"
@@ -38,9 +49,8 @@ struct Drain: AsyncParsableCommand {
 
     func run() async throws {
         guard local else {
-            throw fail(
-                "drain without --local asks the queued daemon, which this build does not include yet; "
-                    + "use `queuectl drain --local --sink SPEC`", status: ExitStatus.usage)
+            try await RemoteDrain(socketPath: QueueEnvironment.socketPath(explicit: socket), json: json).run(wait: wait)
+            return
         }
         guard batchSize >= 1, leaseSeconds >= 1, maxAttempts >= 1 else {
             throw fail("--batch-size, --lease-seconds and --max-attempts must be at least 1", status: ExitStatus.usage)
@@ -82,12 +92,23 @@ struct Drain: AsyncParsableCommand {
     }
 
     static func describe(_ summary: DrainSummary) -> String {
-        var text = "delivered \(summary.delivered), retried \(summary.retried), dead \(summary.dead)"
-        if let remaining = summary.remaining {
+        describe(
+            delivered: summary.delivered, retried: summary.retried, dead: summary.dead,
+            remaining: summary.remaining.map { ($0.pending, $0.leased, $0.dead) },
+            halt: summary.halt?.description, lockOwner: summary.lockHolder?.owner)
+    }
+
+    /// The one-line summary, shared by `--local` and the daemon's `--wait` answer.
+    static func describe(
+        delivered: Int, retried: Int, dead: Int, remaining: (pending: Int, leased: Int, dead: Int)?, halt: String?,
+        lockOwner: String?
+    ) -> String {
+        var text = "delivered \(delivered), retried \(retried), dead \(dead)"
+        if let remaining {
             text += "; now pending \(remaining.pending), leased \(remaining.leased), dead \(remaining.dead)"
         }
-        if let halt = summary.halt { text += "; stopped early: \(halt)" }
-        if let holder = summary.lockHolder { text += "; not run: another drainer holds the lock (\(holder.owner))" }
+        if let halt { text += "; stopped early: \(halt)" }
+        if let lockOwner { text += "; not run: another drainer holds the lock (\(lockOwner))" }
         return text + "\n"
     }
 }

@@ -1,0 +1,91 @@
+import EventQueue
+import EventQueueDelivery
+import Logging
+import NIOCore
+import NIOHTTP1
+import ServiceLifecycle
+
+/// Serves the control socket: `POST /launch[?wait=true]`, `GET /status`, `GET /metrics`. One request per
+/// connection (`Connection: close`), which is all `curl` and `queuectl drain` need.
+struct ControlServer: Service {
+    let socket: ControlSocket
+    let routes: ControlRoutes
+    let logger: Logger
+
+    func run() async throws {
+        let listener = socket.listener
+        try await withGracefulShutdownHandler {
+            try await listener.executeThenClose { connections in
+                try await withThrowingDiscardingTaskGroup { group in
+                    for try await connection in connections {
+                        group.addTask { await serve(connection) }
+                    }
+                }
+            }
+        } onGracefulShutdown: {
+            listener.channel.close(promise: nil)
+        }
+    }
+
+    private func serve(_ connection: ControlConnection) async {
+        do {
+            try await connection.channel.executeThenClose { inbound, outbound in
+                var head: HTTPRequestHead?
+                for try await part in inbound {
+                    switch part {
+                    case .head(let received): head = received
+                    case .body: continue
+                    case .end:
+                        guard let request = head else { continue }
+                        let writer = ResponseWriter(outbound: outbound)
+                        if socket.policy.allows(connection.peer) {
+                            try await routes.respond(to: request, writer: writer)
+                        } else {
+                            logger.notice(
+                                "refused a control request",
+                                metadata: ["uid": "\(connection.peer.uid)", "gid": "\(connection.peer.gid)"])
+                            try await writer.send(
+                                status: .forbidden, contentType: "application/json",
+                                body: DaemonJSON.failure("uid \(connection.peer.uid) may not use this socket")
+                                    .serialized + "\n")
+                        }
+                        return
+                    }
+                }
+            }
+        } catch {
+            logger.debug("control connection ended with an error", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+/// Writes one HTTP response, whole or streamed.
+struct ResponseWriter {
+    let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+
+    func send(status: HTTPResponseStatus, contentType: String, body: String) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: contentType)
+        headers.add(name: "Content-Length", value: "\(body.utf8.count)")
+        headers.add(name: "Connection", value: "close")
+        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
+        try await outbound.write(.body(.byteBuffer(ByteBuffer(string: body))))
+        try await outbound.write(.end(nil))
+    }
+
+    func startStream(contentType: String) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: contentType)
+        headers.add(name: "Transfer-Encoding", value: "chunked")
+        headers.add(name: "Connection", value: "close")
+        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
+    }
+
+    func streamChunk(_ text: String) async throws {
+        try await outbound.write(.body(.byteBuffer(ByteBuffer(string: text))))
+    }
+
+    func endStream() async throws {
+        try await outbound.write(.end(nil))
+    }
+}

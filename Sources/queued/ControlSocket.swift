@@ -1,0 +1,111 @@
+import EventQueueDelivery
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One accepted control connection: the HTTP stream and who is on the other end.
+struct ControlConnection: Sendable {
+    var channel: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    var peer: PeerCredentials
+}
+
+/// The listening control socket: bound to a path, or passed by systemd (socket activation).
+struct ControlSocket: Sendable {
+    let listener: NIOAsyncChannel<ControlConnection, Never>
+    let policy: PeerPolicy
+    /// The path to remove at shutdown; `nil` when systemd owns the socket.
+    let ownedPath: String?
+    let description: String
+
+    /// Serves on fd 3 when systemd passed a socket (`LISTEN_PID` is us, `LISTEN_FDS` >= 1); otherwise removes a
+    /// stale socket at `path` (only if it is a socket), binds, and makes it 0660.
+    static func open(path: String, group: any EventLoopGroup) async throws(DaemonFailure) -> ControlSocket {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 64)
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<ControlConnection> = { channel in
+            PeerCredentials.of(channel).flatMapThrowing { peer in
+                try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                let http = try NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>(
+                    wrappingChannelSynchronously: channel)
+                return ControlConnection(channel: http, peer: peer)
+            }
+        }
+        if let activated = activatedDescriptor() {
+            do {
+                let listener = try await bootstrap.bind(activated, childChannelInitializer: initializer)
+                let group = groupOfSocket(descriptor: activated) ?? getgid()
+                return ControlSocket(
+                    listener: listener, policy: PeerPolicy(daemonUID: getuid(), socketGID: group), ownedPath: nil,
+                    description: "fd 3 (socket activation)")
+            } catch {
+                throw .socket(path: "fd 3 from systemd", reason: "\(error)")
+            }
+        }
+        try removeStaleSocket(at: path)
+        let listener: NIOAsyncChannel<ControlConnection, Never>
+        do {
+            listener = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
+        } catch {
+            throw .socket(path: path, reason: "\(error)")
+        }
+        guard chmod(path, 0o660) == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? await listener.channel.close()
+            throw .socket(path: path, reason: "chmod 0660 failed: \(reason)")
+        }
+        var info = stat()
+        let group = stat(path, &info) == 0 ? info.st_gid : getgid()
+        return ControlSocket(
+            listener: listener, policy: PeerPolicy(daemonUID: getuid(), socketGID: group), ownedPath: path,
+            description: path)
+    }
+
+    /// Removes the socket file this daemon created (never anything else at that path).
+    func removeSocketFile() {
+        guard let ownedPath else { return }
+        var info = stat()
+        if lstat(ownedPath, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK { unlink(ownedPath) }
+    }
+
+    private static func activatedDescriptor() -> CInt? {
+        guard let pid = QueueEnvironment.variable("LISTEN_PID").flatMap(Int32.init), pid == getpid(),
+            let count = QueueEnvironment.variable("LISTEN_FDS").flatMap(Int.init), count >= 1
+        else { return nil }
+        // Children must not think the socket is theirs.
+        unsetenv("LISTEN_PID")
+        unsetenv("LISTEN_FDS")
+        unsetenv("LISTEN_FDNAMES")
+        return 3
+    }
+
+    /// The group of the file an activated socket is bound to, for the peer policy.
+    private static func groupOfSocket(descriptor: CInt) -> gid_t? {
+        var address = sockaddr_un()
+        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+        let got = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard got == 0 else { return nil }
+        let path = withUnsafeBytes(of: address.sun_path) { raw in
+            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        guard !path.isEmpty else { return nil }
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_gid : nil
+    }
+
+    private static func removeStaleSocket(at path: String) throws(DaemonFailure) {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            throw .socket(path: path, reason: "a file that is not a socket is in the way (it was left untouched)")
+        }
+        guard unlink(path) == 0 else {
+            throw .socket(path: path, reason: "cannot remove the stale socket: \(String(cString: strerror(errno)))")
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import EventQueue
+import EventQueueDelivery
+import Logging
+import NIOPosix
+import ServiceLifecycle
+import UnixSignals
+
+/// Opens the queue, the sink and the control socket, announces readiness, and runs until SIGTERM/SIGINT.
+struct Daemon {
+    let configuration: DaemonConfiguration
+    let logger: Logger
+
+    func run() async throws(DaemonFailure) {
+        let notifier = SystemdNotifier()
+        let baseSink: any Sink
+        do {
+            baseSink = try makeSink(
+                spec: configuration.sinkSpec, apiKeyFile: configuration.apiKeyFile,
+                brazeMaxObjects: configuration.brazeMaxObjects, logger: logger)
+        } catch {
+            throw .configuration("\(error)")
+        }
+        let store: QueueStore
+        do {
+            store = try QueueStore(path: configuration.databasePath, options: configuration.queueOptions)
+        } catch {
+            throw .queue(error)
+        }
+        let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let socket: ControlSocket
+        do {
+            socket = try await ControlSocket.open(path: configuration.socketPath, group: eventLoops)
+        } catch {
+            await store.close()
+            try? await eventLoops.shutdownGracefully()
+            throw error
+        }
+        let metrics = DaemonMetrics()
+        let sink = MeasuredSink(baseSink, metrics: metrics)
+        let drainer = Drainer(store: store, sink: sink, options: configuration.drainOptions, logger: logger)
+        let coordinator = LaunchCoordinator(drainer: drainer, metrics: metrics, notifier: notifier, logger: logger)
+        let routes = ControlRoutes(coordinator: coordinator, store: store, sink: sink, metrics: metrics)
+
+        let signals = await UnixSignalsSequence(trapping: .sigusr1, .sigterm, .sigint)
+        let shutdown = ShutdownTrigger()
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            .init(service: ControlServer(socket: socket, routes: routes, logger: logger), serviceName: "control"),
+            .init(
+                service: SignalService(signals: signals, coordinator: coordinator, shutdown: shutdown, logger: logger),
+                successTerminationBehavior: .ignore, serviceName: "signals"),
+        ]
+        if let interval = configuration.drainInterval {
+            services.append(
+                .init(
+                    service: TimerService(interval: interval) { coordinator.launch() },
+                    successTerminationBehavior: .ignore, serviceName: "interval"))
+        }
+        if let watchdog = notifier.watchdogInterval {
+            services.append(
+                .init(
+                    service: TimerService(interval: watchdog) { notifier.watchdog() },
+                    successTerminationBehavior: .ignore, serviceName: "watchdog"))
+        }
+        // Shut down in reverse order: the drain loop stops first, while the socket still answers status.
+        services.append(
+            .init(
+                service: DrainService(
+                    coordinator: coordinator, shutdownTimeout: configuration.shutdownTimeout, notifier: notifier,
+                    logger: logger),
+                serviceName: "drain"))
+        var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout + .seconds(10)
+        let group = ServiceGroup(configuration: groupConfiguration)
+        shutdown.attach(group)
+
+        let stats = try? await store.stats()
+        if let stats { metrics.recordStats(stats) }
+        logger.info(
+            "queued ready",
+            metadata: [
+                "db": "\(configuration.databasePath)", "socket": "\(socket.description)", "sink": "\(sink.name)",
+                "pending": "\(stats?.pending ?? 0)",
+            ])
+        notifier.ready()
+        notifier.status("pending \(stats?.pending ?? 0); idle")
+        if configuration.drainOnStart { coordinator.launch() }
+
+        var failure: (any Error)?
+        do {
+            try await group.run()
+        } catch {
+            failure = error
+            logger.error("a service failed", metadata: ["error": "\(error)"])
+        }
+        notifier.stopping()
+        socket.removeSocketFile()
+        await store.close()
+        try? await eventLoops.shutdownGracefully()
+        logger.info("queued stopped")
+        if let failure { throw .socket(path: socket.description, reason: "\(failure)") }
+    }
+}

@@ -1,0 +1,27 @@
+import EventQueue
+import EventQueueDelivery
+import Logging
+
+/// Everything the command line and environment decided, validated once before anything is opened.
+struct DaemonConfiguration: Sendable {
+    var databasePath: String
+    var queueOptions: QueueOptions
+    var sinkSpec: String
+    var apiKeyFile: String?
+    var brazeMaxObjects: Int?
+    var socketPath: String
+    var drainOptions: DrainOptions
+    var drainOnStart: Bool
+    var drainInterval: Duration?
+    var shutdownTimeout: Duration
+    var logLevel: Logger.Level
+}
+
+/// A setting that cannot work; the message says which one and what to use instead.
+struct ConfigurationProblem: Error, Sendable, CustomStringConvertible {
+    var description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,54 @@
+import ArgumentParser
+import EventQueue
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Why the daemon could not start (or had to stop), with the exit status a supervisor acts on:
+/// sysexits.h codes, so systemd's `RestartPreventExitStatus=78` can keep a broken setup from restart loops.
+enum DaemonFailure: Error, Sendable, CustomStringConvertible {
+    /// A flag, environment variable or sink that cannot work (exit 78, EX_CONFIG).
+    case configuration(String)
+    /// The queue file failed to open, or is not a usable queue (73, 74, 75 or 78 by cause).
+    case queue(QueueError)
+    /// The control socket could not be created or bound (exit 73, EX_CANTCREAT).
+    case socket(path: String, reason: String)
+
+    static let cannotCreate: Int32 = 73
+    static let ioError: Int32 = 74
+    static let busy: Int32 = 75
+    static let configurationError: Int32 = 78
+
+    var status: Int32 {
+        switch self {
+        case .configuration: return Self.configurationError
+        case .socket: return Self.cannotCreate
+        case .queue(let error):
+            switch error {
+            case .notAQueueFile, .corrupt, .schemaTooNew: return Self.configurationError
+            case .cannotOpen, .readOnly: return Self.cannotCreate
+            case .busy: return Self.busy
+            default: return Self.ioError
+            }
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .configuration(let message): return message
+        case .queue(let error): return error.description
+        case .socket(let path, let reason):
+            return "cannot listen on control socket \(path): \(reason); check the directory exists and is "
+                + "writable, or pass --socket PATH"
+        }
+    }
+
+    /// Prints the one-line message and returns the exit code to throw.
+    func exit() -> ExitCode {
+        let line = "queued: error: " + String(description.map { $0 == "\n" ? " " : $0 }) + "\n"
+        var text = line
+        text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+        return ExitCode(status)
+    }
+}

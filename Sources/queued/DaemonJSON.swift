@@ -1,0 +1,86 @@
+import EventQueue
+import EventQueueDelivery
+
+/// The JSON bodies of the control socket, built with the queue's own JSON model. The queue keys match
+/// `queuectl status --json` and the summary keys match `queuectl drain --local --json`, so scripts parse both
+/// the same way.
+enum DaemonJSON {
+    static func number(_ value: Int) -> JSONValue { .number(JSONNumber(value)) }
+    static func number(_ value: Int64) -> JSONValue { .number(JSONNumber(value)) }
+    static func time(_ milliseconds: Int64?) -> JSONValue {
+        milliseconds.map { .string(ISO8601.format(unixMilliseconds: $0)) } ?? .null
+    }
+    static func string(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
+
+    static func progress(_ summary: DrainSummary) -> JSONValue {
+        [
+            "event": "progress",
+            "delivered": number(summary.delivered),
+            "retried": number(summary.retried),
+            "dead": number(summary.dead),
+            "batches": number(summary.batches),
+        ]
+    }
+
+    static func summary(_ summary: DrainSummary) -> JSONValue {
+        var object: JSONObject = [
+            "event": "summary",
+            "delivered": number(summary.delivered),
+            "retried": number(summary.retried),
+            "dead": number(summary.dead),
+            "batches": number(summary.batches),
+            "result": .string(summary.result.rawValue),
+            "halt": summary.halt.map { .string($0.description) } ?? .null,
+        ]
+        if let remaining = summary.remaining {
+            object["pending"] = number(remaining.pending)
+            object["leased"] = number(remaining.leased)
+            object["dead_total"] = number(remaining.dead)
+        }
+        if let holder = summary.lockHolder { object["lock_holder"] = .string(holder.owner) }
+        return .object(object)
+    }
+
+    static func failure(_ message: String) -> JSONValue {
+        ["event": "error", "message": .string(message)]
+    }
+
+    static func status(
+        _ stats: QueueStats, path: String, daemon: DaemonSnapshot, sinkName: String, sink: SinkHealth
+    ) -> JSONValue {
+        [
+            "pending": number(stats.pending),
+            "leased": number(stats.leased),
+            "dead": number(stats.dead),
+            "oldest_pending_age_seconds": stats.oldestPendingAgeSeconds.flatMap { JSONNumber($0) }.map(
+                JSONValue.number) ?? .null,
+            "db_bytes": number(stats.databaseBytes),
+            "wal_bytes": number(stats.walBytes),
+            "schema_version": number(stats.schemaVersion),
+            "next_retry_at": time(stats.nextRetryAtMilliseconds),
+            "path": .string(path),
+            "daemon": [
+                "state": .string(daemon.state.rawValue),
+                "passes": number(daemon.passes),
+                "last_pass": daemon.lastPass.map(pass) ?? .null,
+                "sink": [
+                    "name": .string(sinkName), "healthy": .bool(sink.healthy), "last_error": string(sink.lastError),
+                ],
+                "next_retry_at": time(daemon.nextRetryAtMilliseconds),
+                "last_error": string(daemon.lastError),
+            ],
+        ]
+    }
+
+    static func pass(_ pass: PassRecord) -> JSONValue {
+        [
+            "started_at": time(pass.startedAtMilliseconds),
+            "ended_at": time(pass.endedAtMilliseconds),
+            "result": .string(pass.summary?.result.rawValue ?? "error"),
+            "delivered": number(pass.summary?.delivered ?? 0),
+            "retried": number(pass.summary?.retried ?? 0),
+            "dead": number(pass.summary?.dead ?? 0),
+            "halt": string(pass.summary?.halt?.description ?? pass.error),
+        ]
+    }
+}

@@ -1,0 +1,99 @@
+import EventQueue
+import EventQueueDelivery
+import Metrics
+import Prometheus
+import Synchronization
+
+/// The daemon's metrics, recorded through swift-metrics into one Prometheus registry that `GET /metrics`
+/// renders. Every series is created up front, so a scraper sees every name (at zero) from the first scrape.
+final class DaemonMetrics: Sendable {
+    let registry: PrometheusCollectorRegistry
+    private let delivered: Metrics.Counter
+    private let retried: Metrics.Counter
+    private let dead: Metrics.Counter
+    private let enqueued: Metrics.Counter
+    private let passes: [DrainResult: Metrics.Counter]
+    private let passErrors: Metrics.Counter
+    private let passDuration: Metrics.Timer
+    private let sinkLatency: Metrics.Timer
+    private let batchSize: Metrics.Recorder
+    private let pending: Metrics.Gauge
+    private let leased: Metrics.Gauge
+    private let deadNow: Metrics.Gauge
+    /// The highest record id seen at the last scrape: the enqueued counter grows by the difference.
+    private let lastSeenID = Mutex<Int64>(0)
+
+    /// Bootstraps swift-metrics with a Prometheus factory; call once per process.
+    init() {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["eventqueue_pass_duration_seconds"] = [
+            .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(500), .seconds(1), .seconds(5),
+            .seconds(15), .seconds(60), .seconds(300), .seconds(900),
+        ]
+        factory.valueHistogramBuckets["eventqueue_batch_size"] = [1, 5, 10, 25, 50, 75, 100, 250, 500, 1000]
+        MetricsSystem.bootstrap(factory)
+        self.registry = registry
+        delivered = Metrics.Counter(label: "eventqueue_records_delivered_total")
+        retried = Metrics.Counter(label: "eventqueue_records_retried_total")
+        dead = Metrics.Counter(label: "eventqueue_records_dead_total")
+        enqueued = Metrics.Counter(label: "eventqueue_records_enqueued_total")
+        var passes: [DrainResult: Metrics.Counter] = [:]
+        for result in DrainResult.allCases {
+            passes[result] = Metrics.Counter(
+                label: "eventqueue_passes_total", dimensions: [("result", result.rawValue)])
+        }
+        self.passes = passes
+        passErrors = Metrics.Counter(label: "eventqueue_passes_total", dimensions: [("result", "error")])
+        passDuration = Metrics.Timer(label: "eventqueue_pass_duration_seconds")
+        sinkLatency = Metrics.Timer(label: "eventqueue_sink_batch_duration_seconds")
+        batchSize = Metrics.Recorder(label: "eventqueue_batch_size", aggregate: true)
+        pending = Metrics.Gauge(label: "eventqueue_records_pending")
+        leased = Metrics.Gauge(label: "eventqueue_records_leased")
+        deadNow = Metrics.Gauge(label: "eventqueue_records_dead")
+    }
+
+    func recordPass(_ summary: DrainSummary, duration: Duration) {
+        delivered.increment(by: summary.delivered)
+        retried.increment(by: summary.retried)
+        dead.increment(by: summary.dead)
+        passes[summary.result]?.increment()
+        passDuration.recordNanoseconds(Self.nanoseconds(duration))
+        if let remaining = summary.remaining { recordStats(remaining) }
+    }
+
+    func recordFailedPass(duration: Duration) {
+        passErrors.increment()
+        passDuration.recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    func recordSinkBatch(size: Int, duration: Duration) {
+        batchSize.record(size)
+        sinkLatency.recordNanoseconds(Self.nanoseconds(duration))
+    }
+
+    func recordStats(_ stats: QueueStats) {
+        pending.record(stats.pending)
+        leased.record(stats.leased)
+        deadNow.record(stats.dead)
+    }
+
+    /// Brings the enqueued counter up to the highest id ever assigned (read from the file at scrape time).
+    func recordHighestID(_ highest: Int64) {
+        let grown = lastSeenID.withLock { last -> Int64 in
+            let grown = max(0, highest - last)
+            last = max(last, highest)
+            return grown
+        }
+        if grown > 0 { enqueued.increment(by: grown) }
+    }
+
+    func render() -> String {
+        registry.emitToString()
+    }
+
+    private static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,45 @@
+import EventQueueDelivery
+import Synchronization
+
+/// How the sink did lately, for `GET /status`.
+struct SinkHealth: Sendable {
+    var healthy = true
+    var lastError: String?
+}
+
+/// Wraps the configured sink to time every batch (metrics) and remember whether the destination is healthy
+/// (status), without the sink itself knowing about either.
+final class MeasuredSink: Sink {
+    let base: any Sink
+    private let metrics: DaemonMetrics
+    private let health = Mutex(SinkHealth())
+
+    init(_ base: any Sink, metrics: DaemonMetrics) {
+        self.base = base
+        self.metrics = metrics
+    }
+
+    var name: String { base.name }
+
+    var currentHealth: SinkHealth { health.withLock { $0 } }
+
+    func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let report = await base.deliver(batch)
+        metrics.recordSinkBatch(size: batch.count, duration: clock.now - start)
+        var problem: String? = report.halt?.description
+        if problem == nil, !batch.isEmpty {
+            let retries = report.outcomes.values.compactMap { outcome -> String? in
+                if case .retry(let reason, _, _) = outcome { return reason }
+                return nil
+            }
+            if retries.count == batch.count { problem = retries.first }
+        }
+        health.withLock { health in
+            health.healthy = problem == nil
+            if let problem { health.lastError = problem }
+        }
+        return report
+    }
+}

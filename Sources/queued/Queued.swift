@@ -1,0 +1,125 @@
+import ArgumentParser
+import EventQueue
+import EventQueueDelivery
+import Logging
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The delivery daemon: sleeps until a launch (SIGUSR1, `queuectl drain`, the control socket, a timer), then
+/// drains the queue into the sink.
+@main
+struct Queued: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "queued",
+        abstract: "Deliver an EventQueue file to a sink whenever a launch arrives.",
+        discussion: """
+            Launches: SIGUSR1; POST /launch on the control socket (what `queuectl drain` sends); --drain-on-start; \
+            --drain-interval. Launches during a pass are coalesced into one more pass after it.
+
+            The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else \
+            /var/lib/eventqueue/queue.db for root, else ~/.local/state/eventqueue/queue.db.
+            The control socket is --socket, else $EVENTQUEUE_SOCKET, else $RUNTIME_DIRECTORY/control.sock, else \
+            /run/eventqueue/control.sock for root, else ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. \
+            With systemd socket activation (LISTEN_FDS) the passed socket is served instead.
+            Control socket (HTTP/1.1): POST /launch, POST /launch?wait=true (NDJSON progress and summary), \
+            GET /status, GET /metrics (Prometheus).
+
+            Exit status: 0 stopped cleanly (SIGTERM/SIGINT); 73 cannot open or create the queue file or the \
+            control socket; 74 I/O error; 75 queue busy; 78 bad configuration, or the queue file is not a queue, \
+            corrupt, or from a newer EventQueue (the file is never modified or deleted).
+            """
+    )
+
+    @Option(help: "The queue file (default: $EVENTQUEUE_DB, else the default path above).")
+    var db: String?
+
+    @Option(help: "Where to deliver: jsonl:PATH (jsonl:- for stdout), null, or braze:BASE_URL.")
+    var sink: String = "jsonl:-"
+
+    @Option(help: "The control socket (default: $EVENTQUEUE_SOCKET, else the default path above).")
+    var socket: String?
+
+    @Option(name: .customLong("batch-size"), help: "Records per batch.")
+    var batchSize: Int = 100
+
+    @Option(name: .customLong("lease-seconds"), help: "Lease length; renewed while a delivery is in flight.")
+    var leaseSeconds: Int = 60
+
+    @Option(name: .customLong("max-attempts"), help: "Failed attempts before a record is dead-lettered.")
+    var maxAttempts: Int = 10
+
+    @Flag(name: .customLong("drain-on-start"), help: "Launch a pass as soon as the daemon is ready.")
+    var drainOnStart = false
+
+    @Option(name: .customLong("drain-interval"), help: "Also launch a pass every SECONDS (default: off).")
+    var drainInterval: Double?
+
+    @Option(
+        name: .customLong("shutdown-timeout"),
+        help: "Seconds a stop waits for the batch in flight before cancelling it (its leases are released).")
+    var shutdownTimeout: Double = 10
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    @Option(name: .customLong("api-key-file"), help: "A file holding the sink's API key (braze).")
+    var apiKeyFile: String?
+
+    @Option(name: .customLong("braze-max-objects"), help: "At most N objects per Braze request, all arrays combined.")
+    var brazeMaxObjects: Int?
+
+    func run() async throws {
+        let configuration: DaemonConfiguration
+        do {
+            configuration = try makeConfiguration()
+        } catch {
+            throw DaemonFailure.configuration(error.description).exit()
+        }
+        LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: configuration.logLevel) }
+        let logger = Logger(label: "queued")
+        do {
+            try await Daemon(configuration: configuration, logger: logger).run()
+        } catch {
+            throw error.exit()
+        }
+    }
+
+    private func makeConfiguration() throws(ConfigurationProblem) -> DaemonConfiguration {
+        guard batchSize >= 1 else { throw ConfigurationProblem("--batch-size must be at least 1") }
+        guard leaseSeconds >= 1 else { throw ConfigurationProblem("--lease-seconds must be at least 1") }
+        guard maxAttempts >= 1 else { throw ConfigurationProblem("--max-attempts must be at least 1") }
+        guard shutdownTimeout >= 0 else { throw ConfigurationProblem("--shutdown-timeout must be 0 or more") }
+        if let drainInterval, !(drainInterval > 0) {
+            throw ConfigurationProblem("--drain-interval must be more than 0 seconds")
+        }
+        if let brazeMaxObjects, brazeMaxObjects < 1 {
+            throw ConfigurationProblem("--braze-max-objects must be at least 1")
+        }
+        guard let level = Logger.Level(rawValue: logLevel) else {
+            throw ConfigurationProblem(
+                "--log-level \"\(logLevel)\" is not a level: use trace, debug, info, notice, warning, error or critical"
+            )
+        }
+        let queueOptions: QueueOptions
+        do {
+            queueOptions = try QueueEnvironment.options()
+        } catch {
+            throw ConfigurationProblem(error.description)
+        }
+        return DaemonConfiguration(
+            databasePath: QueueEnvironment.databasePath(explicit: db),
+            queueOptions: queueOptions,
+            sinkSpec: sink,
+            apiKeyFile: apiKeyFile,
+            brazeMaxObjects: brazeMaxObjects,
+            socketPath: QueueEnvironment.socketPath(explicit: socket),
+            drainOptions: DrainOptions(
+                batchSize: batchSize, leaseMilliseconds: Int64(leaseSeconds) * 1000, maxAttempts: maxAttempts),
+            drainOnStart: drainOnStart,
+            drainInterval: drainInterval.map { Duration.milliseconds(Int64($0 * 1000)) },
+            shutdownTimeout: .milliseconds(Int64(shutdownTimeout * 1000)),
+            logLevel: level)
+    }
+}

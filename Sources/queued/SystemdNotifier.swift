@@ -1,0 +1,56 @@
+import EventQueueDelivery
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// sd_notify(3) without libsystemd: one datagram to `$NOTIFY_SOCKET` per state change (`READY=1`, `STATUS=…`,
+/// `WATCHDOG=1`, `STOPPING=1`). A path starting with `@` is in the abstract namespace. When the variable is
+/// unset (not run by systemd) every call does nothing.
+struct SystemdNotifier: Sendable {
+    let socketPath: String?
+    /// Half the watchdog timeout systemd expects pings within, when it asked for pings (`WATCHDOG_USEC`).
+    let watchdogInterval: Duration?
+
+    init() {
+        socketPath = QueueEnvironment.variable("NOTIFY_SOCKET")
+        var interval: Duration?
+        if let usec = QueueEnvironment.variable("WATCHDOG_USEC").flatMap(UInt64.init), usec > 0 {
+            let forUs = QueueEnvironment.variable("WATCHDOG_PID").flatMap(Int32.init).map { $0 == getpid() } ?? true
+            if forUs { interval = .microseconds(Int64(usec / 2)) }
+        }
+        watchdogInterval = interval
+    }
+
+    func ready() { send("READY=1") }
+    func stopping() { send("STOPPING=1") }
+    func watchdog() { send("WATCHDOG=1") }
+    func status(_ text: String) { send("STATUS=" + String(text.map { $0 == "\n" ? " " : $0 })) }
+
+    /// Sends one datagram; failures are ignored, as sd_notify's are: the service works without a supervisor.
+    func send(_ message: String) {
+        guard let socketPath, !socketPath.isEmpty else { return }
+        let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        var pathBytes = Array(socketPath.utf8)
+        if pathBytes.first == UInt8(ascii: "@") { pathBytes[0] = 0 }
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard pathBytes.count < capacity else { return }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in pathBytes.enumerated() { raw[index] = byte }
+        }
+        // The abstract namespace counts exactly the name's bytes, with no trailing NUL.
+        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path) ?? 2) + socklen_t(pathBytes.count)
+        let payload = Array(message.utf8)
+        _ = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
+                payload.withUnsafeBytes { bytes in
+                    sendto(descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL), socketAddress, length)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The control socket's endpoints and who may use them.
+@Suite struct ControlSocketTests {
+    @Test func statusHasTheQueueAndDaemonKeys() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("queue.db")
+        try await enqueueEvents(4, db: db, in: scratch)
+        let daemon = try await DaemonProcess(scratch: scratch, db: db)
+        try await withDaemon(daemon) { daemon in
+            let before = try await daemon.status()
+            for key in [
+                "pending", "leased", "dead", "oldest_pending_age_seconds", "db_bytes", "wal_bytes", "schema_version",
+                "daemon",
+            ] {
+                #expect(before.keys.contains(key), "missing \(key)")
+            }
+            #expect(before["pending"] as? Int == 4)
+            let idle = try #require(before["daemon"] as? [String: Any])
+            #expect(idle["state"] as? String == "idle")
+            #expect(idle["passes"] as? Int == 0)
+            #expect(idle["last_pass"] is NSNull)
+            for key in ["sink", "next_retry_at", "last_error"] { #expect(idle.keys.contains(key), "missing \(key)") }
+            let sink = try #require(idle["sink"] as? [String: Any])
+            #expect(sink["name"] as? String == "jsonl:" + daemon.sinkFile)
+            #expect(sink["healthy"] as? Bool == true)
+
+            let wait = try await daemon.request("POST", "/launch?wait=true")
+            #expect(wait.status == 200)
+            let events = wait.body.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            #expect(events.first?["event"] as? String == "progress")
+            let summary = try #require(events.last)
+            #expect(summary["event"] as? String == "summary")
+            #expect(summary["result"] as? String == "all_delivered")
+            #expect(summary["delivered"] as? Int == 4)
+
+            let after = try await daemon.daemonStatus()
+            let lastPass = try #require(after["last_pass"] as? [String: Any])
+            for key in ["started_at", "ended_at", "result", "delivered", "retried", "dead", "halt"] {
+                #expect(lastPass.keys.contains(key), "missing last_pass.\(key)")
+            }
+            #expect(try await daemon.request("GET", "/nope").status == 404)
+            #expect(try await daemon.request("GET", "/launch").status == 405)
+        }
+    }
+
+    @Test func metricsHaveTheDocumentedNames() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("queue.db")
+        try await enqueueEvents(7, db: db, in: scratch)
+        let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--drain-on-start"])
+        try await withDaemon(daemon) { daemon in
+            _ = try await daemon.waitUntilIdle(passes: 1)
+            let (status, text) = try await daemon.request("GET", "/metrics")
+            #expect(status == 200)
+            for name in [
+                "eventqueue_records_enqueued_total 7", "eventqueue_records_delivered_total 7",
+                "eventqueue_records_retried_total 0", "eventqueue_records_dead_total 0",
+                #"eventqueue_passes_total{result="all_delivered"} 1"#, "eventqueue_pass_duration_seconds_count 1",
+                "eventqueue_sink_batch_duration_seconds_count 1", "eventqueue_batch_size_count 1",
+                "eventqueue_records_pending 0", "eventqueue_records_leased 0", "eventqueue_records_dead 0",
+            ] {
+                #expect(text.contains(name), "missing \(name) in\n\(text)")
+            }
+        }
+    }
+
+    @Test func peersOutsideTheGroupAreRefused() async throws {
+        guard getuid() == 0 else {
+            print("skipping the peer check: it needs root to run a client as nobody (setpriv)")
+            return
+        }
+        let scratch = try Scratch()
+        chmod(scratch.path, 0o755)
+        let daemon = try await DaemonProcess(scratch: scratch, db: scratch.file("queue.db"))
+        try await withDaemon(daemon) { daemon in
+            // Loosen the file mode so nobody can connect at all: the peer check is what must refuse it.
+            chmod(daemon.socket, 0o666)
+            let result = try await run(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/curl", "-s", "-o", "/dev/null",
+                    "-w", "%{http_code}", "--unix-socket", daemon.socket, "-X", "POST", "http://localhost/launch",
+                ], in: scratch)
+            #expect(result.stdout == "403", "\(result.stdout) \(result.stderr)")
+            #expect(try await daemon.request("POST", "/launch").status == 202, "root is allowed")
+        }
+    }
+
+    @Test func twoDaemonsOnOneQueueNeverDeliverTwice() async throws {
+        let scratch = try Scratch()
+        let db = scratch.file("queue.db")
+        try await enqueueEvents(200, db: db, in: scratch)
+        let arguments = ["--batch-size", "1", "--lease-seconds", "2"]
+        let first = try await DaemonProcess(scratch: scratch, db: db, name: "a", arguments: arguments)
+        let secondSink = scratch.file("b-out.jsonl")
+        try await withDaemon(first) { first in
+            let second = try await DaemonProcess(scratch: scratch, db: db, name: "b", arguments: arguments)
+            try await withDaemon(second) { second in
+                #expect(try await first.request("POST", "/launch").status == 202)
+                try await Task.sleep(for: .milliseconds(200))
+                let answer = try await second.request("POST", "/launch?wait=true")
+                let summary = answer.body.split(separator: "\n").last.map(String.init) ?? ""
+                #expect(summary.contains(#""result":"another_drainer_running""#), "\(answer.body)")
+                _ = try await first.waitUntilIdle(passes: 1)
+                // The second one retries once the first one's lock is gone; it then finds nothing left.
+                _ = try await second.waitUntilIdle(passes: 2)
+                let metrics = try await second.request("GET", "/metrics").body
+                #expect(metrics.contains(#"eventqueue_passes_total{result="another_drainer_running"} 1"#))
+            }
+        }
+        let delivered =
+            try DeliveredLine.parse(file: first.sinkFile).map(\.id)
+            + DeliveredLine.parse(file: secondSink).map(\.id)
+        #expect(delivered.count == 200)
+        #expect(Set(delivered).count == 200, "every record delivered exactly once")
+    }
+}
