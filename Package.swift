@@ -76,6 +76,7 @@ let package = Package(
             dependencies: [
                 "EventQueue",
                 "EventQueueDelivery",
+                "EventQueueBraze",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

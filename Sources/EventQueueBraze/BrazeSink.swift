@@ -62,6 +62,11 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     public var customMirror: Mirror { Mirror(self, children: ["name": name], displayStyle: .class) }
 
     /// Closes the HTTP client's connections; call once, after the last `deliver`.
+    /// `Sink.close()`: shuts the HTTP client down.
+    public func close() async {
+        await shutdown()
+    }
+
     public func shutdown() async {
         await transport.shutdown()
     }

@@ -64,4 +64,10 @@ public protocol Sink: Sendable {
     var name: String { get }
     /// Delivers records in the order given (oldest first; per-user order matters).
     func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport
+    /// Releases what the sink holds (connections, files) at shutdown. The default does nothing.
+    func close() async
+}
+
+extension Sink {
+    public func close() async {}
 }

@@ -94,6 +94,7 @@ struct Daemon {
         }
         notifier.stopping()
         socket.removeSocketFile()
+        await baseSink.close()
         await store.close()
         try? await eventLoops.shutdownGracefully()
         logger.info("queued stopped")

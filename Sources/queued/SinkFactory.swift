@@ -1,17 +1,30 @@
+import EventQueueBraze
 import EventQueueDelivery
+import Foundation
 import Logging
 
-/// Builds the sink named by `--sink`: the one place sink specs turn into sinks, so the Braze sink is wired in
-/// here and nowhere else.
+/// Builds the sink named by `--sink`: the one place sink specs turn into sinks.
 ///
 /// - `jsonl:PATH` (`jsonl:-` is stdout) and `null` come from EventQueueDelivery.
-/// - `braze:BASE_URL` takes its key from `--api-key-file` (or the environment, once wired) and honours
-///   `--braze-max-objects`.
+/// - `braze:BASE_URL` posts to `BASE_URL/users/track`. Its key comes from `--api-key-file`, else the systemd
+///   credential `braze-api-key` (`$CREDENTIALS_DIRECTORY`), else `$BRAZE_API_KEY`; it is never logged.
+///   `--braze-max-objects` caps the objects per request for accounts limited to 50 combined.
 func makeSink(spec: String, apiKeyFile: String?, brazeMaxObjects: Int?, logger: Logger) throws -> any Sink {
     if spec.hasPrefix("braze:") {
-        throw ConfigurationProblem(
-            "sink \(spec) is not wired in this build of queued: use jsonl:PATH or null until the Braze sink "
-                + "(EventQueueBraze) is linked")
+        let baseURL = String(spec.dropFirst("braze:".count))
+        do {
+            try BrazeSink.validate(baseURL: baseURL)
+            let key = try BrazeAPIKey.resolve(apiKeyFile: apiKeyFile, environment: ProcessInfo.processInfo.environment)
+            if let brazeMaxObjects, brazeMaxObjects < 1 {
+                throw ConfigurationProblem("--braze-max-objects must be at least 1")
+            }
+            let sink = BrazeSink(
+                baseURL: baseURL, apiKey: key, maxObjectsPerRequest: brazeMaxObjects, logger: logger)
+            logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
+            return sink
+        } catch let error as BrazeConfigurationError {
+            throw ConfigurationProblem("\(error)")
+        }
     }
     do {
         let sink = try SinkSpec(parsing: spec).makeSink()
