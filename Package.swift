@@ -116,7 +116,9 @@ let package = Package(
         ),
         .testTarget(
             name: "EventQueueDeliveryTests",
-            dependencies: ["EventQueueDelivery", "EventQueue"]
+            dependencies: [
+                "EventQueueDelivery", "EventQueue", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "EventQueueBrazeTests",

@@ -196,6 +196,10 @@ public struct Drainer: Sendable {
                 while !Task.isCancelled {
                     do {
                         try await Task.sleep(for: .milliseconds(interval))
+                    } catch {
+                        return nil  // cancelled: the delivery finished
+                    }
+                    do {
                         let (_, held) = try await store.renew(lease, ids: ids, leaseMilliseconds: leaseMilliseconds)
                         _ = try await store.acquireDrainLock(leaseMilliseconds: leaseMilliseconds)
                         if held < ids.count {
@@ -204,7 +208,9 @@ public struct Drainer: Sendable {
                                 metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
                         }
                     } catch {
-                        return nil
+                        // A busy file or a transient I/O error: keep trying at the next tick rather than let the
+                        // lease run out while the sink is still working.
+                        logger.warning("could not renew the lease; retrying", metadata: ["error": "\(error)"])
                     }
                 }
                 return nil

@@ -57,8 +57,9 @@ struct SignalService: Service {
                 coordinator.launch()
             } else {
                 logger.info("stopping on \(signal)")
+                // Keep listening: the group shuts services down in reverse order, and a service that returns
+                // before its turn counts as finished unexpectedly. The sequence ends when our turn comes.
                 await shutdown.trigger()
-                return
             }
         }
     }

@@ -252,7 +252,8 @@ struct DrainerTests {
 
     @Test func consecutiveFailedBatchesHaltAsUnavailable() async throws {
         let ids = try enqueue((0..<10).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
-        let sink = ScriptedSink { _, _ in .retry(reason: "connection refused") }
+        // A long hint, so no retried record can come due (and be claimed again) within the pass.
+        let sink = ScriptedSink { _, _ in .retry(reason: "connection refused", afterMilliseconds: 60_000) }
         let options = DrainOptions(batchSize: 2, haltAfterFailedBatches: 3)
         let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: options))
 
@@ -282,7 +283,8 @@ struct DrainerTests {
         let ids = try enqueue((0..<12).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
         // Two failed batches, then one that delivers a single record, and again: never three in a row.
         let sink = ScriptedSink { call, record in
-            call % 3 == 2 && record.id == ids[call * 2] ? .delivered : .retry(reason: "flaky", afterMilliseconds: 60_000)
+            call % 3 == 2 && record.id == ids[call * 2]
+                ? .delivered : .retry(reason: "flaky", afterMilliseconds: 60_000)
         }
         let options = DrainOptions(batchSize: 2, haltAfterFailedBatches: 3)
         let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: options))
@@ -436,7 +438,45 @@ struct DrainerTests {
             try enqueue([testEvent("e", user: "u")], at: path)
             let sink = ScriptedSink { _, _ in .retry(reason: "retry much later", afterMilliseconds: .max) }
             let summary = try await drainOnce(try makeDrainer(path, sink: sink))
-            if summary.retried != 1 || summary.dead != 0 { exit(3) }
+            let after = WallClock.nowMilliseconds()
+            // Parked, but not for good: the drainer keeps a hint within a day.
+            let next = try liveRecords(path).values.first?.nextAttemptAtMilliseconds ?? 0
+            if summary.retried != 1 || summary.dead != 0 || next <= after || next > after + 86_400_000 { exit(3) }
         }
+    }
+
+    // MARK: - One drainer per queue
+
+    @Test func aSecondDrainerOnTheSameFileStandsAside() async throws {
+        let ids = try enqueue((0..<3).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
+        let entered = Signal()
+        let proceed = Signal()
+        // Holds its batch (and so the drain lock) until the test has run the second drainer.
+        let slow = ScriptedSink { _, batch in
+            entered.fire()
+            await proceed.wait()
+            return DeliveryReport(.delivered, for: batch)
+        }
+        let first = try makeDrainer(path, sink: slow, options: DrainOptions(batchSize: 10))
+        async let firstSummary = drainOnce(first)
+        await entered.wait()
+
+        let other = ScriptedSink.acceptingEverything()
+        let second = try await drainOnce(try makeDrainer(path, sink: other))
+        #expect(second.lockHolder != nil)
+        #expect(second.result == .anotherDrainerRunning)
+        #expect(second.result.exitCode == 13)
+        #expect(second.batches == 0)
+        #expect(other.callCount == 0, "the second drainer claimed nothing")
+
+        proceed.fire()
+        let summary = try await firstSummary
+        #expect(slow.batchIDs == [ids])
+        #expect(summary.delivered == 3)
+        #expect(summary.result == .allDelivered)
+        // The first pass released the lock: the next pass runs (and finds nothing to do).
+        let next = try await drainOnce(try makeDrainer(path, sink: other))
+        #expect(next.lockHolder == nil)
+        #expect(next.result == .allDelivered)
     }
 }

@@ -74,8 +74,17 @@ import Testing
             "--db", db, "--sink", "jsonl:\(out)", "--socket", workspace.file("control.sock"), "--drain-on-start",
             "--drain-interval", "0.2", "--lease-seconds", "2", "--batch-size", String(Self.batchSize),
         ]
-        for _ in 0..<kills {
-            let daemon = try ChildProcess(Self.queued, arguments, logDirectory: workspace.directory)
+        for cycle in 0..<kills {
+            // SIGKILL may land anywhere, even before the daemon is up. A SIGTERM is sent once the daemon said
+            // READY=1: before its handlers exist, SIGTERM's default action ends it like a SIGKILL would.
+            let notify = try NotifyListener(path: workspace.file("notify-\(cycle).sock"))
+            let daemon = try ChildProcess(
+                Self.queued, arguments, environment: ["NOTIFY_SOCKET": notify.path],
+                logDirectory: workspace.directory)
+            if signal == SIGTERM {
+                let ready = await notify.waitFor { $0.split(separator: "\n").contains("READY=1") }
+                #expect(ready != nil, "no READY=1: \(daemon.standardError.suffix(500))")
+            }
             try await Task.sleep(for: .milliseconds(Int.random(in: 150...900)))
             daemon.signal(signal)
             let (status, timedOut) = await daemon.exited(within: 20)

@@ -76,12 +76,14 @@ import Testing
         #expect(status == 78, "log:\n\(daemon.log)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: notAQueue)) == Data(repeating: 0x41, count: 4096))
 
+        // A Braze sink without a key is a configuration error that says where a key can come from.
         let braze = try await DaemonProcess(
             scratch: scratch, db: scratch.file("queue.db"), name: "b",
             arguments: ["--sink", "braze:https://rest.iad-01.braze.com"], waitForReady: false)
         let brazeStatus = await braze.waitForExit(timeout: .seconds(20))
         await braze.stop()
         #expect(brazeStatus == 78)
-        #expect(braze.log.contains("not wired"), "log:\n\(braze.log)")
+        #expect(braze.log.contains("no Braze API key"), "log:\n\(braze.log)")
+        #expect(braze.log.contains("--api-key-file"), "log:\n\(braze.log)")
     }
 }

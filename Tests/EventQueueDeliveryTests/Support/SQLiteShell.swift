@@ -44,7 +44,9 @@ enum SQLiteShell {
     }
 
     /// Another process holding the queue's write lock (`BEGIN IMMEDIATE`) until `release()`.
-    final class WriteLock {
+    ///
+    /// `@unchecked Sendable`: it is set up on one thread and released once, possibly from another thread.
+    final class WriteLock: @unchecked Sendable {
         private let process = Process()
         private let input = Pipe()
         private let output = Pipe()

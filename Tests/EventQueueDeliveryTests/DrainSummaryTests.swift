@@ -1,0 +1,81 @@
+@testable import EventQueue
+import Testing
+
+@testable import EventQueueDelivery
+
+@Suite struct DrainSummaryTests {
+    static func stats(pending: Int = 0, leased: Int = 0, dead: Int = 0) -> QueueStats {
+        QueueStats(
+            pending: pending, leased: leased, dead: dead, oldestPendingAgeSeconds: nil, nextRetryAtMilliseconds: nil,
+            databaseBytes: 0, walBytes: 0, schemaVersion: 1)
+    }
+
+    static func summary(dead: Int = 0, halt: SinkHalt.Kind? = nil, remaining: QueueStats? = nil) -> DrainSummary {
+        var summary = DrainSummary()
+        summary.dead = dead
+        summary.halt = halt.map { SinkHalt(kind: $0, reason: "test") }
+        summary.remaining = remaining
+        return summary
+    }
+
+    @Test func anEmptyPassDeliveredEverything() {
+        #expect(DrainSummary().result == .allDelivered)
+        #expect(Self.summary(remaining: Self.stats(dead: 5)).result == .allDelivered, "old dead letters don't count")
+    }
+
+    @Test func resultPrecedence() {
+        // A misconfigured sink wins over everything: it is what the operator must fix.
+        #expect(
+            Self.summary(dead: 3, halt: .configuration, remaining: Self.stats(pending: 1)).result == .sinkMisconfigured)
+        // Then records dead-lettered in this pass.
+        #expect(Self.summary(dead: 1, halt: .unavailable, remaining: Self.stats(pending: 1)).result == .someDead)
+        #expect(Self.summary(dead: 1).result == .someDead)
+        // Then anything left behind.
+        #expect(Self.summary(halt: .unavailable).result == .recordsRemain)
+        #expect(Self.summary(remaining: Self.stats(pending: 1)).result == .recordsRemain)
+        #expect(Self.summary(remaining: Self.stats(leased: 1)).result == .recordsRemain)
+    }
+
+    @Test func exitCodes() {
+        #expect(DrainResult.allDelivered.exitCode == 0)
+        #expect(DrainResult.someDead.exitCode == 10)
+        #expect(DrainResult.recordsRemain.exitCode == 11)
+        #expect(DrainResult.sinkMisconfigured.exitCode == 12)
+        let codes = DrainResult.allCases.map(\.exitCode)
+        #expect(Set(codes).count == codes.count, "every result has its own exit code")
+    }
+
+    @Test func optionsDefaults() {
+        let options = DrainOptions()
+        #expect(options.batchSize == 100)
+        #expect(options.leaseMilliseconds == 60_000)
+        #expect(options.maxAttempts == 10)
+        #expect(options.backoff == Backoff(baseMilliseconds: 1_000, capMilliseconds: 300_000))
+        #expect(options.haltAfterFailedBatches == 3)
+        #expect(options.maintenanceAfterPass)
+    }
+
+    @Test func optionsAreClampedToWorkableValues() {
+        let options = DrainOptions(batchSize: 0, leaseMilliseconds: 10, maxAttempts: -1, haltAfterFailedBatches: 0)
+        #expect(options.batchSize == 1)
+        #expect(options.leaseMilliseconds == 1_000, "a lease shorter than 1 s could not be renewed in time")
+        #expect(options.maxAttempts == 1)
+        #expect(options.haltAfterFailedBatches == 1)
+    }
+
+    @Test func reportHelpersGiveEveryRecordTheSameOutcome() {
+        let batch = [7, 8, 9].map {
+            OutgoingRecord(
+                id: $0, kind: .event, object: [:], userKey: "external_id:u", createdAtMilliseconds: 0, attempts: 0)
+        }
+        let halt = SinkHalt(kind: .unavailable, reason: "HTTP 503")
+        let report = DeliveryReport(.retry(reason: "HTTP 503"), for: batch, halt: halt)
+        #expect(
+            report.outcomes == [
+                7: .retry(reason: "HTTP 503"), 8: .retry(reason: "HTTP 503"), 9: .retry(reason: "HTTP 503"),
+            ])
+        #expect(report.halt == halt)
+        #expect(halt.description == "unavailable: HTTP 503")
+        #expect(DeliveryReport().outcomes.isEmpty)
+    }
+}
