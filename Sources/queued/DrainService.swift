@@ -56,9 +56,10 @@ struct SignalService: Service {
                 logger.debug("launch by SIGUSR1")
                 coordinator.launch()
             } else {
+                // Keep listening: the group stops services in reverse order, and this one ends when its turn
+                // comes (returning early would count as a service failing).
                 logger.info("stopping on \(signal)")
                 await shutdown.trigger()
-                return
             }
         }
     }
