@@ -112,8 +112,12 @@ import Testing
                 _ = try await first.waitUntilIdle(passes: 1)
                 // The second one retries once the first one's lock is gone; it then finds nothing left.
                 _ = try await second.waitUntilIdle(passes: 2)
+                // Under load the retry can find the lock still held more than once: at least one refusal counts.
                 let metrics = try await second.request("GET", "/metrics").body
-                #expect(metrics.contains(#"eventqueue_passes_total{result="another_drainer_running"} 1"#))
+                let refusals = metrics.split(separator: "\n").first {
+                    $0.hasPrefix(#"eventqueue_passes_total{result="another_drainer_running"} "#)
+                }
+                #expect((refusals?.split(separator: " ").last.flatMap { Int($0) } ?? 0) >= 1, "\(metrics)")
             }
         }
         let delivered =
