@@ -98,6 +98,6 @@ struct Daemon {
         await store.close()
         try? await eventLoops.shutdownGracefully()
         logger.info("queued stopped")
-        if let failure { throw .socket(path: socket.description, reason: "\(failure)") }
+        if let failure { throw .service("\(failure)") }
     }
 }

@@ -14,16 +14,20 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
     case queue(QueueError)
     /// The control socket could not be created or bound (exit 73, EX_CANTCREAT).
     case socket(path: String, reason: String)
+    /// A part of the daemon failed while running (exit 70, EX_SOFTWARE); the log has the details.
+    case service(String)
 
     static let cannotCreate: Int32 = 73
     static let ioError: Int32 = 74
     static let busy: Int32 = 75
+    static let internalError: Int32 = 70
     static let configurationError: Int32 = 78
 
     var status: Int32 {
         switch self {
         case .configuration: return Self.configurationError
         case .socket: return Self.cannotCreate
+        case .service: return Self.internalError
         case .queue(let error):
             switch error {
             case .notAQueueFile, .corrupt, .schemaTooNew: return Self.configurationError
@@ -38,6 +42,8 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
         switch self {
         case .configuration(let message): return message
         case .queue(let error): return error.description
+        case .service(let message):
+            return "stopped after an internal failure: \(message); see the log above, and report it"
         case .socket(let path, let reason):
             return "cannot listen on control socket \(path): \(reason); check the directory exists and is "
                 + "writable, or pass --socket PATH"

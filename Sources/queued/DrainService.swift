@@ -56,6 +56,8 @@ struct SignalService: Service {
                 logger.debug("launch by SIGUSR1")
                 coordinator.launch()
             } else {
+                // Keep listening: the group stops services in reverse order, and this one ends when its turn
+                // comes (returning early would count as a service failing).
                 logger.info("stopping on \(signal)")
                 // Keep listening: the group shuts services down in reverse order, and a service that returns
                 // before its turn counts as finished unexpectedly. The sequence ends when our turn comes.

@@ -26,7 +26,7 @@ struct Queued: AsyncParsableCommand {
             Control socket (HTTP/1.1): POST /launch, POST /launch?wait=true (NDJSON progress and summary), \
             GET /status, GET /metrics (Prometheus).
 
-            Exit status: 0 stopped cleanly (SIGTERM/SIGINT); 73 cannot open or create the queue file or the \
+            Exit status: 0 stopped cleanly (SIGTERM/SIGINT); 70 internal failure; 73 cannot open or create the queue file or the \
             control socket; 74 I/O error; 75 queue busy; 78 bad configuration, or the queue file is not a queue, \
             corrupt, or from a newer EventQueue (the file is never modified or deleted).
             """

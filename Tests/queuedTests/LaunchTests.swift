@@ -80,11 +80,11 @@ import Testing
     @Test func launchesDuringAPassAreCoalesced() async throws {
         let scratch = try Scratch()
         let db = scratch.file("queue.db")
-        try await enqueueEvents(300, db: db, in: scratch)
+        try await enqueueEvents(150, db: db, in: scratch)
         let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--batch-size", "1"])
         try await withDaemon(daemon) { daemon in
             #expect(try await daemon.request("POST", "/launch").status == 202)
-            // 20 launches while the first pass runs (300 single-record batches take a while).
+            // 20 launches while the first pass runs (150 single-record batches take a while).
             try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<20 { group.addTask { try await daemon.request("POST", "/launch").status } }
                 for try await status in group { #expect(status == 202) }
@@ -94,7 +94,7 @@ import Testing
             let state = try await daemon.waitUntilIdle(passes: 1)
             let passes = try #require(state["passes"] as? Int)
             #expect(passes >= 1 && passes <= 2, "21 launches, \(passes) passes")
-            #expect(try DeliveredLine.parse(file: daemon.sinkFile).count == 300)
+            #expect(try DeliveredLine.parse(file: daemon.sinkFile).count == 150)
         }
     }
 }

@@ -22,7 +22,7 @@ final class DaemonProcess: @unchecked Sendable {
     /// Starts the daemon; unless `waitForReady` is false, returns once it sent `READY=1`.
     init(
         scratch: Scratch, db: String, name: String = "d", arguments: [String] = [], environment: [String: String] = [:],
-        waitForReady: Bool = true
+        waitForReady: Bool = true, launcher: [String] = []
     ) async throws {
         self.scratch = scratch
         self.db = db
@@ -30,9 +30,11 @@ final class DaemonProcess: @unchecked Sendable {
         sinkFile = scratch.file("\(name)-out.jsonl")
         logFile = scratch.file("\(name).log")
         notify = try NotifyListener(path: scratch.file("\(name)-notify-\(UUID().uuidString.prefix(8)).sock"))
-        process.executableURL = URL(fileURLWithPath: Products.queued)
+        let command = launcher + [Products.queued]
+        process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments =
-            ["--db", db, "--socket", socket, "--sink", "jsonl:" + sinkFile, "--log-level", "debug"] + arguments
+            Array(command.dropFirst())
+            + ["--db", db, "--socket", socket, "--sink", "jsonl:" + sinkFile, "--log-level", "debug"] + arguments
         var merged = ProcessInfo.processInfo.environment
         for key in ["JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_PID", "LISTEN_FDS", "EVENTQUEUE_SOCKET"]
         {
