@@ -5,11 +5,9 @@ import EventQueueDelivery
 /// `queuectl status --json` and the summary keys match `queuectl drain --local --json`, so scripts parse both
 /// the same way.
 enum DaemonJSON {
-    static func number(_ value: Int) -> JSONValue { .number(JSONNumber(value)) }
-    static func number(_ value: Int64) -> JSONValue { .number(JSONNumber(value)) }
-    static func time(_ milliseconds: Int64?) -> JSONValue {
-        milliseconds.map { .string(ISO8601.format(unixMilliseconds: $0)) } ?? .null
-    }
+    static func number(_ value: Int) -> JSONValue { ReportJSON.number(value) }
+    static func number(_ value: Int64) -> JSONValue { ReportJSON.number(value) }
+    static func time(_ milliseconds: Int64?) -> JSONValue { ReportJSON.time(milliseconds) }
     static func string(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
 
     static func progress(_ summary: DrainSummary) -> JSONValue {
@@ -23,21 +21,8 @@ enum DaemonJSON {
     }
 
     static func summary(_ summary: DrainSummary) -> JSONValue {
-        var object: JSONObject = [
-            "event": "summary",
-            "delivered": number(summary.delivered),
-            "retried": number(summary.retried),
-            "dead": number(summary.dead),
-            "batches": number(summary.batches),
-            "result": .string(summary.result.rawValue),
-            "halt": summary.halt.map { .string($0.description) } ?? .null,
-        ]
-        if let remaining = summary.remaining {
-            object["pending"] = number(remaining.pending)
-            object["leased"] = number(remaining.leased)
-            object["dead_total"] = number(remaining.dead)
-        }
-        if let holder = summary.lockHolder { object["lock_holder"] = .string(holder.owner) }
+        var object: JSONObject = ["event": "summary"]
+        for member in ReportJSON.summary(summary) { object[member.key] = member.value }
         return .object(object)
     }
 
@@ -48,28 +33,18 @@ enum DaemonJSON {
     static func status(
         _ stats: QueueStats, path: String, daemon: DaemonSnapshot, sinkName: String, sink: SinkHealth
     ) -> JSONValue {
-        [
-            "pending": number(stats.pending),
-            "leased": number(stats.leased),
-            "dead": number(stats.dead),
-            "oldest_pending_age_seconds": stats.oldestPendingAgeSeconds.flatMap { JSONNumber($0) }.map(
-                JSONValue.number) ?? .null,
-            "db_bytes": number(stats.databaseBytes),
-            "wal_bytes": number(stats.walBytes),
-            "schema_version": number(stats.schemaVersion),
-            "next_retry_at": time(stats.nextRetryAtMilliseconds),
-            "path": .string(path),
-            "daemon": [
-                "state": .string(daemon.state.rawValue),
-                "passes": number(daemon.passes),
-                "last_pass": daemon.lastPass.map(pass) ?? .null,
-                "sink": [
-                    "name": .string(sinkName), "healthy": .bool(sink.healthy), "last_error": string(sink.lastError),
-                ],
-                "next_retry_at": time(daemon.nextRetryAtMilliseconds),
-                "last_error": string(daemon.lastError),
+        var object = ReportJSON.stats(stats, path: path)
+        object["daemon"] = [
+            "state": .string(daemon.state.rawValue),
+            "passes": number(daemon.passes),
+            "last_pass": daemon.lastPass.map(pass) ?? .null,
+            "sink": [
+                "name": .string(sinkName), "healthy": .bool(sink.healthy), "last_error": string(sink.lastError),
             ],
+            "next_retry_at": time(daemon.nextRetryAtMilliseconds),
+            "last_error": string(daemon.lastError),
         ]
+        return .object(object)
     }
 
     static func pass(_ pass: PassRecord) -> JSONValue {
