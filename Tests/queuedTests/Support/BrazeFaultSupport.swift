@@ -1,0 +1,220 @@
+import FakeBraze
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One record a Braze fault test enqueued: a unique marker (`mk`, in `properties` for events and purchases, a
+/// custom attribute for attributes), its user, its kind and the id the queue gave it.
+struct MarkedRecord: Hashable {
+    var marker: String
+    var user: String
+    var kind: String
+    var flag: String?
+    var id: Int64 = 0
+
+    /// The NDJSON line `queuectl enqueue --ndjson` reads.
+    var line: String {
+        let flagMember = flag.map { #","flag":"\#($0)""# } ?? ""
+        switch kind {
+        case "attribute":
+            return #"{"type":"attribute","external_id":"\#(user)","mk":"\#(marker)"\#(flagMember)}"#
+        case "purchase":
+            return #"{"type":"purchase","external_id":"\#(user)","product_id":"p-\#(marker)","currency":"USD","#
+                + #""price":1.5,"properties":{"mk":"\#(marker)"\#(flagMember)}}"#
+        default:
+            return
+                #"{"type":"event","external_id":"\#(user)","name":"ev","properties":{"mk":"\#(marker)"\#(flagMember)}}"#
+        }
+    }
+
+    /// `count` records for `users` users; kinds cycle through `kinds`; `flag(index)` marks chosen records.
+    static func make(
+        _ count: Int, users: Int, kinds: [String] = ["event"], prefix: String = "m",
+        flag: (Int) -> String? = { _ in nil }
+    ) -> [MarkedRecord] {
+        (0..<count).map { index in
+            MarkedRecord(
+                marker: "\(prefix)\(index)", user: "u\(index % users)", kind: kinds[index % kinds.count],
+                flag: flag(index))
+        }
+    }
+}
+
+/// What the fake received, reduced to what the checks need.
+struct ReceivedMarker {
+    var marker: String
+    var user: String
+    var array: String
+    var request: Int
+    var accepted: Bool
+}
+
+enum BrazeFault {
+    /// A key that is easy to spot anywhere it should not be.
+    static func makeKey() -> String { "braze-test-key-\(UUID().uuidString.lowercased())" }
+
+    /// Enqueues `records` in one `queuectl enqueue` call and fills in their ids (from `queuectl peek --json`).
+    static func enqueue(_ records: [MarkedRecord], db: String, in scratch: Scratch) async throws -> [MarkedRecord] {
+        let lines = records.map(\.line).joined(separator: "\n") + "\n"
+        let result = try await queuectl(["enqueue", "--ndjson", "-"], db: db, stdin: lines, in: scratch)
+        guard result.status == 0 else { throw ScratchError(message: "enqueue failed: \(result.stderr)") }
+        let queued = try await peek(db: db, in: scratch)
+        var ids: [String: Int64] = [:]
+        for entry in queued {
+            guard let id = (entry["id"] as? NSNumber)?.int64Value, let object = entry["object"] as? [String: Any],
+                let marker = marker(of: object)
+            else { continue }
+            ids[marker] = id
+        }
+        return try records.map { record in
+            guard let id = ids[record.marker] else {
+                throw ScratchError(message: "record \(record.marker) not found in the queue after enqueue")
+            }
+            var copy = record
+            copy.id = id
+            return copy
+        }
+    }
+
+    /// `queuectl peek --json` of every live record.
+    static func peek(db: String, in scratch: Scratch) async throws -> [[String: Any]] {
+        let result = try await queuectl(["peek", "--json", "--limit", "100000"], db: db, in: scratch)
+        guard result.status == 0,
+            let array = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]
+        else { throw ScratchError(message: "peek failed (\(result.status)): \(result.stderr)") }
+        return array
+    }
+
+    /// `queuectl dead list --json`: marker -> last_error.
+    static func deadLetters(db: String, in scratch: Scratch) async throws -> [String: String] {
+        let result = try await queuectl(["dead", "list", "--json"], db: db, in: scratch)
+        guard result.status == 0,
+            let array = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]
+        else { throw ScratchError(message: "dead list failed (\(result.status)): \(result.stderr)") }
+        var dead: [String: String] = [:]
+        for entry in array {
+            guard let object = entry["object"] as? [String: Any], let marker = marker(of: object) else { continue }
+            dead[marker] = entry["last_error"] as? String ?? ""
+        }
+        return dead
+    }
+
+    static func marker(of object: [String: Any]) -> String? {
+        if let properties = object["properties"] as? [String: Any], let marker = properties["mk"] as? String {
+            return marker
+        }
+        return object["mk"] as? String
+    }
+
+    /// The fake's received objects in arrival order.
+    static func received(_ server: FakeBrazeServer) -> [ReceivedMarker] {
+        server.received().compactMap { object in
+            guard let data = object.json.data(using: .utf8),
+                let dictionary = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
+                let marker = marker(of: dictionary)
+            else { return nil }
+            return ReceivedMarker(
+                marker: marker, user: dictionary["external_id"] as? String ?? "?", array: object.array,
+                request: object.request, accepted: object.accepted)
+        }
+    }
+
+    /// The history check over the objects the fake accepted.
+    static func check(_ records: [MarkedRecord], expected: Set<String>, server: FakeBrazeServer)
+        -> HistoryChecker.Report
+    {
+        let ids = Dictionary(records.map { ($0.marker, $0.id) }, uniquingKeysWith: { first, _ in first })
+        let delivered = received(server).filter(\.accepted).map { received in
+            HistoryChecker.Delivery(marker: received.marker, user: received.user, id: ids[received.marker] ?? -1)
+        }
+        return HistoryChecker.check(enqueued: expected, delivered: delivered)
+    }
+
+    /// Starts a daemon on `server` with the key in `$BRAZE_API_KEY` (or `keyFile`).
+    static func startDaemon(
+        scratch: Scratch, db: String, server: FakeBrazeServer, key: String?, keyFile: String? = nil,
+        name: String = "d", arguments: [String] = []
+    ) async throws -> DaemonProcess {
+        var all = ["--sink", "braze:" + server.baseURL] + arguments
+        if let keyFile { all += ["--api-key-file", keyFile] }
+        var environment: [String: String] = [:]
+        if let key { environment["BRAZE_API_KEY"] = key }
+        let daemon = try await DaemonProcess(
+            scratch: scratch, db: db, name: name, arguments: all, environment: environment)
+        pumpNotifications(daemon)
+        return daemon
+    }
+
+    /// Reads the daemon's NOTIFY_SOCKET continuously until it exits, as systemd does, so a daemon that runs many
+    /// passes never finds the socket's queue (net.unix.max_dgram_qlen, 10 by default) full. Before e42609e a full
+    /// queue blocked sd_notify and wedged the daemon; NotifyBacklogTests covers that on its own.
+    static func pumpNotifications(_ daemon: DaemonProcess) {
+        Task.detached {
+            while daemon.exited == nil {
+                _ = daemon.notify.messages
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    /// Polls `GET /status` until nothing is pending or leased and the daemon is idle; returns the status.
+    @discardableResult
+    static func waitUntilSettled(
+        _ daemon: DaemonProcess, dead: Int? = nil, timeout: Duration = .seconds(60)
+    ) async throws -> [String: Any] {
+        let deadline = ContinuousClock.now + timeout
+        var last: [String: Any] = [:]
+        while ContinuousClock.now < deadline {
+            last = try await daemon.status()
+            let state = (last["daemon"] as? [String: Any])?["state"] as? String
+            if last["pending"] as? Int == 0, last["leased"] as? Int == 0, state == "idle",
+                dead == nil || last["dead"] as? Int == dead
+            {
+                return last
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ScratchError(
+            message: "queue not settled within \(timeout): \(last); log tail:\n\(daemon.log.suffix(4000))")
+    }
+
+    /// Polls until `condition` holds; throws after `timeout`.
+    static func waitFor(
+        _ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ScratchError(message: "timed out waiting for \(what)")
+    }
+
+    /// `queuectl drain --wait` against the daemon's socket.
+    static func drainAndWait(_ daemon: DaemonProcess, in scratch: Scratch) async throws -> ProcessResult {
+        try await run(Products.queuectl, ["drain", "--socket", daemon.socket, "--wait"], in: scratch)
+    }
+
+    /// The process's argv (NUL-separated in /proc) as one string.
+    static func commandLine(of pid: Int32) -> String {
+        let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") ?? Data()
+        return String(decoding: data.map { $0 == 0 ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
+    }
+}
+
+/// Runs `body` with a started fake and always stops it.
+func withFakeBraze<T>(
+    key: String, faults: FakeBrazeFaults = .none, _ body: (FakeBrazeServer) async throws -> T
+) async throws -> T {
+    let server = try await FakeBrazeServer.start(apiKey: key, configuration: faults)
+    do {
+        let result = try await body(server)
+        try? await server.stop()
+        return result
+    } catch {
+        try? await server.stop()
+        throw error
+    }
+}
