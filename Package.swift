@@ -110,14 +110,17 @@ let package = Package(
             dependencies: ["EventQueue"],
             path: "Benchmarks/eventqueue-minimal-writer"
         ),
+        // Helpers the test targets share: temporary directories, running the built binaries.
+        .target(name: "EventQueueTestSupport", path: "Tests/EventQueueTestSupport"),
         .testTarget(
             name: "EventQueueTests",
-            dependencies: ["EventQueue", "CSQLite"]
+            dependencies: ["EventQueue", "CSQLite", "EventQueueTestSupport"]
         ),
         .testTarget(
             name: "EventQueueDeliveryTests",
             dependencies: [
-                "EventQueueDelivery", "EventQueue", .product(name: "Logging", package: "swift-log"),
+                "EventQueueDelivery", "EventQueue", "EventQueueTestSupport",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
@@ -126,11 +129,11 @@ let package = Package(
         ),
         .testTarget(
             name: "queuedTests",
-            dependencies: ["FakeBraze", "EventQueue", "EventQueueDelivery"]
+            dependencies: ["FakeBraze", "EventQueue", "EventQueueDelivery", "EventQueueTestSupport"]
         ),
         .testTarget(
             name: "queuectlTests",
-            dependencies: ["EventQueue", "EventQueueDelivery"]
+            dependencies: ["EventQueue", "EventQueueDelivery", "EventQueueTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

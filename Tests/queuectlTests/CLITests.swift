@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import EventQueueTestSupport
 
 /// Every rejection is one line on stderr naming what was wrong, a non-zero exit, and the queue is unchanged.
 @Suite struct CLITests {
@@ -90,7 +91,7 @@ import Testing
 
     @Test(arguments: badInvocations)
     func rejectionIsOneClearLineAndChangesNothing(_ invocation: BadInvocation) async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("q.db")
         let seed = try await queuectl(
             ["enqueue", "--ndjson", "-"], db: db,
@@ -119,7 +120,7 @@ import Testing
     }
 
     @Test func enqueuePrintsTheIdAndAnIdempotentRetryPrintsTheSameId() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("q.db")
         let arguments = ["enqueue", "event", "opened", "--external-id", "u1", "--key", "push-123"]
         let first = try await queuectl(arguments, db: db, in: scratch)
@@ -133,7 +134,7 @@ import Testing
     }
 
     @Test func propValuesAreJSONWhenTheyParseAndStringsOtherwise() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("q.db")
         let out = scratch.file("out.jsonl")
         let enqueue = try await queuectl(
@@ -153,7 +154,7 @@ import Testing
     }
 
     @Test func drainToStdoutKeepsTheSummaryOffStdout() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("q.db")
         _ = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: db, in: scratch)
         let drain = try await queuectl(["drain", "--local", "--sink", "jsonl:-", "--json"], db: db, in: scratch)
@@ -166,7 +167,7 @@ import Testing
     }
 
     @Test func statusJSONHasTheDocumentedKeys() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("q.db")
         _ = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: db, in: scratch)
         let status = try await queuectl(["status", "--json"], db: db, in: scratch)
@@ -181,7 +182,7 @@ import Testing
     }
 
     @Test func environmentVariableChoosesTheQueue() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("env.db")
         let enqueue = try await run(
             Products.queuectl, ["enqueue", "event", "e", "--external-id", "u1"], environment: ["EVENTQUEUE_DB": db],
@@ -191,7 +192,7 @@ import Testing
     }
 
     @Test func newerSchemaIsRefusedWithExit78AndTheFileIsUntouched() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("future.db")
         let sqlite = try await run(
             "/usr/bin/sqlite3", [db, "PRAGMA user_version = 99; CREATE TABLE t (x);"], in: scratch)
@@ -207,7 +208,7 @@ import Testing
     }
 
     @Test func checkFindsCorruptionAndForeignFiles() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("q.db")
         let seed = try await queuectl(
             ["enqueue", "--ndjson", "-"], db: db,
@@ -239,7 +240,7 @@ import Testing
     }
 
     @Test func missingDirectoryNamesThePathAndWhatToDo() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("missing/dir/q.db")
         let result = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: db, in: scratch)
         #expect(result.status == 73)
@@ -248,7 +249,7 @@ import Testing
     }
 
     @Test func deadLettersCanBeListedRetriedAndPurged() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("q.db")
         // A foreign writer's invalid record is dead-lettered at drain time, not sent.
         let insert = try await run(

@@ -1,6 +1,7 @@
 import EventQueue
 import Foundation
 import Testing
+import EventQueueTestSupport
 
 /// The problem EventQueue exists for: many writers appending at once while a consumer drains. Every writer is a
 /// separate process (extension-like one-record invocations of `queuectl` and of the minimal library writer, NDJSON
@@ -11,7 +12,7 @@ import Testing
     static let scale = ProcessInfo.processInfo.environment["EVENTQUEUE_LONG_TESTS"] == "1" ? 10 : 1
 
     @Test func everyRecordFromEightWritersIsDeliveredOnceInPerUserOrder() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let out = scratch.file("delivered.jsonl")
         let stop = scratch.file("stop")
@@ -181,7 +182,7 @@ import Testing
 
     /// Eight processes open a brand-new file at once: one migrates, every one succeeds.
     @Test func processesOpeningANewFileAtOnceMigrateItOnce() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("new.db")
         let results = try await withThrowingTaskGroup(of: ProcessResult.self) { group in
             for index in 0..<8 {

@@ -1,6 +1,7 @@
 import FakeBraze
 import Foundation
 import Testing
+import EventQueueTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -16,7 +17,7 @@ import Testing
     // MARK: 1. Healthy
 
     @Test func healthyDeliversEveryRecordOnceWithinLimitsAndInUserOrder() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let records = try await BrazeFault.enqueue(
@@ -48,7 +49,7 @@ import Testing
     // MARK: 2. 500s
 
     @Test func serverErrorsAreRetriedUntilEverythingIsDeliveredOnce() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let records = try await BrazeFault.enqueue(MarkedRecord.make(200, users: 10), db: db, in: scratch)
@@ -80,7 +81,7 @@ import Testing
     // MARK: 3. 429 storm
 
     @Test func rateLimitStormWaitsForTheResetWithoutSpendingAttempts() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let records = try await BrazeFault.enqueue(MarkedRecord.make(150, users: 10), db: db, in: scratch)
@@ -118,7 +119,7 @@ import Testing
     // MARK: 4. 201 with errors
 
     @Test func objectsNamedInErrorsAreDeadAndTheRestDelivered() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let marker = "REJECT-ME"
@@ -157,7 +158,7 @@ import Testing
     // MARK: 5. 400 for a poison record
 
     @Test func aPoisonRecordIsIsolatedByBisectionAndNeverBlocksTheQueue() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let poison = "POISON-PILL"
@@ -193,7 +194,7 @@ import Testing
     // MARK: 6. 401 mid-drain
 
     @Test func unauthorizedMidDrainStopsKeepsRecordsAndResumesAfterTheFix() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let records = try await BrazeFault.enqueue(MarkedRecord.make(200, users: 10), db: db, in: scratch)
@@ -242,7 +243,7 @@ import Testing
     // MARK: 7. Dropped connections and mid-response resets
 
     @Test func droppedConnectionsAndResetsLoseNothing() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let batch = 50
@@ -290,7 +291,7 @@ import Testing
     // MARK: 8. Slow responses beyond the lease
 
     @Test func slowResponsesBeyondTheLeaseAreNotDeliveredTwice() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let records = try await BrazeFault.enqueue(MarkedRecord.make(60, users: 6), db: db, in: scratch)
@@ -342,7 +343,7 @@ import Testing
     // MARK: 9. The key never leaks
 
     @Test func theKeyFromTheEnvironmentNeverAppearsInLogsStatusMetricsOrArgv() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let records = try await BrazeFault.enqueue(MarkedRecord.make(30, users: 3), db: db, in: scratch)
@@ -374,7 +375,7 @@ import Testing
     }
 
     @Test func theKeyFromAKeyFileIsUsedAndNeverLeaks() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let keyFile = scratch.file("braze.key")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import EventQueueTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -8,7 +9,7 @@ import Testing
 /// The control socket's endpoints and who may use them.
 @Suite struct ControlSocketTests {
     @Test func statusHasTheQueueAndDaemonKeys() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(4, db: db, in: scratch)
         let daemon = try await DaemonProcess(scratch: scratch, db: db)
@@ -52,7 +53,7 @@ import Testing
     }
 
     @Test func metricsHaveTheDocumentedNames() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(7, db: db, in: scratch)
         let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--drain-on-start"])
@@ -77,7 +78,7 @@ import Testing
             print("skipping the peer check: it needs root to run a client as nobody (setpriv)")
             return
         }
-        let scratch = try Scratch()
+        let scratch = Scratch()
         chmod(scratch.path, 0o755)
         let daemon = try await DaemonProcess(scratch: scratch, db: scratch.file("queue.db"))
         try await withDaemon(daemon) { daemon in
@@ -95,7 +96,7 @@ import Testing
     }
 
     @Test func twoDaemonsOnOneQueueNeverDeliverTwice() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(600, db: db, in: scratch)
         let arguments = ["--batch-size", "1", "--lease-seconds", "2"]

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import EventQueueTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -8,7 +9,7 @@ import Testing
 /// Starting, notifying systemd and stopping: the contract a `Type=notify` unit relies on.
 @Suite struct DaemonLifecycleTests {
     @Test func notificationsArriveInOrderAndStopIsClean() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(3, db: db, in: scratch)
         let daemon = try await DaemonProcess(
@@ -35,7 +36,7 @@ import Testing
     }
 
     @Test func socketIsGroupOnly() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let daemon = try await DaemonProcess(scratch: scratch, db: scratch.file("queue.db"))
         try await withDaemon(daemon) { daemon in
             let attributes = try FileManager.default.attributesOfItem(atPath: daemon.socket)
@@ -45,7 +46,7 @@ import Testing
     }
 
     @Test func staleSocketIsReplacedButAnotherFileIsNot() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let first = try await DaemonProcess(scratch: scratch, db: db)
         // SIGKILL leaves the socket file behind: the next daemon must replace it.
@@ -67,7 +68,7 @@ import Testing
     }
 
     @Test func badQueueFileAndBadConfigurationExit78() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let notAQueue = scratch.file("not-a-queue.db")
         _ = FileManager.default.createFile(atPath: notAQueue, contents: Data(repeating: 0x41, count: 4096))
         let daemon = try await DaemonProcess(scratch: scratch, db: notAQueue, waitForReady: false)

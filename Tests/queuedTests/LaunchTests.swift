@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import EventQueueTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -8,7 +9,7 @@ import Testing
 /// Every way a pass is launched, and what the client sees.
 @Suite struct LaunchTests {
     @Test func sigusr1DeliversEverything() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(25, db: db, in: scratch)
         let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--batch-size", "10"])
@@ -24,7 +25,7 @@ import Testing
     }
 
     @Test func queuectlDrainLaunchesAndReturns() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(5, db: db, in: scratch)
         let daemon = try await DaemonProcess(scratch: scratch, db: db)
@@ -37,7 +38,7 @@ import Testing
     }
 
     @Test func queuectlDrainWaitReportsTheSummaryAndExitCode() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(5, db: db, in: scratch)
         let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--batch-size", "2"])
@@ -67,7 +68,7 @@ import Testing
     }
 
     @Test func queuectlDrainWithoutDaemonExits69() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let socket = scratch.file("nobody-here.sock")
         let result = try await run(Products.queuectl, ["drain", "--socket", socket, "--wait"], in: scratch)
         #expect(result.status == 69)
@@ -78,7 +79,7 @@ import Testing
     }
 
     @Test func launchesDuringAPassAreCoalesced() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(150, db: db, in: scratch)
         let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--batch-size", "1"])

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import EventQueueTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -12,7 +13,7 @@ import Testing
 /// where a rival retrying a held drain lock makes a pass, and a STATUS= datagram, every second).
 @Suite struct NotifyBacklogTests {
     @Test func anUnreadNotifySocketNeverWedgesTheDaemon() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(1, db: db, in: scratch)
         // The listener is read once, for READY=1, and then never again (a stalled supervisor).

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import EventQueueTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -8,7 +9,7 @@ import Testing
 /// Stopping in the middle of a pass, timers, and systemd socket activation.
 @Suite struct ShutdownAndActivationTests {
     @Test func sigtermDuringAPassStopsClaimingAndReleasesNothingTwice() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(400, db: db, in: scratch)
         let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--batch-size", "1"])
@@ -29,7 +30,7 @@ import Testing
     }
 
     @Test func drainIntervalLaunchesPasses() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--drain-interval", "0.2"])
         try await withDaemon(daemon) { daemon in
@@ -63,7 +64,7 @@ import Testing
             print("skipping socket activation: \(python) is not installed")
             return
         }
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(2, db: db, in: scratch)
         let listen = scratch.file("activated.sock")

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import EventQueueTestSupport
 
 /// A second daemon pointed at a live daemon's socket must not delete it (only a stale socket is replaced).
 @Suite struct SocketTakeoverTests {
     @Test func aLiveSocketIsNeverReplaced() async throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         let first = try await DaemonProcess(scratch: scratch, db: scratch.file("a.db"))
         let second = try ChildProcess(
             Products.queued, ["--db", scratch.file("b.db"), "--socket", first.socket, "--sink", "null"],

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import EventQueueTestSupport
 
 /// The unit files are checked by systemd's own tools, and the unit's exact ExecStart= is run.
 @Suite struct SystemdUnitTests {

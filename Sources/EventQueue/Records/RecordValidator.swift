@@ -494,42 +494,35 @@ public enum RecordValidator {
                 state == "opted_in" || state == "subscribed" || state == "unsubscribed"
             }
         case .dob:
-            if case .null = value { return }
-            let rule = "must be a date of birth in the form YYYY-MM-DD, or null"
-            guard case .string(let date) = value else {
-                throw ValidationError(field: key, rule: "\(rule) (got \(value.typeName))")
-            }
-            guard ISO8601.isValidDate(date) else {
-                throw ValidationError(field: key, rule: "\(rule) (got \(quoted(date)))")
-            }
+            try checkFormatted(
+                key, value, rule: "must be a date of birth in the form YYYY-MM-DD, or null",
+                isValid: ISO8601.isValidDate)
         case .country:
-            if case .null = value { return }
-            let rule = "must be an ISO 3166-1 alpha-2 country code in uppercase, such as US, or null"
-            guard case .string(let code) = value else {
-                throw ValidationError(field: key, rule: "\(rule) (got \(value.typeName))")
-            }
-            guard code.utf8.count == 2, ISOCodes.countries.contains(code) else {
-                throw ValidationError(field: key, rule: "\(rule) (got \(quoted(code)))")
-            }
+            try checkFormatted(
+                key, value, rule: "must be an ISO 3166-1 alpha-2 country code in uppercase, such as US, or null"
+            ) { $0.utf8.count == 2 && ISOCodes.countries.contains($0) }
         case .language:
-            if case .null = value { return }
-            let rule = "must be an ISO 639-1 language code in lowercase, such as en, or null"
-            guard case .string(let code) = value else {
-                throw ValidationError(field: key, rule: "\(rule) (got \(value.typeName))")
-            }
-            guard code.utf8.count == 2, ISOCodes.languages.contains(code) else {
-                throw ValidationError(field: key, rule: "\(rule) (got \(quoted(code)))")
-            }
+            try checkFormatted(
+                key, value, rule: "must be an ISO 639-1 language code in lowercase, such as en, or null"
+            ) { $0.utf8.count == 2 && ISOCodes.languages.contains($0) }
         case .timeZone:
-            if case .null = value { return }
-            let rule = "must be an IANA time zone name such as America/New_York or UTC, or null"
-            guard case .string(let zone) = value else {
-                throw ValidationError(field: key, rule: "\(rule) (got \(value.typeName))")
-            }
-            guard isTimeZoneName(zone) else { throw ValidationError(field: key, rule: "\(rule) (got \(quoted(zone)))") }
+            try checkFormatted(
+                key, value, rule: "must be an IANA time zone name such as America/New_York or UTC, or null",
+                isValid: isTimeZoneName)
         default:
             try checkCustomAttribute(key: key, value: value)
         }
+    }
+
+    /// A profile field that is null (unset it) or a string in a checked format; `rule` describes the format.
+    static func checkFormatted(
+        _ field: String, _ value: JSONValue, rule: String, isValid: (String) -> Bool
+    ) throws(ValidationError) {
+        if case .null = value { return }
+        guard case .string(let text) = value else {
+            throw ValidationError(field: field, rule: "\(rule) (got \(value.typeName))")
+        }
+        guard isValid(text) else { throw ValidationError(field: field, rule: "\(rule) (got \(quoted(text)))") }
     }
 
     static func typeError(_ field: String, _ expected: String, _ value: JSONValue) -> ValidationError {

@@ -1,5 +1,6 @@
 import FakeBraze
 import Foundation
+import EventQueueTestSupport
 
 #if canImport(Glibc)
     import Glibc

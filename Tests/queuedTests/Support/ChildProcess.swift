@@ -1,4 +1,5 @@
 import Foundation
+import EventQueueTestSupport
 
 /// A child process the test can signal and await, with output to files (a full pipe can never stall it).
 final class ChildProcess: @unchecked Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import EventQueueTestSupport
 
 #if canImport(Glibc)
     import Glibc

@@ -1,39 +1,22 @@
 import Foundation
-import Testing
 
 /// The built executables: `swift test` builds them next to the test bundle.
-enum Products {
-    static var directory: URL { Bundle.main.bundleURL }
-    static var queuectl: String { directory.appendingPathComponent("queuectl").path }
-    static var queued: String { directory.appendingPathComponent("queued").path }
+public enum Products {
+    public static var directory: URL { Bundle.main.bundleURL }
+    public static var queuectl: String { directory.appendingPathComponent("queuectl").path }
+    public static var queued: String { directory.appendingPathComponent("queued").path }
+    public static var minimalWriter: String { directory.appendingPathComponent("eventqueue-minimal-writer").path }
 }
 
-struct ProcessResult {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-}
-
-/// A per-test directory (tests run in parallel), removed when the test ends.
-final class Scratch: Sendable {
-    let url: URL
-    var path: String { url.path }
-
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("eventqueue-qd-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-
-    func file(_ name: String) -> String { url.appendingPathComponent(name).path }
-
-    deinit {
-        try? FileManager.default.removeItem(at: url)
-    }
+public struct ProcessResult: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
 }
 
 /// Runs a process to completion without blocking a cooperative thread: output goes to files (no pipe can fill
 /// up and stall the child), and the wait is a termination handler.
-func run(
+public func run(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
     in scratch: Scratch
 ) async throws -> ProcessResult {
@@ -46,15 +29,15 @@ func run(
     let id = UUID().uuidString
     let outPath = scratch.file("out-\(id)")
     let errPath = scratch.file("err-\(id)")
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+    FileManager.default.createFile(atPath: outPath, contents: nil)
+    FileManager.default.createFile(atPath: errPath, contents: nil)
     let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
     let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
     process.standardOutput = out
     process.standardError = err
     if let stdin {
         let inPath = scratch.file("in-\(id)")
-        _ = FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
+        FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
         process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
     } else {
         process.standardInput = FileHandle.nullDevice
@@ -78,19 +61,19 @@ func run(
 }
 
 /// Runs queuectl with `--db` appended.
-func queuectl(
+public func queuectl(
     _ arguments: [String], db: String, stdin: String? = nil, environment: [String: String] = [:], in scratch: Scratch
 ) async throws -> ProcessResult {
     try await run(Products.queuectl, arguments + ["--db", db], environment: environment, stdin: stdin, in: scratch)
 }
 
 /// One JSON line of the jsonl sink: `{"id":N,"type":"...","object":{...}}`.
-struct DeliveredLine {
-    var id: Int64
-    var type: String
-    var object: [String: Any]
+public struct DeliveredLine {
+    public var id: Int64
+    public var type: String
+    public var object: [String: Any]
 
-    static func parse(file path: String) throws -> [DeliveredLine] {
+    public static func parse(file path: String) throws -> [DeliveredLine] {
         let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
         return try text.split(separator: "\n").map { line in
             let json = try JSONSerialization.jsonObject(with: Data(line.utf8))
@@ -102,9 +85,4 @@ struct DeliveredLine {
             return DeliveredLine(id: id, type: type, object: object)
         }
     }
-}
-
-struct ScratchError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
 }
