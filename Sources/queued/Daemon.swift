@@ -22,7 +22,10 @@ struct Daemon {
         }
         let store: QueueStore
         do {
-            store = try QueueStore(path: configuration.databasePath, options: configuration.queueOptions)
+            // A damaged file is refused at start (exit 78, untouched) rather than found by a claim mid-pass.
+            var options = configuration.queueOptions
+            options.verifyIntegrityOnOpen = true
+            store = try QueueStore(path: configuration.databasePath, options: options)
         } catch {
             throw .queue(error)
         }

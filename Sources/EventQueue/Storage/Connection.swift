@@ -17,10 +17,19 @@ final class Connection {
 
     /// Opens (creating if needed, with mode 0660) the database at `path`. A read-only connection never
     /// creates the file: inspecting a queue (`queuectl check`) must not change what it inspects.
-    init(path: String, busyTimeoutMilliseconds: Int, readOnly: Bool = false) throws(QueueError) {
+    ///
+    /// `uriParameters` (read-only only) opens `file:PATH?PARAMETERS`, e.g. `mode=ro&immutable=1` for salvage.
+    init(
+        path: String, busyTimeoutMilliseconds: Int, readOnly: Bool = false, uriParameters: String? = nil
+    ) throws(QueueError) {
         self.path = path
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         var flags = SQLITE_OPEN_NOMUTEX
+        var name = path
+        if readOnly, let uriParameters {
+            name = "file:" + Connection.uriEscaped(path) + "?" + uriParameters
+            flags |= SQLITE_OPEN_URI
+        }
         if readOnly {
             guard access(path, F_OK) == 0 else {
                 throw QueueError.cannotOpen(path: path, reason: "no such file")
@@ -31,11 +40,17 @@ final class Connection {
             flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
         var db: OpaquePointer?
-        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        let rc = sqlite3_open_v2(name, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
             sqlite3_close_v2(db)
-            throw QueueError.cannotOpen(path: path, reason: message)
+            throw QueueError.cannotOpen(path: path, reason: Connection.accessProblem(path) ?? message)
+        }
+        if !readOnly, sqlite3_db_readonly(db, "main") == 1 {
+            // SQLite quietly falls back to read-only when it cannot open for writing; a queue must say why now.
+            sqlite3_close_v2(db)
+            throw QueueError.readOnly(
+                path: path, detail: Connection.accessProblem(path) ?? "SQLite could only open it read-only")
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
@@ -134,6 +149,12 @@ final class Connection {
     /// Maps an SQLite result code to the error an operator can act on.
     func error(code: Int32, operation: String) -> QueueError {
         let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? String(cString: sqlite3_errstr(code))
+        // SQLite reports ENOSPC as SQLITE_FULL on most paths, but as an I/O error when growing the -shm or
+        // syncing; the errno of the failed system call says which it really was.
+        let systemError = handle.map { sqlite3_system_errno($0) } ?? 0
+        if code & 0xFF == SQLITE_IOERR || code & 0xFF == SQLITE_CANTOPEN, systemError == ENOSPC || systemError == EDQUOT {
+            return .diskFull(path: path, detail: "\(message) (\(String(cString: strerror(systemError))))")
+        }
         switch code & 0xFF {
         case SQLITE_BUSY, SQLITE_LOCKED:
             return .busy(path: path, timeoutMilliseconds: busyTimeoutMilliseconds)
@@ -146,7 +167,8 @@ final class Connection {
         case SQLITE_READONLY:
             return .readOnly(path: path, detail: message)
         case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH:
-            return .cannotOpen(path: path, reason: message)
+            // Typically the -wal or -shm file cannot be created or opened next to the queue file.
+            return .cannotOpen(path: path, reason: Connection.accessProblem(path) ?? message)
         case SQLITE_IOERR where code == SQLITE_IOERR | (3 << 8) || code == SQLITE_IOERR | (4 << 8):  // _WRITE, _FSYNC
             // ENOSPC surfaces as an I/O error on some paths; say so when the disk is the likely cause.
             return .sqlite(code: code, message: message + " (is the disk full?)", operation: operation)
@@ -175,7 +197,8 @@ final class Connection {
         case EACCES, EPERM:
             throw QueueError.cannotOpen(
                 path: path,
-                reason: "permission denied creating it in \(directoryName(of: path)); run as a user in the "
+                reason: accessProblem(path)
+                    ?? "permission denied creating it in \(directoryName(of: path)); run as a user in the "
                     + "queue's group or fix the directory's permissions")
         case EROFS:
             throw QueueError.readOnly(path: path, detail: "the filesystem is mounted read-only")
@@ -184,6 +207,63 @@ final class Connection {
         default:
             throw QueueError.cannotOpen(path: path, reason: String(cString: strerror(code)))
         }
+    }
+
+    /// Why this process cannot read and write the queue file (and create its `-wal` and `-shm` beside it), in
+    /// words an operator can act on; `nil` when nothing is visibly wrong.
+    static func accessProblem(_ path: String) -> String? {
+        let directory = directoryName(of: path)
+        let user = "user \(geteuid()) (group \(getegid()))"
+        var directoryInfo = stat()
+        guard stat(directory, &directoryInfo) == 0 else {
+            if errno == ENOENT {
+                return "the directory \(directory) does not exist; create it or choose another --db"
+            }
+            return "\(user) cannot reach the directory \(directory) (\(String(cString: strerror(errno)))); fix "
+                + "the permissions of its parent directories"
+        }
+        var filesystem = statvfs()
+        if statvfs(directory, &filesystem) == 0, filesystem.f_flag & UInt(ST_RDONLY) != 0 {
+            return "the filesystem holding \(directory) is mounted read-only; remount it read-write or move the "
+                + "queue to a writable filesystem"
+        }
+        var fileInfo = stat()
+        if stat(path, &fileInfo) == 0, access(path, R_OK | W_OK) != 0 {
+            return "\(user) may not read and write it (mode \(octal(fileInfo.st_mode)), owner \(fileInfo.st_uid), "
+                + "group \(fileInfo.st_gid)); run as its owner or a member of its group, or fix its permissions "
+                + "(queue files are 0660)"
+        }
+        if access(directory, W_OK | X_OK) != 0 {
+            return "\(user) may not create files in \(directory) (mode \(octal(directoryInfo.st_mode)), owner "
+                + "\(directoryInfo.st_uid), group \(directoryInfo.st_gid)), and SQLite needs its -wal and -shm "
+                + "there; run as its owner or a member of its group, or fix the directory's permissions"
+        }
+        for suffix in ["-wal", "-shm"] {
+            var info = stat()
+            if stat(path + suffix, &info) == 0, access(path + suffix, R_OK | W_OK) != 0 {
+                return "\(user) may not read and write \(path)\(suffix) (mode \(octal(info.st_mode)), owner "
+                    + "\(info.st_uid)); fix its permissions (0660, the queue's group)"
+            }
+        }
+        return nil
+    }
+
+    private static func octal(_ mode: mode_t) -> String {
+        "0" + String(Int(mode & 0o7777), radix: 8)
+    }
+
+    /// A path as the path part of an SQLite `file:` URI: `%`, `?` and `#` are percent-encoded.
+    static func uriEscaped(_ path: String) -> String {
+        var escaped = ""
+        for character in path.unicodeScalars {
+            switch character {
+            case "%": escaped += "%25"
+            case "?": escaped += "%3F"
+            case "#": escaped += "%23"
+            default: escaped.unicodeScalars.append(character)
+            }
+        }
+        return escaped
     }
 
     static func directoryName(of path: String) -> String {
@@ -276,6 +356,14 @@ final class Statement {
         guard let pointer = sqlite3_column_text(raw, column) else { return nil }
         let count = Int(sqlite3_column_bytes(raw, column))
         return String(decoding: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
+    }
+
+    /// The column's text when it is valid UTF-8, `nil` when it is NULL or not UTF-8 (garbage from a damaged
+    /// page must not be silently "repaired" with replacement characters).
+    func validatedText(_ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(raw, column) else { return nil }
+        let count = Int(sqlite3_column_bytes(raw, column))
+        return String(validating: UnsafeBufferPointer(start: pointer, count: count), as: UTF8.self)
     }
 
     func optionalInt64(_ column: Int32) -> Int64? {

@@ -29,6 +29,9 @@ final class QueueFile {
         if version > Migrations.latestVersion {
             throw QueueError.schemaTooNew(path: path, found: Int(version), supported: Migrations.latestVersion)
         }
+        if options.verifyIntegrityOnOpen, version > 0 {
+            try verifyIntegrity()
+        }
         if version == 0 {
             // Only effective before the first table exists: a new file gets incremental vacuum so that the
             // space of delivered records can be returned to the filesystem after a drain.
@@ -50,6 +53,17 @@ final class QueueFile {
 
     func close() {
         connection.close()
+    }
+
+    /// `PRAGMA quick_check`: every page is read and each b-tree's structure checked (not index contents), so a
+    /// damaged page anywhere is found before a write could land next to it.
+    private func verifyIntegrity() throws(QueueError) {
+        let check = try connection.statement("PRAGMA quick_check(5)", operation: "checking the file's integrity")
+        defer { check.reset() }
+        var messages: [String] = []
+        while try check.step() { messages.append(check.text(0) ?? "") }
+        guard messages != ["ok"] else { return }
+        throw QueueError.corrupt(path: path, detail: "quick_check: " + messages.joined(separator: "; "))
     }
 
     /// Free bytes available to this process on the queue's filesystem, or `nil` when unknown.

@@ -16,16 +16,23 @@ public struct QueueOptions: Sendable, Hashable {
     /// Writers refuse new records while the queue's filesystem has less free space than this, so that acks,
     /// checkpoints and vacuum (which need space too) can always drain a full queue. 0 turns the check off.
     public var minimumFreeBytes: Int64
+    /// Runs `PRAGMA quick_check` when an existing file is opened, before anything could write to it, and refuses
+    /// a damaged file with `QueueError.corrupt`. A corrupt page that a write does not touch is otherwise only
+    /// found later (by a claim, or never); the check reads every page, so it is off for library writers (the hot
+    /// path of an extension) and on for `queuectl enqueue` and the daemon's start.
+    public var verifyIntegrityOnOpen: Bool
 
     public init(
         busyTimeoutMilliseconds: Int = 5_000,
         durability: Durability = .full,
         journalSizeLimitBytes: Int = 32 * 1024 * 1024,
-        minimumFreeBytes: Int64 = 16 * 1024 * 1024
+        minimumFreeBytes: Int64 = 16 * 1024 * 1024,
+        verifyIntegrityOnOpen: Bool = false
     ) {
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         self.durability = durability
         self.journalSizeLimitBytes = journalSizeLimitBytes
         self.minimumFreeBytes = minimumFreeBytes
+        self.verifyIntegrityOnOpen = verifyIntegrityOnOpen
     }
 }

@@ -15,6 +15,7 @@ struct DeadList: ParsableCommand {
     @OptionGroup var queue: QueueOptionGroup
 
     func run() throws {
+        if let limit, limit < 0 { throw fail("--limit must be 0 or more (got \(limit))", status: ExitStatus.usage) }
         let consumer = try queue.openConsumer()
         defer { consumer.close() }
         let limit = self.limit ?? Int(Int32.max)

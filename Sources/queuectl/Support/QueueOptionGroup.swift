@@ -34,9 +34,13 @@ struct QueueOptionGroup: ParsableArguments {
         }
     }
 
+    /// A writer that first checks an existing file's integrity: an operator's enqueue must not add records next
+    /// to a damaged page (the library's own writers skip that check to stay cheap).
     func openWriter() throws -> QueueWriter {
         do {
-            return try QueueWriter(path: path, options: try options())
+            var options = try options()
+            options.verifyIntegrityOnOpen = true
+            return try QueueWriter(path: path, options: options)
         } catch let error as QueueError {
             throw fail(error)
         }

@@ -1,0 +1,351 @@
+import CSQLite
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What `QueueSalvage.run` copied out of a damaged queue file, and what it could not.
+public struct SalvageReport: Sendable, Hashable {
+    public var source: String
+    public var destination: String
+    /// Records copied into the new file: pending ones (a leased record becomes pending again) and dead letters.
+    public var recoveredPending = 0
+    public var recoveredDead = 0
+    /// Live records the old file's `records_live` index lists but whose rows could not be read (they were on a
+    /// damaged page). Dead letters on a damaged page cannot be counted (their index is not covering).
+    public var unreadable = 0
+    /// Rows that could be read but are not valid records (garbage from a damaged page, a bad kind or state, a
+    /// payload that breaks Braze's rules, a duplicate id or idempotency key): counted, not copied.
+    public var invalid = 0
+    /// Ranges of ids (inclusive) where the records table could not be read at all.
+    public var damagedRanges: [ClosedRange<Int64>] = []
+    /// Idempotency keys of recently delivered records carried over (so retried enqueues stay no-ops).
+    public var deliveredKeys = 0
+    /// `false` when the old file's live index could not be read to its end: `unreadable` is then a lower bound.
+    public var indexComplete = true
+
+    public var recovered: Int { recoveredPending + recoveredDead }
+    /// Every record of the old file is in the new one.
+    public var isComplete: Bool { unreadable == 0 && invalid == 0 && damagedRanges.isEmpty && indexComplete }
+}
+
+/// Copies every readable record of a damaged queue file into a fresh one.
+///
+/// The old file is opened strictly read-only and never changed: as an `immutable=1` URI when it has no `-wal`
+/// (no locks, no `-shm` or `-wal` created beside it, nothing SQLite could decide to write), and with plain
+/// `mode=ro` when a non-empty `-wal` exists, because that WAL may hold committed records that `immutable` would
+/// ignore. Either way, stop the writers and the daemon on that file first: it is being taken out of service.
+///
+/// Rows are read one at a time, `WHERE id >= ? ORDER BY id LIMIT 1`. When a read fails (a damaged page, or a
+/// truncated file read past its end), the next readable id is found by probing further ids, doubling the
+/// step and then bisecting, so one bad page loses only the rows on it. Ids that the `records_live` index still
+/// lists are then tried one by one, which both recovers rows between two damaged regions and counts the rows
+/// that are really lost. Every copied payload is validated again, as the consumer would.
+public enum QueueSalvage {
+    /// Salvages `source` into `destination`, which must not exist; it is created with the current schema.
+    /// On a failure `destination` is removed again (this call created it) and `source` is untouched.
+    public static func run(
+        from source: String, to destination: String, now: Int64 = WallClock.nowMilliseconds()
+    ) throws(QueueError) -> SalvageReport {
+        let reader = try openSource(source)
+        defer { reader.close() }
+        try requireRecordsTable(reader)
+        try createExclusively(destination)
+        do {
+            let writer = try QueueFile(path: destination, options: QueueOptions(minimumFreeBytes: 0))
+            defer { writer.close() }
+            var report = SalvageReport(source: source, destination: destination)
+            try writer.connection.transaction(operation: "salvaging records") { () throws(QueueError) in
+                var copier = Copier(reader: reader, writer: writer.connection, now: now)
+                try copier.copyRecords(into: &report)
+                try copier.copyDeliveredKeys(into: &report)
+                try copier.carrySequence()
+            }
+            return report
+        } catch {
+            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(destination + suffix) }
+            throw error
+        }
+    }
+
+    static func openSource(_ path: String) throws(QueueError) -> Connection {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw QueueError.cannotOpen(path: path, reason: String(cString: strerror(errno)))
+        }
+        guard hasSQLiteHeader(path) else { throw QueueError.notAQueueFile(path: path) }
+        var wal = stat()
+        let hasWAL = stat(path + "-wal", &wal) == 0 && wal.st_size > 0
+        let connection = try Connection(
+            path: path, busyTimeoutMilliseconds: 5_000, readOnly: true,
+            uriParameters: hasWAL ? "mode=ro" : "mode=ro&immutable=1")
+        do {
+            // writable_schema lets a truncated file (header page count past the end) be read up to the cut;
+            // the connection is read-only, so nothing can be written. cell_size_check turns more garbage cells
+            // into SQLITE_CORRUPT instead of garbage rows.
+            try connection.execute("PRAGMA writable_schema = ON", operation: "opening for salvage")
+            try connection.execute("PRAGMA cell_size_check = ON", operation: "opening for salvage")
+        } catch {
+            connection.close()
+            throw error
+        }
+        return connection
+    }
+
+    private static func requireRecordsTable(_ connection: Connection) throws(QueueError) {
+        let found = try connection.scalarInt(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'records'",
+            operation: "reading the schema")
+        guard found == 1 else { throw QueueError.notAQueueFile(path: connection.path) }
+    }
+
+    private static func createExclusively(_ path: String) throws(QueueError) {
+        var info = stat()
+        if stat(path + "-wal", &info) == 0 {
+            throw QueueError.cannotOpen(
+                path: path, reason: "\(path)-wal exists; salvage writes only to a new file: choose another path")
+        }
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o660)
+        guard fd >= 0 else {
+            let code = errno
+            let reason =
+                code == EEXIST
+                ? "it already exists; salvage writes only to a new file: choose another path or move it away"
+                : String(cString: strerror(code))
+            throw QueueError.cannotOpen(path: path, reason: reason)
+        }
+        fchmod(fd, 0o660)
+        close(fd)
+    }
+
+    static func hasSQLiteHeader(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 16)
+        return read(fd, &header, 16) == 16 && header == Array("SQLite format 3\0".utf8)
+    }
+}
+
+/// One salvage pass: reads rows from the old file and inserts them into the new one.
+private struct Copier {
+    let reader: Connection
+    let writer: Connection
+    let now: Int64
+    var tried: Set<Int64> = []
+
+    static let columns =
+        "id, kind, payload, created_at_ms, idempotency_key, state, attempts, next_attempt_at_ms, last_error, dead_at_ms"
+
+    enum Read {
+        case row(Int64)
+        case end
+        case damaged
+    }
+
+    init(reader: Connection, writer: Connection, now: Int64) {
+        self.reader = reader
+        self.writer = writer
+        self.now = now
+    }
+
+    mutating func copyRecords(into report: inout SalvageReport) throws(QueueError) {
+        var next: Int64 = 1
+        scan: while true {
+            switch try read(from: next, report: &report) {
+            case .end:
+                break scan
+            case .row(let id):
+                guard id < Int64.max else { break scan }
+                next = id + 1
+            case .damaged:
+                let resume = try nextReadable(after: next, report: &report)
+                report.damagedRanges.append(next...(resume.map { $0 - 1 } ?? Int64.max))
+                guard let resume else { break scan }
+                next = resume
+            }
+        }
+        // Ids the live index still lists: retry each one not read yet (rows between two damaged regions), and
+        // count the ones that stay unreadable.
+        let (liveIDs, complete) = liveIndexIDs()
+        report.indexComplete = complete
+        for id in liveIDs where !tried.contains(id) {
+            if case .row(let found) = try readExactly(id, report: &report), found == id { continue }
+            report.unreadable += 1
+        }
+    }
+
+    /// Reads the first row with an id of at least `id` and copies it; `.damaged` when SQLite cannot read it.
+    private mutating func read(from id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
+        try readRow(
+            "SELECT \(Self.columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", id: id, report: &report)
+    }
+
+    private mutating func readExactly(_ id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
+        try readRow("SELECT \(Self.columns) FROM records WHERE id = ?1", id: id, report: &report)
+    }
+
+    private mutating func readRow(_ sql: String, id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
+        let statement: Statement
+        do {
+            statement = try reader.statement(sql, operation: "reading records")
+        } catch {
+            return .damaged
+        }
+        defer { statement.reset() }
+        statement.bind(1, id)
+        let found: Bool
+        do {
+            found = try statement.step()
+        } catch {
+            return .damaged
+        }
+        guard found else { return .end }
+        let rowID = statement.int64(0)
+        // A damaged page can yield rows out of order; never step backwards.
+        guard rowID >= id else { return .damaged }
+        guard tried.insert(rowID).inserted else { return .row(rowID) }
+        try copy(statement, id: rowID, report: &report)
+        return .row(rowID)
+    }
+
+    /// The smallest id after `start` from which a read succeeds (or finds the end), by doubling then bisecting.
+    /// `nil` when nothing after `start` can be read.
+    private mutating func nextReadable(after start: Int64, report: inout SalvageReport) throws(QueueError) -> Int64? {
+        var bad = start
+        var step: Int64 = 1
+        var good: Int64?
+        while good == nil {
+            let (probe, overflow) = bad.addingReportingOverflow(step)
+            if overflow { return nil }
+            if try probeReadable(probe) {
+                good = probe
+            } else {
+                bad = probe
+                step = step > Int64.max / 2 ? Int64.max : step * 2
+            }
+        }
+        guard var high = good else { return nil }
+        while high - bad > 1 {
+            let middle = bad + (high - bad) / 2
+            if try probeReadable(middle) { high = middle } else { bad = middle }
+        }
+        return high
+    }
+
+    /// Whether the first row at or after `id` can be read in full (or there is none).
+    private func probeReadable(_ id: Int64) throws(QueueError) -> Bool {
+        guard
+            let statement = try? reader.statement(
+                "SELECT \(Self.columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", operation: "reading records")
+        else { return false }
+        defer { statement.reset() }
+        statement.bind(1, id)
+        do {
+            guard try statement.step() else { return true }
+            return statement.int64(0) >= id
+        } catch {
+            return false
+        }
+    }
+
+    /// The ids `records_live` lists (a covering index: reading it touches no table page).
+    private func liveIndexIDs() -> ([Int64], Bool) {
+        var ids: [Int64] = []
+        guard
+            let statement = try? reader.statement(
+                "SELECT id FROM records INDEXED BY records_live WHERE state != 'dead' ORDER BY id",
+                operation: "reading the live index")
+        else { return ([], false) }
+        defer { statement.reset() }
+        do {
+            while try statement.step() { ids.append(statement.int64(0)) }
+            return (ids, true)
+        } catch {
+            return (ids, false)
+        }
+    }
+
+    /// Validates one row read from the old file and inserts it into the new one.
+    private mutating func copy(_ row: Statement, id: Int64, report: inout SalvageReport) throws(QueueError) {
+        guard let kindText = row.validatedText(1), let kind = RecordKind(rawValue: kindText),
+            let payload = row.validatedText(2), let state = row.validatedText(5),
+            ["pending", "leased", "dead"].contains(state), Self.isValid(payload, kind: kind, row: row)
+        else {
+            report.invalid += 1
+            return
+        }
+        let dead = state == "dead"
+        let insert = try writer.statement(
+            """
+            INSERT INTO records (id, kind, payload, created_at_ms, idempotency_key, state, attempts,
+                next_attempt_at_ms, last_error, dead_at_ms)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+            """, operation: "salvaging records")
+        insert.bind(1, id)
+        insert.bind(2, kind.rawValue)
+        insert.bind(3, payload)
+        insert.bind(4, row.int64(3))
+        insert.bind(5, row.validatedText(4))
+        insert.bind(6, dead ? "dead" : "pending")
+        insert.bind(7, max(0, row.int64(6)))
+        insert.bind(8, max(0, row.int64(7)))
+        insert.bind(9, row.validatedText(8))
+        if dead { insert.bind(10, row.optionalInt64(9) ?? now) } else { insert.bind(10, nil as String?) }
+        do {
+            try insert.run()
+        } catch {
+            // A duplicate id or idempotency key, or a value a CHECK refuses: garbage, not a record.
+            if case .sqlite(let code, _, _) = error, code & 0xFF == SQLITE_CONSTRAINT {
+                report.invalid += 1
+                return
+            }
+            throw error
+        }
+        if dead { report.recoveredDead += 1 } else { report.recoveredPending += 1 }
+    }
+
+    /// The payload parses to an object that passes Braze's rules (with `time` filled in as the consumer does).
+    private static func isValid(_ payload: String, kind: RecordKind, row: Statement) -> Bool {
+        guard var object = (try? JSONValue.parse(payload))?.objectValue else { return false }
+        if kind != .attribute, object["time"] == nil {
+            object["time"] = .string(ISO8601.format(unixMilliseconds: row.int64(3)))
+        }
+        return (try? RecordValidator.validate(kind: kind, object: object)) != nil
+    }
+
+    /// Carries over the idempotency keys of delivered records, as far as they can be read.
+    func copyDeliveredKeys(into report: inout SalvageReport) throws(QueueError) {
+        guard
+            let keys = try? reader.statement(
+                "SELECT idempotency_key, record_id, delivered_at_ms FROM delivered_keys", operation: "reading keys")
+        else { return }
+        defer { keys.reset() }
+        let insert = try writer.statement(
+            "INSERT OR IGNORE INTO delivered_keys (idempotency_key, record_id, delivered_at_ms) VALUES (?1, ?2, ?3)",
+            operation: "salvaging delivered keys")
+        while (try? keys.step()) == true {
+            guard let key = keys.validatedText(0) else { continue }
+            insert.bind(1, key)
+            insert.bind(2, keys.int64(1))
+            insert.bind(3, keys.int64(2))
+            if (try? insert.run()) != nil, writer.changes == 1 { report.deliveredKeys += 1 }
+        }
+    }
+
+    /// Keeps ids from ever repeating: the new file's AUTOINCREMENT counter starts at least where the old one was.
+    func carrySequence() throws(QueueError) {
+        guard let old = try? reader.scalarInt("SELECT seq FROM sqlite_sequence WHERE name = 'records'", operation: "reading the id sequence")
+        else { return }
+        let update = try writer.statement(
+            "UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'records'", operation: "salvaging")
+        update.bind(1, old)
+        try update.run()
+        if writer.changes == 0 {
+            let insert = try writer.statement(
+                "INSERT INTO sqlite_sequence (name, seq) VALUES ('records', ?1)", operation: "salvaging")
+            insert.bind(1, old)
+            try insert.run()
+        }
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+import EventQueueTestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `kill -9` of `queuectl enqueue --ndjson` while its one transaction is open (its `-wal` is growing): the batch
+/// is all there or not at all, and the next writer and the daemon are not held up (the kernel drops a dead
+/// process's locks; SQLite ignores the uncommitted frames it left in the WAL).
+@Suite(.serialized) struct BulkWriterKillTests {
+    /// WAL sizes at which the writer is killed: early in the transaction, in the middle, and late.
+    static let killAtWALBytes: [Int] = [256 * 1024, 2 * 1024 * 1024, 8 * 1024 * 1024]
+    static let batch = 60_000
+
+    @Test(arguments: killAtWALBytes)
+    func aKilledBulkWriterLeavesAllOrNothingAndBlocksNobody(_ walBytes: Int) async throws {
+        let scratch = Scratch()
+        let db = scratch.file("q.db")
+        try await makeQueue(db, records: 10, in: scratch)
+        let input = scratch.file("bulk.ndjson")
+        try Data(numberedEvents(Self.batch, prefix: "bulk").utf8).write(to: URL(fileURLWithPath: input))
+
+        let writer = try ChildProcess(
+            Products.queuectl, ["enqueue", "--ndjson", input, "--db", db], logDirectory: scratch.path)
+        var killedAt = -1
+        var walSeen = 0
+        let deadline = ContinuousClock.now + .seconds(120)
+        while ContinuousClock.now < deadline {
+            walSeen = Self.size(of: db + "-wal")
+            if walSeen >= walBytes {
+                writer.signal(SIGKILL)
+                killedAt = walSeen
+                break
+            }
+            // The writer is gone (finished early, or failed): nothing left to kill.
+            if kill(writer.pid, 0) != 0 { break }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        let status = await writer.exited()
+        #expect(killedAt >= walBytes, "the WAL never reached \(walBytes) bytes (\(walSeen)); writer exit \(status)")
+        #expect(writer.terminatedBySignal, "the writer finished before the kill: \(writer.standardError)")
+
+        // All or nothing: count the batch's markers.
+        let started = ContinuousClock.now
+        let after = try await queuectl(["enqueue", "event", "after", "--external-id", "u1"], db: db, in: scratch)
+        let nextWriterTook = ContinuousClock.now - started
+        #expect(after.status == 0, "\(after.stderr)")
+        let bulk = Int(try await sqlite3(db, "SELECT count(*) FROM records WHERE payload LIKE '%\"bulk-%'", in: scratch)
+            .first ?? "") ?? -1
+        #expect(bulk == 0 || bulk == Self.batch, "a partial batch: \(bulk) of \(Self.batch)")
+
+        // The daemon starts, drains everything committed, and a drain through it exits 0.
+        let daemon = try await DaemonProcess(scratch: scratch, db: db)
+        try await withDaemon(daemon) { daemon in
+            let drain = try await queuectl(["drain", "--wait", "--socket", daemon.socket], db: db, in: scratch)
+            #expect(drain.status == 0, "\(drain.stdout) \(drain.stderr)\nlog:\n\(daemon.log)")
+        }
+        let delivered = try DeliveredLine.parse(file: daemon.sinkFile)
+        #expect(delivered.count == 10 + bulk + 1)
+        print(
+            "bulk writer killed at \(killedAt) WAL bytes: \(bulk == 0 ? "none" : "all") of \(Self.batch) committed; "
+                + "next enqueue took \(nextWriterTook)")
+    }
+
+    static func size(of path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
+    }
+}
