@@ -77,9 +77,10 @@ import EventQueueTestSupport
         var accepted: [Int64] = []
         var failure: ProcessResult?
         for index in 0..<2000 {
+            let pads = (0..<8).flatMap { ["--prop", "pad\($0)=" + String(repeating: "f", count: 250)] }
             let result = try await queuectl(
-                ["enqueue", "event", "fill-\(index)", "--external-id", "u1", "--prop", "pad=" + String(repeating: "f", count: 200)],
-                db: db, environment: noReserve, in: scratch)
+                ["enqueue", "event", "fill-\(index)", "--external-id", "u1"] + pads, db: db, environment: noReserve,
+                in: scratch)
             if result.status != 0 {
                 failure = result
                 break

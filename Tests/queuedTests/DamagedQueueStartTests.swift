@@ -37,7 +37,7 @@ import EventQueueTestSupport
     @Test(.enabled(if: runningAsRoot, "mounting a tmpfs needs root"))
     func aReadOnlyFilesystemIsRefusedWith73() async throws {
         let scratch = Scratch()
-        let mount = try TmpfsMount(in: scratch, megabytes: 16)
+        let mount = try TmpfsMount(in: scratch, megabytes: 64)
         defer { mount.unmount() }
         let db = mount.file("q.db")
         try await makeQueue(db, records: 20, in: scratch)

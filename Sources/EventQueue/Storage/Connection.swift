@@ -165,7 +165,7 @@ final class Connection {
         case SQLITE_FULL:
             return .diskFull(path: path, detail: message)
         case SQLITE_READONLY:
-            return .readOnly(path: path, detail: message)
+            return .readOnly(path: path, detail: Connection.accessProblem(path) ?? message)
         case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH:
             // Typically the -wal or -shm file cannot be created or opened next to the queue file.
             return .cannotOpen(path: path, reason: Connection.accessProblem(path) ?? message)
@@ -221,6 +221,11 @@ final class Connection {
             }
             return "\(user) cannot reach the directory \(directory) (\(String(cString: strerror(errno)))); fix "
                 + "the permissions of its parent directories"
+        }
+        if access(directory, X_OK) != 0 {
+            return "\(user) may not enter the directory \(directory) (mode \(octal(directoryInfo.st_mode)), owner "
+                + "\(directoryInfo.st_uid), group \(directoryInfo.st_gid)); run as its owner or a member of its group, "
+                + "or fix the directory's permissions"
         }
         var filesystem = statvfs()
         if statvfs(directory, &filesystem) == 0, filesystem.f_flag & UInt(ST_RDONLY) != 0 {

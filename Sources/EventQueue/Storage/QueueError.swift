@@ -35,8 +35,9 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
             return "\(path) is not an EventQueue file (not an SQLite database); point --db at the queue file, "
                 + "or move this file away: EventQueue never overwrites it"
         case .corrupt(let path, let detail):
-            return "queue file \(path) is corrupt (\(detail)); run `queuectl check --db \(path)` for details and "
-                + "restore it or move it aside (EventQueue never overwrites or deletes it)"
+            return "queue file \(path) is corrupt (\(detail)); run `queuectl check --db \(path)` for details, then "
+                + "restore it, or copy its readable records out with `queuectl salvage \(path) NEW` (EventQueue never "
+                + "overwrites or deletes it)"
         case .schemaTooNew(let path, let found, let supported):
             return "queue file \(path) has schema version \(found), newer than the \(supported) this binary "
                 + "knows; upgrade EventQueue (the file was not modified)"
