@@ -25,7 +25,9 @@ import EventQueueTestSupport
     static let cases: [Case] = [
         // Arguments.
         .init(name: "unknown flag", arguments: event + ["--bogus"], status: 64, message: "--bogus"),
-        .init(name: "unknown subcommand", arguments: ["frobnicate"], status: 64, message: "frobnicate"),
+        .init(
+            name: "unknown subcommand", arguments: ["frobnicate"], environment: ["EVENTQUEUE_DB": "@DB"], status: 64,
+            message: "frobnicate"),
         .init(name: "missing value", arguments: ["enqueue", "event", "e", "--external-id"], status: 64,
               message: "--external-id"),
         .init(name: "missing argument", arguments: ["enqueue", "attribute", "email", "--external-id", "u1"],
@@ -91,9 +93,9 @@ import EventQueueTestSupport
         .init(name: "NDJSON raw NUL byte", arguments: ["enqueue", "--ndjson", "@FILE"],
               file: bytes(valid + "\n" + valid + "\n") + bytes(#"{"type":"event","external_id":"u1","name":"a"#)
                 + [0] + bytes("b\"}\n"), status: 65, message: "line 3: invalid record"),
-        .init(name: "NDJSON escaped NUL in the name", arguments: ["enqueue", "--ndjson", "@FILE"],
-              file: bytes(#"{"type":"event","external_id":"u1","name":"a\u0000b"}"#), status: 65,
-              message: "line 1: invalid record: name"),
+        .init(name: "NDJSON escaped NUL in the identity", arguments: ["enqueue", "--ndjson", "@FILE"],
+              file: bytes(valid + "\n" + #"{"type":"event","external_id":"u\u0000","name":"a"}"#), status: 65,
+              message: "line 2: invalid record: external_id must not contain control characters"),
         .init(name: "NDJSON 10 MB line after valid ones", arguments: ["enqueue", "--ndjson", "@FILE"],
               file: bytes(valid + "\n" + valid + "\n" + #"{"type":"event","external_id":"u1","name":""#
                 + String(repeating: "x", count: 10_000_000) + "\"}\n"),
@@ -145,7 +147,11 @@ import EventQueueTestSupport
             try Data(file).write(to: URL(fileURLWithPath: path))
             arguments = arguments.map { $0 == "@FILE" ? path : $0 }
         }
-        let result = try await queuectl(arguments, db: db, environment: hostile.environment, in: scratch)
+        // EVENTQUEUE_DB=@DB: the queue comes from the environment (an unknown subcommand takes no --db).
+        let result =
+            hostile.environment["EVENTQUEUE_DB"] == "@DB"
+            ? try await run(Products.queuectl, arguments, environment: ["EVENTQUEUE_DB": db], in: scratch)
+            : try await queuectl(arguments, db: db, environment: hostile.environment, in: scratch)
         #expect(result.status == hostile.status, "stderr: \(result.stderr.prefix(300))")
         #expect(result.stdout.isEmpty, "stdout: \(result.stdout.prefix(300))")
         let lines = result.stderr.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.isEmpty }
