@@ -37,7 +37,8 @@ import EventQueueTestSupport
         switch kind {
         case .foreign: #expect(check.stdout.contains("problem: \(db) is not an SQLite database"))
         case .dataPage: #expect(check.stdout.contains("problem: integrity:"), "\(check.stdout)")
-        case .truncated: #expect(check.stdout.contains("problem:") && check.stdout.contains("corrupt"), "\(check.stdout)")
+        case .truncated:
+            #expect(check.stdout.contains("problem:") && check.stdout.contains("corrupt"), "\(check.stdout)")
         }
         #expect(try FileFingerprint(db).bytes == before.bytes)
 
@@ -47,7 +48,8 @@ import EventQueueTestSupport
         #expect(try FileFingerprint(db).bytes == before.bytes)
         if kind == .foreign {
             #expect(salvage.status == 78)
-            #expect(salvage.stderr.contains("not an EventQueue file") && salvage.stderr.split(separator: "\n").count == 1)
+            #expect(
+                salvage.stderr.contains("not an EventQueue file") && salvage.stderr.split(separator: "\n").count == 1)
             #expect(!FileManager.default.fileExists(atPath: new))
             return
         }

@@ -48,7 +48,8 @@ import EventQueueTestSupport
                 continue
             }
             #expect(result.status == 73, "\(arguments): \(result.stderr)")
-            expectOneLine(result, naming: scratch.file("gone"), saying: "does not exist; create it or choose another --db")
+            expectOneLine(
+                result, naming: scratch.file("gone"), saying: "does not exist; create it or choose another --db")
         }
         #expect(!FileManager.default.fileExists(atPath: scratch.file("gone")))
     }
@@ -64,7 +65,8 @@ import EventQueueTestSupport
     static let setups: [Setup] = [
         .init(
             name: "file readable, not writable", directoryMode: 0o755, fileMode: 0o644,
-            message: "may not read and write it (mode 0644, owner 0, group 0); run as its owner or a member of its group"),
+            message:
+                "may not read and write it (mode 0644, owner 0, group 0); run as its owner or a member of its group"),
         .init(
             name: "file not readable", directoryMode: 0o755, fileMode: 0o660,
             message: "may not read and write it (mode 0660, owner 0, group 0)"),

@@ -54,8 +54,11 @@ import EventQueueTestSupport
             }
             // An attribute whose value is the string, for a user aliased by it.
             let attribute = try await queuectl(
-                ["enqueue", "attribute", "note", text.hasPrefix("{") ? "\"\(text.replacingOccurrences(of: "\"", with: "\\\""))\"" : text,
-                 "--alias", "n\(index):\(text)"],
+                [
+                    "enqueue", "attribute", "note",
+                    text.hasPrefix("{") ? "\"\(text.replacingOccurrences(of: "\"", with: "\\\""))\"" : text,
+                    "--alias", "n\(index):\(text)",
+                ],
                 db: db, in: scratch)
             #expect(attribute.status == 0, "\(text): \(attribute.stderr)")
             if let id = Int64(attribute.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) {

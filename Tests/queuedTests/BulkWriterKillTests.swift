@@ -47,8 +47,10 @@ import EventQueueTestSupport
         let after = try await queuectl(["enqueue", "event", "after", "--external-id", "u1"], db: db, in: scratch)
         let nextWriterTook = ContinuousClock.now - started
         #expect(after.status == 0, "\(after.stderr)")
-        let bulk = Int(try await sqlite3(db, "SELECT count(*) FROM records WHERE payload LIKE '%\"bulk-%'", in: scratch)
-            .first ?? "") ?? -1
+        let bulk =
+            Int(
+                try await sqlite3(db, "SELECT count(*) FROM records WHERE payload LIKE '%\"bulk-%'", in: scratch)
+                    .first ?? "") ?? -1
         #expect(bulk == 0 || bulk == Self.batch, "a partial batch: \(bulk) of \(Self.batch)")
 
         // The daemon starts, drains everything committed, and a drain through it exits 0.

@@ -29,7 +29,8 @@ import EventQueueTestSupport
         let db = scratch.file("gone/q.db")
         let (status, log) = try await startAndWaitForExit(db: db, scratch: scratch)
         #expect(status == 73, "log:\n\(log)")
-        expectOneErrorLine(log, naming: scratch.file("gone"), saying: "does not exist; create it or choose another --db")
+        expectOneErrorLine(
+            log, naming: scratch.file("gone"), saying: "does not exist; create it or choose another --db")
         #expect(!FileManager.default.fileExists(atPath: scratch.file("gone")))
     }
 
@@ -61,7 +62,8 @@ import EventQueueTestSupport
         chmod(db, 0o644)
         let before = try FileFingerprint(db)
         let (status, log) = try await startAndWaitForExit(
-            db: db, scratch: scratch, launcher: ["/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"])
+            db: db, scratch: scratch,
+            launcher: ["/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"])
         #expect(status == 73, "log:\n\(log)")
         expectOneErrorLine(log, naming: db, saying: "may not read and write it (mode 0644, owner 0, group 0)")
         #expect(try FileFingerprint(db) == before)

@@ -335,7 +335,9 @@ private struct Copier {
 
     /// Keeps ids from ever repeating: the new file's AUTOINCREMENT counter starts at least where the old one was.
     func carrySequence() throws(QueueError) {
-        guard let old = try? reader.scalarInt("SELECT seq FROM sqlite_sequence WHERE name = 'records'", operation: "reading the id sequence")
+        guard
+            let old = try? reader.scalarInt(
+                "SELECT seq FROM sqlite_sequence WHERE name = 'records'", operation: "reading the id sequence")
         else { return }
         let update = try writer.statement(
             "UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'records'", operation: "salvaging")

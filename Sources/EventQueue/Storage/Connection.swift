@@ -152,7 +152,8 @@ final class Connection {
         // SQLite reports ENOSPC as SQLITE_FULL on most paths, but as an I/O error when growing the -shm or
         // syncing; the errno of the failed system call says which it really was.
         let systemError = handle.map { sqlite3_system_errno($0) } ?? 0
-        if code & 0xFF == SQLITE_IOERR || code & 0xFF == SQLITE_CANTOPEN, systemError == ENOSPC || systemError == EDQUOT {
+        if code & 0xFF == SQLITE_IOERR || code & 0xFF == SQLITE_CANTOPEN, systemError == ENOSPC || systemError == EDQUOT
+        {
             return .diskFull(path: path, detail: "\(message) (\(String(cString: strerror(systemError))))")
         }
         switch code & 0xFF {

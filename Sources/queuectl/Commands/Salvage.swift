@@ -41,7 +41,9 @@ struct Salvage: ParsableCommand {
                 "unreadable": JSONOutput.number(report.unreadable),
                 "invalid": JSONOutput.number(report.invalid),
                 "damaged_id_ranges": .array(
-                    report.damagedRanges.map { .array([JSONOutput.number($0.lowerBound), JSONOutput.number($0.upperBound)]) }
+                    report.damagedRanges.map {
+                        .array([JSONOutput.number($0.lowerBound), JSONOutput.number($0.upperBound)])
+                    }
                 ),
                 "index_complete": .bool(report.indexComplete),
                 "delivered_keys": JSONOutput.number(report.deliveredKeys),

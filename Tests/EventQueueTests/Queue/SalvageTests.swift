@@ -54,8 +54,9 @@ import Testing
         #expect(copied.map { $0[8] } == ["pending", "dead", "pending", "pending", "pending"])
         #expect(expected.map { $0[8] } == ["leased", "dead", "pending", "pending", "pending"])
         #expect(try newRaw.scalar("SELECT count(*) FROM records WHERE lease_owner IS NOT NULL") == "0")
-        #expect(try newRaw.scalar("SELECT record_id FROM delivered_keys WHERE idempotency_key = 'k-delivered'")
-            == String(ids[0]))
+        #expect(
+            try newRaw.scalar("SELECT record_id FROM delivered_keys WHERE idempotency_key = 'k-delivered'")
+                == String(ids[0]))
         #expect(try newRaw.scalar("SELECT seq FROM sqlite_sequence WHERE name = 'records'") == sequence)
         #expect(try newRaw.scalar("PRAGMA user_version") == String(Migrations.latestVersion))
 

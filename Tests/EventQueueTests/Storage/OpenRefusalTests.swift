@@ -14,7 +14,9 @@ import Testing
         seeded.close()
         let writer = try QueueWriter(path: path, options: QueueOptions(minimumFreeBytes: Int64.max))
         defer { writer.close() }
-        #expect(throws: QueueError.self) { try writer.enqueue(contentsOf: [event("a", user: "u1"), event("b", user: "u2")]) }
+        #expect(throws: QueueError.self) {
+            try writer.enqueue(contentsOf: [event("a", user: "u1"), event("b", user: "u2")])
+        }
         do {
             try writer.enqueue(contentsOf: [event("a", user: "u1")])
         } catch {
