@@ -14,6 +14,8 @@ public struct SalvageReport: Sendable, Hashable {
     /// Live records the old file's `records_live` index lists but whose rows could not be read (they were on a
     /// damaged page). Dead letters on a damaged page cannot be counted (their index is not covering).
     public var unreadable = 0
+    /// The ids counted in `unreadable` (the first 1,000), so they can be looked up elsewhere (logs, the sink).
+    public var unreadableIDs: [Int64] = []
     /// Rows that could be read but are not valid records (garbage from a damaged page, a bad kind or state, a
     /// payload that breaks Braze's rules, a duplicate id or idempotency key): counted, not copied.
     public var invalid = 0
@@ -160,7 +162,9 @@ private struct Copier {
                 next = id + 1
             case .damaged:
                 let resume = try nextReadable(after: next, report: &report)
-                report.damagedRanges.append(next...(resume.map { $0 - 1 } ?? Int64.max))
+                // Unreadable to the end: the range ends at the highest id ever assigned, when that is known.
+                let end = resume.map { $0 - 1 } ?? max(next, highestAssignedID() ?? Int64.max)
+                report.damagedRanges.append(next...end)
                 guard let resume else { break scan }
                 next = resume
             }
@@ -172,6 +176,7 @@ private struct Copier {
         for id in liveIDs where !tried.contains(id) {
             if case .row(let found) = try readExactly(id, report: &report), found == id { continue }
             report.unreadable += 1
+            if report.unreadableIDs.count < 1_000 { report.unreadableIDs.append(id) }
         }
     }
 
@@ -247,6 +252,12 @@ private struct Copier {
         } catch {
             return false
         }
+    }
+
+    /// The old file's AUTOINCREMENT counter: the highest id it ever assigned.
+    func highestAssignedID() -> Int64? {
+        try? reader.scalarInt(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'records'", operation: "reading the id sequence")
     }
 
     /// The ids `records_live` lists (a covering index: reading it touches no table page).
@@ -335,10 +346,7 @@ private struct Copier {
 
     /// Keeps ids from ever repeating: the new file's AUTOINCREMENT counter starts at least where the old one was.
     func carrySequence() throws(QueueError) {
-        guard
-            let old = try? reader.scalarInt(
-                "SELECT seq FROM sqlite_sequence WHERE name = 'records'", operation: "reading the id sequence")
-        else { return }
+        guard let old = highestAssignedID() else { return }
         let update = try writer.statement(
             "UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'records'", operation: "salvaging")
         update.bind(1, old)

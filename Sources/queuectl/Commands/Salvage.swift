@@ -39,6 +39,7 @@ struct Salvage: ParsableCommand {
                 "recovered_pending": JSONOutput.number(report.recoveredPending),
                 "recovered_dead": JSONOutput.number(report.recoveredDead),
                 "unreadable": JSONOutput.number(report.unreadable),
+                "unreadable_ids": .array(report.unreadableIDs.map { JSONOutput.number($0) }),
                 "invalid": JSONOutput.number(report.invalid),
                 "damaged_id_ranges": .array(
                     report.damagedRanges.map {
@@ -59,6 +60,10 @@ struct Salvage: ParsableCommand {
             text +=
                 "; damaged id ranges "
                 + report.damagedRanges.map { "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ", ")
+        }
+        if !report.unreadableIDs.isEmpty {
+            let more = report.unreadable > report.unreadableIDs.count ? ", ..." : ""
+            text += "; unreadable ids " + report.unreadableIDs.map(String.init).joined(separator: ", ") + more
         }
         if !report.indexComplete { text += "; the live index was damaged too, so unreadable is a lower bound" }
         writeStandardOutput(text + "\n")
