@@ -2,9 +2,11 @@ import Foundation
 import Testing
 import EventQueueTestSupport
 
-/// A damaged queue file (a page overwritten, the file truncated, a foreign file): `check` says so, writers
-/// refuse it without touching it, and `queuectl salvage` copies every readable record into a new queue that
-/// drains. The daemon's refusal is in queuedTests/DamagedQueueStartTests.
+/// A damaged queue file (a page overwritten, the file truncated, a foreign file): `check` says so, `queuectl
+/// salvage` copies every readable record into a new queue that drains, and a writer either refuses the file
+/// without touching it or appends without harming what salvage can read. Writers open in O(1), so they find
+/// damage only on the pages they touch; a foreign file they always refuse. The daemon's refusal (it checks the
+/// whole file at start) is in queuedTests/DamagedQueueStartTests.
 @Suite struct CorruptionTests {
     static let records = 2000
 
@@ -16,20 +18,6 @@ import EventQueueTestSupport
         let facts = try await damage(db, kind, records: Self.records, in: scratch)
         let before = try FileFingerprint(db)
         #expect(before.companions.isEmpty)
-
-        // Writers refuse, one line, exit 78, and the file (and its directory) is exactly as it was.
-        let single = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: db, in: scratch)
-        let batch = try await queuectl(
-            ["enqueue", "--ndjson", "-"], db: db, stdin: numberedEvents(3, prefix: "late"), in: scratch)
-        for refused in [single, batch] {
-            #expect(refused.status == 78, "\(refused.stderr)")
-            #expect(refused.stdout.isEmpty)
-            #expect(refused.stderr.split(separator: "\n").count == 1, "\(refused.stderr)")
-            #expect(refused.stderr.contains(db))
-            let says = kind == .foreign ? "not an EventQueue file" : "is corrupt"
-            #expect(refused.stderr.contains(says), "\(refused.stderr)")
-        }
-        #expect(try FileFingerprint(db) == before)
 
         // check reports it.
         let check = try await queuectl(["check"], db: db, in: scratch)
@@ -51,6 +39,7 @@ import EventQueueTestSupport
             #expect(
                 salvage.stderr.contains("not an EventQueue file") && salvage.stderr.split(separator: "\n").count == 1)
             #expect(!FileManager.default.fileExists(atPath: new))
+            try await checkWriters(kind, db: db, before: before, recovered: nil, in: scratch)
             return
         }
         #expect(salvage.status == 0, "\(salvage.stderr)")
@@ -87,5 +76,39 @@ import EventQueueTestSupport
             #expect(name == "rec-\(line.id - 1)", "id \(line.id) carries \(name)")
         }
         #expect(Set(delivered.map(\.id)).count == delivered.count)
+
+        try await checkWriters(kind, db: db, before: before, recovered: recovered, in: scratch)
+    }
+
+    /// Writers: a foreign file is always refused; a damaged SQLite file is refused when the write reaches the
+    /// damage, and then left exactly as it was. When a write lands elsewhere, what salvage recovers grows by it.
+    private func checkWriters(
+        _ kind: QueueDamage, db: String, before: FileFingerprint, recovered: Int?, in scratch: Scratch
+    ) async throws {
+        let single = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: db, in: scratch)
+        let batch = try await queuectl(
+            ["enqueue", "--ndjson", "-"], db: db, stdin: numberedEvents(3, prefix: "late"), in: scratch)
+        for attempt in [single, batch] {
+            if kind == .foreign { #expect(attempt.status == 78, "\(attempt.stderr)") }
+            print("enqueue into a \(kind) file: exit \(attempt.status) \(attempt.stderr)", terminator: "")
+            guard attempt.status != 0 else { continue }
+            #expect(attempt.status == 78, "\(attempt.stderr)")
+            #expect(attempt.stdout.isEmpty)
+            #expect(attempt.stderr.split(separator: "\n").count == 1, "\(attempt.stderr)")
+            #expect(attempt.stderr.contains(db))
+            let says = kind == .foreign ? "not an EventQueue file" : "is corrupt"
+            #expect(attempt.stderr.contains(says), "\(attempt.stderr)")
+        }
+        if single.status != 0 && batch.status != 0 {
+            #expect(try FileFingerprint(db) == before)
+        } else if let recovered {
+            let again = scratch.file("again.db")
+            let salvaged = try await run(Products.queuectl, ["salvage", db, again, "--json"], in: scratch)
+            #expect(salvaged.status == 0, "\(salvaged.stderr)")
+            let second = try #require(
+                try JSONSerialization.jsonObject(with: Data(salvaged.stdout.utf8)) as? [String: Any])
+            let added = (single.status == 0 ? 1 : 0) + (batch.status == 0 ? 3 : 0)
+            #expect(second["recovered"] as? Int == recovered + added, "\(salvaged.stdout)")
+        }
     }
 }
