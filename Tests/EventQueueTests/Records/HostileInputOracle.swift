@@ -6,7 +6,7 @@
 
 /// What one NDJSON line does at `queuectl enqueue --ndjson`: skipped, accepted (and stored as `payload`), or
 /// rejected with a typed error.
-enum NDJSONLineOutcome: Equatable, CustomStringConvertible {
+enum NDJSONLineOutcome: Equatable, Sendable, CustomStringConvertible {
     /// Empty or only spaces and tabs: queuectl skips it.
     case blank
     /// What would be inserted: the serialized Braze object, its kind, the user it names, the idempotency key.
