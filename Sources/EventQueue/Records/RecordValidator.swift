@@ -594,7 +594,8 @@ public enum RecordValidator {
         }
         if let control = controlCharacter(inKey: key) {
             throw ValidationError(
-                field: key, rule: "is not a valid attribute name: it must not contain control characters (found \(control))")
+                field: key,
+                rule: "is not a valid attribute name: it must not contain control characters (found \(control))")
         }
         switch value {
         case .null, .bool, .number:

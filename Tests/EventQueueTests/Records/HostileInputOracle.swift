@@ -187,7 +187,8 @@ enum HostileInputOracle {
         }
         let text = String(decoding: encoded.payload, as: UTF8.self)
         let stored: JSONObject
-        switch Result(catching: { () throws(JSONParseError) -> JSONValue in try JSONValue.parse(utf8: encoded.payload) }) {
+        switch Result(catching: { () throws(JSONParseError) -> JSONValue in try JSONValue.parse(utf8: encoded.payload) }
+        ) {
         case .success(let value):
             guard let object = value.objectValue else {
                 throw HostileInputViolation(description: "payload is not an object: \(text)")
@@ -207,7 +208,8 @@ enum HostileInputOracle {
         }
         guard user == encoded.identity else {
             throw HostileInputViolation(
-                description: "stored payload names \(user.orderingKey), the record named \(encoded.identity.orderingKey)")
+                description:
+                    "stored payload names \(user.orderingKey), the record named \(encoded.identity.orderingKey)")
         }
         let sqlKey = sqlUserKey(stored)
         guard sqlKey == encoded.identity.orderingKey else {

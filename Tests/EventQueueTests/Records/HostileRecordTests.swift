@@ -35,7 +35,9 @@ private func purchase(_ payload: String) -> NDJSONLineOutcome {
 
 /// Rejected as invalid JSON, at `offset`.
 private func notJSON(at offset: Int, _ message: String) -> NDJSONLineOutcome {
-    .rejected(field: "record", message: "invalid record: record is not valid JSON: invalid JSON at byte \(offset): \(message)")
+    .rejected(
+        field: "record", message: "invalid record: record is not valid JSON: invalid JSON at byte \(offset): \(message)"
+    )
 }
 
 private func rejected(_ field: String, _ rule: String) -> NDJSONLineOutcome {
@@ -66,17 +68,18 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
 
     /// queuectl refuses a line that is not UTF-8 before parsing it; the byte parser names the exact problem and
     /// byte, for writers that hand it raw bytes.
-    @Test(arguments: [
-        ("overlong /", [0xC0, 0xAF], "invalid UTF-8: overlong encoding"),
-        ("overlong 3-byte", [0xE0, 0x80, 0xAF], "invalid UTF-8: overlong encoding"),
-        ("overlong 4-byte", [0xF0, 0x80, 0x80, 0xAF], "invalid UTF-8: overlong encoding"),
-        ("encoded surrogate", [0xED, 0xA0, 0x80], "invalid UTF-8: encoded surrogate"),
-        ("truncated 3-byte", [0xE2, 0x82], "invalid UTF-8: truncated sequence"),
-        ("truncated 4-byte", [0xF0, 0x9F, 0x98], "invalid UTF-8: truncated sequence"),
-        ("lone continuation", [0x80], "invalid UTF-8: unexpected continuation byte 0x80"),
-        ("0xFF", [0xFF], "invalid UTF-8: byte 0xFF never appears in UTF-8"),
-        ("above U+10FFFF", [0xF4, 0x90, 0x80, 0x80], "invalid UTF-8: code point above U+10FFFF"),
-    ] as [(String, [UInt8], String)])
+    @Test(
+        arguments: [
+            ("overlong /", [0xC0, 0xAF], "invalid UTF-8: overlong encoding"),
+            ("overlong 3-byte", [0xE0, 0x80, 0xAF], "invalid UTF-8: overlong encoding"),
+            ("overlong 4-byte", [0xF0, 0x80, 0x80, 0xAF], "invalid UTF-8: overlong encoding"),
+            ("encoded surrogate", [0xED, 0xA0, 0x80], "invalid UTF-8: encoded surrogate"),
+            ("truncated 3-byte", [0xE2, 0x82], "invalid UTF-8: truncated sequence"),
+            ("truncated 4-byte", [0xF0, 0x9F, 0x98], "invalid UTF-8: truncated sequence"),
+            ("lone continuation", [0x80], "invalid UTF-8: unexpected continuation byte 0x80"),
+            ("0xFF", [0xFF], "invalid UTF-8: byte 0xFF never appears in UTF-8"),
+            ("above U+10FFFF", [0xF4, 0x90, 0x80, 0x80], "invalid UTF-8: code point above U+10FFFF"),
+        ] as [(String, [UInt8], String)])
     func malformedUTF8(name: String, sequence: [UInt8], message: String) throws {
         let prefix = Array(#"{"type":"event","external_id":"u1","name":"n"#.utf8)
         let line = prefix + sequence + Array(#""}"#.utf8)
@@ -99,10 +102,13 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
         HostileLine(
             "-0 is kept",
             #"{"type":"purchase","external_id":"u1","product_id":"p","currency":"USD","price":-0}"#,
-            purchase(#"{"external_id":"u1","product_id":"p","currency":"USD","price":-0,"# + defaultTime + #","quantity":1}"#)),
+            purchase(
+                #"{"external_id":"u1","product_id":"p","currency":"USD","price":-0,"# + defaultTime + #","quantity":1}"#
+            )),
         HostileLine(
             "a 100-digit integer is kept digit for digit",
-            #"{"type":"event","external_id":"u1","name":"n","properties":{"big":"# + String(repeating: "1", count: 100) + "}}",
+            #"{"type":"event","external_id":"u1","name":"n","properties":{"big":"# + String(repeating: "1", count: 100)
+                + "}}",
             event(
                 #"{"external_id":"u1","name":"n","properties":{"big":"# + String(repeating: "1", count: 100) + "},"
                     + defaultTime + "}")),
@@ -300,7 +306,10 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
         let writer = try QueueWriter(path: directory.file("q.db"))
         defer { writer.close() }
         let good = try Record(jsonLine: #"{"type":"event","external_id":"u1","name":"n"}"#)
-        #expect(throws: ValidationError(field: "record", rule: #"is not valid JSON: invalid JSON at byte 35: duplicate key "external_id""#)) {
+        #expect(
+            throws: ValidationError(
+                field: "record", rule: #"is not valid JSON: invalid JSON at byte 35: duplicate key "external_id""#)
+        ) {
             try Record(jsonLine: #"{"type":"event","external_id":"u1","external_id":"u2","name":"n"}"#)
         }
         let attribute = try Record(jsonLine: #"{"type":"attribute","email":"a@b.co","phone":"+1 555 0100"}"#)
@@ -369,7 +378,8 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
     @Test func controlCharactersInKeysAreEscapedInMessages() throws {
         let line = #"{"type":"event","external_id":"u1","name":"n","\u001b[2J\u0085":1}"#
         let expected = NDJSONLineOutcome.rejected(
-            field: "\u{1B}[2J\u{85}", message: #"invalid record: \u{1B}[2J\u{85} is not a field of a Braze event object"#)
+            field: "\u{1B}[2J\u{85}",
+            message: #"invalid record: \u{1B}[2J\u{85} is not a field of a Braze event object"#)
         #expect(try outcome(Array(line.utf8)) == expected)
         let tooLong = String(repeating: "\u{7}", count: 300)
         #expect(
@@ -404,10 +414,11 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
             #"{"type":"attribute","email":"a@b.co","phone":"+1 555 0100","x":{"add":["a"]},"y":{"inc":1}}"#,
             #"{"type":"event","user_alias":{"alias_name":"a","alias_label":"b"},"name":"\ud83d\ude00","time":"2024-05-01T12:00:00Z"}"#,
         ].map { Array($0.utf8) }
-        let pieces: [[UInt8]] = [
-            [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xE2, 0x82], [0x80], [0xFF], [0xEF, 0xBB, 0xBF], [0], [0x1B], [0x0D],
-            [0x0A], [0xC2, 0x85], Array("e\u{301}".utf8), Array("\u{212A}".utf8),
-        ]
+        let pieces: [[UInt8]] =
+            [
+                [0xC0, 0xAF], [0xED, 0xA0, 0x80], [0xE2, 0x82], [0x80], [0xFF], [0xEF, 0xBB, 0xBF], [0], [0x1B], [0x0D],
+                [0x0A], [0xC2, 0x85], Array("e\u{301}".utf8), Array("\u{212A}".utf8),
+            ]
             + [
                 "1e400", "-0", "1e-400", String(repeating: "9", count: 100), "NaN", #"\ud800"#, #"\udc00"#,
                 #"\u0000"#, #"\u001b"#, "[[[[[[[[[[[[[[[[", "]]]]", #""external_id":"u2","#, #""type":"event","#,
