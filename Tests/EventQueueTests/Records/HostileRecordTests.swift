@@ -381,6 +381,9 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
             field: "\u{1B}[2J\u{85}",
             message: #"invalid record: \u{1B}[2J\u{85} is not a field of a Braze event object"#)
         #expect(try outcome(Array(line.utf8)) == expected)
+        // The parser quotes a bad escape as written: a backslash before a raw control byte.
+        let escape = Array(#"{"type":"event","external_id":"u1","name":"a\"#.utf8) + [0x1B] + Array(#""}"#.utf8)
+        #expect(try outcome(escape) == notJSON(at: 44, #"invalid escape "\\u{1B}""#))
         let tooLong = String(repeating: "\u{7}", count: 300)
         #expect(
             QueueError.invalidIdempotencyKey(tooLong).description
