@@ -19,7 +19,9 @@ enum RecordEncoder {
         } catch {
             throw QueueError.invalidRecord(error)
         }
-        if let key = record.idempotencyKey, key.utf8.isEmpty || key.utf8.count > 255 {
+        // NUL is refused too: SQLite's length() stops at the first NUL, so the column's CHECK would fail with a
+        // constraint error instead of this typed one.
+        if let key = record.idempotencyKey, key.utf8.isEmpty || key.utf8.count > 255 || key.utf8.contains(0) {
             throw QueueError.invalidIdempotencyKey(key)
         }
         var object = record.object

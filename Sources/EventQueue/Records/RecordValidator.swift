@@ -385,6 +385,11 @@ public enum RecordValidator {
                 throw ValidationError(
                     field: "properties." + key, rule: "is not a valid property name: it must not start with $")
             }
+            if let control = controlCharacter(inKey: key) {
+                throw ValidationError(
+                    field: "properties." + key,
+                    rule: "is not a valid property name: it must not contain control characters (found \(control))")
+            }
             if isReservedProperty(key) {
                 throw ValidationError(
                     field: "properties." + key, rule: "is reserved by Braze (time and event_name cannot be properties)")
@@ -465,6 +470,10 @@ public enum RecordValidator {
         }
         if key.utf8.first == UInt8(ascii: "$") {
             throw ValidationError(field: "." + key, rule: "is not a valid key: it must not start with $")
+        }
+        if let control = controlCharacter(inKey: key) {
+            throw ValidationError(
+                field: "." + key, rule: "is not a valid key: it must not contain control characters (found \(control))")
         }
     }
 
@@ -582,6 +591,11 @@ public enum RecordValidator {
         }
         if key.utf8.first == UInt8(ascii: "$") {
             throw ValidationError(field: key, rule: "is not a valid attribute name: it must not start with $")
+        }
+        if let control = controlCharacter(inKey: key) {
+            throw ValidationError(
+                field: key,
+                rule: "is not a valid attribute name: it must not contain control characters (found \(control))")
         }
         switch value {
         case .null, .bool, .number:
@@ -787,6 +801,13 @@ public enum RecordValidator {
             return false
         }
         return found ?? string.unicodeScalars.contains(where: isControl)
+    }
+
+    /// The first control character of a key, described (`U+0000`), or nil. Keys are names: a NUL or escape
+    /// sequence in one has no use, and a consumer that reads keys as C strings would see `external_id\u0000` as a
+    /// second `external_id`.
+    static func controlCharacter(inKey key: String) -> String? {
+        hasControlCharacter(key) ? firstControlCharacter(key) : nil
     }
 
     /// The first control character in `string`, described for an error message, or nil.

@@ -49,7 +49,8 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         case .readOnly(let path, let detail):
             return "queue file \(path) is read-only: \(detail); check the permissions and mount of its directory"
         case .invalidIdempotencyKey(let key):
-            return "invalid idempotency key \"\(key.prefix(40))\": must be 1 to 255 bytes"
+            let shown = ValidationError.printable(String(key.prefix(40)))
+            return "invalid idempotency key \"\(shown)\": must be 1 to 255 bytes, without NUL characters"
         case .sqlite(let code, let message, let operation):
             return "SQLite error \(code) during \(operation): \(message)"
         }
