@@ -24,8 +24,9 @@ func fail(_ message: String) -> Never {
 
 var arguments = Array(CommandLine.arguments.dropFirst())
 guard arguments.count >= 3 else {
-    fail("usage: eventqueue-storm-writer DB LOG PREFIX [--users N] [--batch N] [--count N] [--pause-ms N] "
-        + "[--retry M1,M2...] [--stop FILE]")
+    fail(
+        "usage: eventqueue-storm-writer DB LOG PREFIX [--users N] [--batch N] [--count N] [--pause-ms N] "
+            + "[--retry M1,M2...] [--stop FILE]")
 }
 let (db, logPath, prefix) = (arguments[0], arguments[1], arguments[2])
 var options: [String: String] = [:]
@@ -56,10 +57,12 @@ func makeRecord(_ marker: String) -> Record {
     let user = UserIdentity.externalID("user-\(number % users)")
     switch number % 3 {
     case 1:
-        return .attributes(["marker": .string(marker), "storm_seq": .number(JSONNumber(number))], user: user,
+        return .attributes(
+            ["marker": .string(marker), "storm_seq": .number(JSONNumber(number))], user: user,
             idempotencyKey: marker)
     case 2:
-        return .purchase(productID: "sku-\(number % 5)", currency: "EUR", price: JSONNumber(1), user: user,
+        return .purchase(
+            productID: "sku-\(number % 5)", currency: "EUR", price: JSONNumber(1), user: user,
             properties: ["marker": .string(marker)], idempotencyKey: marker)
     default:
         return .event("storm", user: user, properties: ["marker": .string(marker)], idempotencyKey: marker)

@@ -181,8 +181,7 @@ public enum SinkHistory {
     public static let defaultMarkerKey = "marker"
 
     /// The JSONL sink: `{"id":N,"type":"event","object":{...}}` per line.
-    public static func jsonl(_ path: String, markerKey: String = defaultMarkerKey) throws -> [HistoryChecker.Delivery]
-    {
+    public static func jsonl(_ path: String, markerKey: String = defaultMarkerKey) throws -> [HistoryChecker.Delivery] {
         try lines(path).map { line, location in
             guard let id = (line["id"] as? NSNumber)?.int64Value, let object = line["object"] as? [String: Any] else {
                 throw ScratchError(message: "\(location): a JSONL sink line needs \"id\" and \"object\"")

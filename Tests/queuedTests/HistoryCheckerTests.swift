@@ -108,11 +108,14 @@ import Testing
 
         // A valid history through the JSONL sink: exit 0, and the same line again.
         let jsonl = scratch.file("delivered.jsonl")
-        try [(1, "a", "u1"), (2, "b", "u1"), (3, "c", "u1"), (2, "b", "u1"), (5, "e", "u2"), (6, "f", "u2"),
-            (7, "g", "u1")]
-            .map { #"{"id":\#($0.0),"type":"event","object":\#(object($0.1, $0.2))}"# }
-            .joined(separator: "\n").appending("\n").write(toFile: jsonl, atomically: true, encoding: .utf8)
-        let clean = HistoryChecker.check(try WriterHistory.read(logs: [writer]), delivered: try SinkHistory.jsonl(jsonl))
+        try [
+            (1, "a", "u1"), (2, "b", "u1"), (3, "c", "u1"), (2, "b", "u1"), (5, "e", "u2"), (6, "f", "u2"),
+            (7, "g", "u1"),
+        ]
+        .map { #"{"id":\#($0.0),"type":"event","object":\#(object($0.1, $0.2))}"# }
+        .joined(separator: "\n").appending("\n").write(toFile: jsonl, atomically: true, encoding: .utf8)
+        let clean = HistoryChecker.check(
+            try WriterHistory.read(logs: [writer]), delivered: try SinkHistory.jsonl(jsonl))
         #expect(clean.summaryLine == "lost 0, duplicated 1, reordered 0, unexpected 0, indeterminate 1")
         let cleanScript = try await Storm.runScript(logs: [writer], jsonl: [jsonl], scratch: scratch)
         #expect(cleanScript.status == 0)

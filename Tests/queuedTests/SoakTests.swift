@@ -62,6 +62,7 @@ import EventQueueTestSupport
             let received = scratch.file("received.ndjson")
             try await Storm.saveReceived(server.baseURL, to: received, scratch: scratch)
             let logs = results.map(\.log)
+            Storm.keep(logs + [received], as: "soak")
             let report = HistoryChecker.check(
                 try WriterHistory.read(logs: logs), delivered: try SinkHistory.brazeReceived(received))
             let script = try await Storm.runScript(logs: logs, braze: [received], scratch: scratch)
@@ -133,12 +134,12 @@ import EventQueueTestSupport
             group.addTask {
                 try await Storm.queuectlSingles(
                     name: "SQ", db: db, scratch: scratch, until: until,
-                    kill: .init(probability: 0, maxDelayMilliseconds: 0), pauseMilliseconds: 200)
+                    kill: .init(probability: 0), pauseMilliseconds: 200)
             }
             // The long-running writers stop when the stop file appears.
             group.addTask {
                 try await Task.sleep(until: until)
-                FileManager.default.createFile(atPath: scratch.file("stop-writers"), contents: nil)
+                _ = FileManager.default.createFile(atPath: scratch.file("stop-writers"), contents: nil)
                 return Storm.SlotResult(name: "", log: "")
             }
             var results: [Storm.SlotResult] = []

@@ -53,12 +53,12 @@ import EventQueueTestSupport
                     group.addTask {
                         try await Storm.queuectlSingles(
                             name: "Q\(slot)", db: db, scratch: scratch, until: until,
-                            kill: .init(probability: 0.2, maxDelayMilliseconds: 80))
+                            kill: .init(probability: 0.25))
                     }
                     group.addTask {
                         try await Storm.queuectlBulk(
                             name: "B\(slot)", db: db, scratch: scratch, until: until,
-                            kill: .init(probability: 0.3, maxDelayMilliseconds: 150), pauseMilliseconds: 150)
+                            kill: .init(probability: 0.3), pauseMilliseconds: 150)
                     }
                     group.addTask {
                         try await Storm.foreignWriter(
@@ -71,7 +71,7 @@ import EventQueueTestSupport
                 return results.sorted { $0.name < $1.name }
             }
             let kills = try await daemonKills
-            FileManager.default.createFile(atPath: scratch.file("stop-writers"), contents: nil)
+            _ = FileManager.default.createFile(atPath: scratch.file("stop-writers"), contents: nil)
             // Idempotent retries turn the library writers' indeterminate records into confirmed ones.
             for result in results where result.name.hasPrefix("L") {
                 try await Storm.retryUnconfirmed(result, db: db, scratch: scratch)
@@ -90,6 +90,7 @@ import EventQueueTestSupport
             let received = scratch.file("received.ndjson")
             try await Storm.saveReceived(server.baseURL, to: received, scratch: scratch)
             let logs = results.map(\.log)
+            Storm.keep(logs + [received], as: "writer-storm")
             let report = HistoryChecker.check(
                 try WriterHistory.read(logs: logs), delivered: try SinkHistory.brazeReceived(received))
             let script = try await Storm.runScript(logs: logs, braze: [received], scratch: scratch)

@@ -40,16 +40,40 @@ enum Storm {
         var kills = 0
     }
 
-    /// Random SIGKILLs of a writer mid-call: `probability` per call, after a random delay up to `maxDelay`.
+    /// Random SIGKILLs of a writer mid-call, with `probability` per call: two times in three after a random delay
+    /// of up to 1.3 times the typical length of an unkilled call (learned as the run goes), so kills land anywhere
+    /// before the commit and sometimes after the exit (a no-op); one time in three as soon as it printed its ids,
+    /// between the commit and the exit: the record is then delivered though its writer never said ok.
     struct KillPlan: Sendable {
         var probability: Double
-        var maxDelayMilliseconds: Int
+        var typicalMilliseconds = 200.0
 
-        func maybeKill(_ child: ChildProcess) async -> Bool {
-            guard Double.random(in: 0..<1) < probability else { return false }
-            try? await Task.sleep(for: .milliseconds(Int.random(in: 0...maxDelayMilliseconds)))
-            child.signal(SIGKILL)
-            return true
+        init(probability: Double) {
+            self.probability = probability
+        }
+
+        /// Kills `child` or not; returns whether the kill ended it.
+        mutating func run(_ child: ChildProcess) async -> Bool {
+            let start = ContinuousClock.now
+            if Double.random(in: 0..<1) < probability {
+                if Int.random(in: 0..<3) == 0 {
+                    // Right after it printed the ids (the commit is done, the writer has not said ok yet).
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    while ContinuousClock.now < deadline, !child.hasExited, child.standardOutput.isEmpty {
+                        try? await Task.sleep(for: .milliseconds(2))
+                    }
+                } else {
+                    let delay = Int(typicalMilliseconds * Double.random(in: 0.0...1.3))
+                    try? await Task.sleep(for: .milliseconds(delay))
+                }
+                child.signal(SIGKILL)
+                _ = await child.exited()
+                return child.terminatedBySignal
+            }
+            _ = await child.exited()
+            let elapsed = Double((ContinuousClock.now - start) / .milliseconds(1))
+            typicalMilliseconds = 0.8 * typicalMilliseconds + 0.2 * elapsed
+            return false
         }
     }
 
@@ -59,8 +83,10 @@ enum Storm {
         switch number % 3 {
         case 1: return ["enqueue", "attribute", "marker", marker] + user
         case 2:
-            return ["enqueue", "purchase", "sku-\(number % 5)", "--currency", "EUR", "--price", "2", "--prop",
-                "marker=\(marker)"] + user
+            return [
+                "enqueue", "purchase", "sku-\(number % 5)", "--currency", "EUR", "--price", "2", "--prop",
+                "marker=\(marker)",
+            ] + user
         default: return ["enqueue", "event", "storm", "--prop", "marker=\(marker)"] + user
         }
     }
@@ -84,6 +110,7 @@ enum Storm {
     ) async throws -> SlotResult {
         let log = try Log(path: scratch.file("\(name).log"))
         var result = SlotResult(name: name, log: log.path)
+        var kill = kill
         var number = 0
         while ContinuousClock.now < until {
             number += 1
@@ -92,7 +119,7 @@ enum Storm {
             let child = try ChildProcess(
                 Products.queuectl, queuectlArguments(marker: marker, number: number) + ["--db", db],
                 logDirectory: scratch.path)
-            if await kill.maybeKill(child) { result.kills += 1 }
+            if await kill.run(child) { result.kills += 1 }
             let status = await child.exited()
             let id = child.standardOutput.split(separator: "\n").first.flatMap { Int64($0) }
             if status == 0, !child.terminatedBySignal, let id {
@@ -112,6 +139,7 @@ enum Storm {
     ) async throws -> SlotResult {
         let log = try Log(path: scratch.file("\(name).log"))
         var result = SlotResult(name: name, log: log.path)
+        var kill = kill
         var number = 0
         while ContinuousClock.now < until {
             let numbers = (number + 1)...(number + Int.random(in: 5...40))
@@ -123,7 +151,7 @@ enum Storm {
             log.append("attempt " + markers.joined(separator: ","))
             let child = try ChildProcess(
                 Products.queuectl, ["enqueue", "--ndjson", file, "--db", db], logDirectory: scratch.path)
-            if await kill.maybeKill(child) { result.kills += 1 }
+            if await kill.run(child) { result.kills += 1 }
             let status = await child.exited()
             let ids = child.standardOutput.split(separator: "\n").compactMap { Int64($0) }
             if status == 0, !child.terminatedBySignal, ids.count == markers.count {
@@ -258,6 +286,20 @@ enum Storm {
             "/usr/bin/curl", ["-s", "-S", "--fail", "--max-time", "120", "-o", path, baseURL + "/_received"],
             in: scratch)
         guard result.status == 0 else { throw ScratchError(message: "GET /_received failed: \(result.stderr)") }
+    }
+
+    /// Copies the history's files (writer logs, sink outputs) to `$EVENTQUEUE_KEEP_HISTORY/<name>/` when that is
+    /// set, so a run can be checked again by hand with `scripts/check-history`.
+    static func keep(_ paths: [String], as name: String) {
+        guard let directory = ProcessInfo.processInfo.environment["EVENTQUEUE_KEEP_HISTORY"] else { return }
+        let target = directory + "/" + name
+        try? FileManager.default.removeItem(atPath: target)
+        try? FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+        for path in paths {
+            try? FileManager.default.copyItem(
+                atPath: path, toPath: target + "/" + URL(fileURLWithPath: path).lastPathComponent)
+        }
+        print("\(name): history kept in \(target)")
     }
 
     /// `scripts/check-history` of this repository.
