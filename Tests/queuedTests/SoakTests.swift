@@ -8,7 +8,7 @@ import EventQueueTestSupport
 #endif
 
 /// The soak: steady writers, a launch every couple of seconds (SIGUSR1 and `queuectl drain` in turn), and 5% of
-/// Braze requests failing (4% 500s, 1% 429s), for EVENTQUEUE_SOAK_SECONDS (CI: 150 s; long profile: one hour).
+/// Braze requests failing (4% 500s, 1% 429s), for EVENTQUEUE_SOAK_SECONDS (CI: 120 s; long profile: one hour).
 /// The daemon's memory must stay flat and its open files must not grow; at the end the history checker finds
 /// nothing lost, unexpected, reordered or duplicated (no daemon is killed here, so there is no excuse for one).
 ///
@@ -21,7 +21,7 @@ import EventQueueTestSupport
 @Suite(.serialized) struct SoakTests {
     static let long = ProcessInfo.processInfo.environment["EVENTQUEUE_LONG_TESTS"] == "1"
     static let seconds =
-        Double(ProcessInfo.processInfo.environment["EVENTQUEUE_SOAK_SECONDS"] ?? "") ?? (long ? 3600 : 150)
+        Double(ProcessInfo.processInfo.environment["EVENTQUEUE_SOAK_SECONDS"] ?? "") ?? (long ? 3600 : 120)
     static let rssSlackKiB = 8 * 1024
     static let fileSlack = 4
 
@@ -69,13 +69,15 @@ import EventQueueTestSupport
             let stats = server.stats()
             let faultsSeen = (stats.byStatus[500] ?? 0) + (stats.byStatus[429] ?? 0)
             let warm = samples.warm
+            let first = samples.all.first
             let peak = samples.all.compactMap(\.rssKiB).max() ?? 0
             print(
                 "soak \(Int(Self.seconds)) s: \(report.summaryLine); confirmed \(report.enqueued), deliveries "
                     + "\(report.delivered); launches \(samples.launches), requests \(stats.requests), faults "
                     + "\(faultsSeen) (500s \(stats.byStatus[500] ?? 0), 429s \(stats.byStatus[429] ?? 0)); "
-                    + "RSS warm-up \(warm.rssKiB ?? -1) KiB, end \(end.rssKiB ?? -1) KiB, peak \(peak) KiB; "
-                    + "fds warm-up \(warm.files ?? -1), end \(end.files ?? -1); "
+                    + "RSS start \(first?.rssKiB ?? -1) KiB, warm-up \(warm.rssKiB ?? -1) KiB, end \(end.rssKiB ?? -1) "
+                    + "KiB, peak \(peak) KiB; fds start \(first?.files ?? -1), warm-up \(warm.files ?? -1), end "
+                    + "\(end.files ?? -1); "
                     + "\(Int((ContinuousClock.now - started) / .seconds(1))) s")
             print("soak: scripts/check-history: \(script.summary)")
 
