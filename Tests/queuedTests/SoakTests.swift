@@ -134,9 +134,9 @@ import EventQueueTestSupport
                     name: "SF", db: db, scratch: scratch, until: until, killAfter: nil, pauseMilliseconds: 100)
             }
             group.addTask {
-                try await Storm.queuectlSingles(
-                    name: "SQ", db: db, scratch: scratch, until: until,
-                    kill: .init(probability: 0), pauseMilliseconds: 200)
+                try await Storm.queuectlWriter(
+                    "single", name: "SQ", db: db, scratch: scratch, until: until, killProbability: 0,
+                    pauseMilliseconds: 200)
             }
             // The long-running writers stop when the stop file appears.
             group.addTask {

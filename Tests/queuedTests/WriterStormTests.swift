@@ -51,14 +51,14 @@ import EventQueueTestSupport
                             batch: slot == 0 ? 1 : 8, pauseMilliseconds: slot == 0 ? 20 : 80)
                     }
                     group.addTask {
-                        try await Storm.queuectlSingles(
-                            name: "Q\(slot)", db: db, scratch: scratch, until: until,
-                            kill: .init(probability: 0.25))
+                        try await Storm.queuectlWriter(
+                            "single", name: "Q\(slot)", db: db, scratch: scratch, until: until, killProbability: 0.25,
+                            pauseMilliseconds: 0)
                     }
                     group.addTask {
-                        try await Storm.queuectlBulk(
-                            name: "B\(slot)", db: db, scratch: scratch, until: until,
-                            kill: .init(probability: 0.3), pauseMilliseconds: 150)
+                        try await Storm.queuectlWriter(
+                            "bulk", name: "B\(slot)", db: db, scratch: scratch, until: until, killProbability: 0.3,
+                            pauseMilliseconds: 150)
                     }
                     group.addTask {
                         try await Storm.foreignWriter(

@@ -13,25 +13,6 @@ enum Storm {
     /// processes at once and per-user order is judged across them.
     static let users = 8
 
-    /// An append-only writer log (one `write(2)` per line, `O_APPEND`), for writers the test itself drives.
-    final class Log: @unchecked Sendable {
-        let path: String
-        private let descriptor: Int32
-
-        init(path: String) throws {
-            self.path = path
-            descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT, 0o644)
-            guard descriptor >= 0 else { throw ScratchError(message: "cannot open \(path): errno \(errno)") }
-        }
-
-        func append(_ line: String) {
-            var text = line + "\n"
-            text.withUTF8 { _ = write(descriptor, $0.baseAddress, $0.count) }
-        }
-
-        deinit { close(descriptor) }
-    }
-
     /// What one writer slot did: calls that returned success, and kills.
     struct SlotResult: Sendable {
         var name: String
@@ -40,128 +21,113 @@ enum Storm {
         var kills = 0
     }
 
-    /// Random SIGKILLs of a writer mid-call, with `probability` per call: two times in three after a random delay
-    /// of up to 1.3 times the typical length of an unkilled call (learned as the run goes), so kills land anywhere
-    /// before the commit and sometimes after the exit (a no-op); one time in three as soon as it printed its ids,
-    /// between the commit and the exit: the record is then delivered though its writer never said ok.
-    struct KillPlan: Sendable {
-        var probability: Double
-        var typicalMilliseconds = 200.0
-
-        init(probability: Double) {
-            self.probability = probability
-        }
-
-        /// Kills `child` or not; returns whether the kill ended it.
-        mutating func run(_ child: ChildProcess) async -> Bool {
-            let start = ContinuousClock.now
-            if Double.random(in: 0..<1) < probability {
-                if Int.random(in: 0..<3) == 0 {
-                    // Right after it printed the ids (the commit is done, the writer has not said ok yet).
-                    let deadline = ContinuousClock.now + .seconds(30)
-                    while ContinuousClock.now < deadline, !child.hasExited, child.standardOutput.isEmpty {
-                        try? await Task.sleep(for: .milliseconds(2))
-                    }
-                } else {
-                    let delay = Int(typicalMilliseconds * Double.random(in: 0.0...1.3))
-                    try? await Task.sleep(for: .milliseconds(delay))
-                }
-                child.signal(SIGKILL)
-                _ = await child.exited()
-                return child.terminatedBySignal
-            }
-            _ = await child.exited()
-            let elapsed = Double((ContinuousClock.now - start) / .milliseconds(1))
-            typicalMilliseconds = 0.8 * typicalMilliseconds + 0.2 * elapsed
-            return false
-        }
-    }
-
-    /// The kind of a test-driven record: event, attribute or purchase by its number.
-    static func queuectlArguments(marker: String, number: Int) -> [String] {
-        let user = ["--external-id", "user-\(number % users)"]
-        switch number % 3 {
-        case 1: return ["enqueue", "attribute", "marker", marker] + user
-        case 2:
-            return [
-                "enqueue", "purchase", "sku-\(number % 5)", "--currency", "EUR", "--price", "2", "--prop",
-                "marker=\(marker)",
-            ] + user
-        default: return ["enqueue", "event", "storm", "--prop", "marker=\(marker)"] + user
-        }
-    }
-
-    static func ndjsonLine(marker: String, number: Int) -> String {
-        let user = "user-\(number % users)"
-        switch number % 3 {
-        case 1: return #"{"type":"attribute","external_id":"\#(user)","marker":"\#(marker)"}"#
-        case 2:
-            return #"{"type":"purchase","external_id":"\#(user)","product_id":"sku-1","currency":"EUR","price":3,"#
-                + #""properties":{"marker":"\#(marker)"}}"#
-        default:
-            return #"{"type":"event","external_id":"\#(user)","name":"storm","properties":{"marker":"\#(marker)"}}"#
-        }
-    }
-
-    /// (b) One `queuectl enqueue` process per record until `until`, some killed mid-call.
-    static func queuectlSingles(
-        name: String, db: String, scratch: Scratch, until: ContinuousClock.Instant, kill: KillPlan,
-        pauseMilliseconds: Int = 0
+    /// (b) and (c): `queuectl` writers, driven by a small Python loop rather than by this process. Each call is one
+    /// `queuectl enqueue` process: one record per call (`single`), or an NDJSON file of 5 to 40 records in one
+    /// transaction (`bulk`). With `killProbability` per call the driver SIGKILLs the call: two times in three
+    /// after a random delay of up to 1.3 times the typical length of an unkilled call (learned as it goes), so
+    /// kills land anywhere before the commit and sometimes after the exit (a no-op); one time in three as soon as
+    /// the call printed its ids, between the commit and the exit, so that the record is delivered though its
+    /// writer never said ok. (Thousands of spawns from the test process itself would meet a Foundation bug on
+    /// Linux: `Process.run()` over-reads `/proc/self/fd` entries and crashes now and then,
+    /// swiftlang/swift-corelibs-foundation#5472.)
+    static func queuectlWriter(
+        _ mode: String, name: String, db: String, scratch: Scratch, until: ContinuousClock.Instant,
+        killProbability: Double, pauseMilliseconds: Int
     ) async throws -> SlotResult {
-        let log = try Log(path: scratch.file("\(name).log"))
-        var result = SlotResult(name: name, log: log.path)
-        var kill = kill
-        var number = 0
-        while ContinuousClock.now < until {
-            number += 1
-            let marker = "\(name)-\(number)"
-            log.append("attempt \(marker)")
-            let child = try ChildProcess(
-                Products.queuectl, queuectlArguments(marker: marker, number: number) + ["--db", db],
-                logDirectory: scratch.path)
-            if await kill.run(child) { result.kills += 1 }
-            let status = await child.exited()
-            let id = child.standardOutput.split(separator: "\n").first.flatMap { Int64($0) }
-            if status == 0, !child.terminatedBySignal, let id {
-                log.append("ok \(marker) \(id)")
-                result.confirmedCalls += 1
-            }
-            child.removeOutput()
-            if pauseMilliseconds > 0 { try await Task.sleep(for: .milliseconds(pauseMilliseconds)) }
-        }
-        return result
+        let script = try installScript("queuectl-writer.py", queuectlWriterSource, in: scratch)
+        let log = scratch.file("\(name).log")
+        let seconds = max(0, Double((until - ContinuousClock.now) / .milliseconds(1)) / 1000)
+        let result = try await run(
+            "/usr/bin/python3",
+            [
+                script, mode, name, db, log, Products.queuectl, "\(users)", "\(seconds)", "\(killProbability)",
+                "\(pauseMilliseconds)",
+            ], in: scratch)
+        guard result.status == 0,
+            let summary = try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Int]
+        else { throw ScratchError(message: "\(name) failed (\(result.status)): \(result.stderr.suffix(2000))") }
+        return SlotResult(
+            name: name, log: log, confirmedCalls: summary["confirmed_calls"] ?? 0, kills: summary["kills"] ?? 0)
     }
 
-    /// (c) `queuectl enqueue --ndjson FILE` with 5 to 40 records per call (one transaction), some killed mid-call.
-    static func queuectlBulk(
-        name: String, db: String, scratch: Scratch, until: ContinuousClock.Instant, kill: KillPlan,
-        pauseMilliseconds: Int = 100
-    ) async throws -> SlotResult {
-        let log = try Log(path: scratch.file("\(name).log"))
-        var result = SlotResult(name: name, log: log.path)
-        var kill = kill
-        var number = 0
-        while ContinuousClock.now < until {
-            let numbers = (number + 1)...(number + Int.random(in: 5...40))
-            number = numbers.upperBound
-            let markers = numbers.map { "\(name)-\($0)" }
-            let file = scratch.file("\(name).ndjson")
-            let lines = zip(markers, numbers).map { ndjsonLine(marker: $0, number: $1) }
-            try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
-            log.append("attempt " + markers.joined(separator: ","))
-            let child = try ChildProcess(
-                Products.queuectl, ["enqueue", "--ndjson", file, "--db", db], logDirectory: scratch.path)
-            if await kill.run(child) { result.kills += 1 }
-            let status = await child.exited()
-            let ids = child.standardOutput.split(separator: "\n").compactMap { Int64($0) }
-            if status == 0, !child.terminatedBySignal, ids.count == markers.count {
-                log.append("ok " + markers.joined(separator: ",") + " " + ids.map(String.init).joined(separator: ","))
-                result.confirmedCalls += 1
-            }
-            child.removeOutput()
-            try await Task.sleep(for: .milliseconds(pauseMilliseconds))
+    static let queuectlWriterSource = #"""
+        import json, os, random, subprocess, sys, time
+        mode, name, db, log, queuectl = sys.argv[1:6]
+        users, seconds, probability = int(sys.argv[6]), float(sys.argv[7]), float(sys.argv[8])
+        pause = float(sys.argv[9]) / 1000
+        deadline = time.monotonic() + seconds
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        errors = open(log + ".err", "ab")
+
+        def note(line):
+            os.write(fd, (line + "\n").encode())
+
+        def single(marker, n):
+            user = ["--external-id", "user-%d" % (n % users)]
+            if n % 3 == 1:
+                return ["enqueue", "attribute", "marker", marker] + user
+            if n % 3 == 2:
+                return ["enqueue", "purchase", "sku-%d" % (n % 5), "--currency", "EUR", "--price", "2",
+                        "--prop", "marker=" + marker] + user
+            return ["enqueue", "event", "storm", "--prop", "marker=" + marker] + user
+
+        def line(marker, n):
+            user = "user-%d" % (n % users)
+            if n % 3 == 1:
+                record = {"type": "attribute", "external_id": user, "marker": marker}
+            elif n % 3 == 2:
+                record = {"type": "purchase", "external_id": user, "product_id": "sku-1", "currency": "EUR",
+                          "price": 3, "properties": {"marker": marker}}
+            else:
+                record = {"type": "event", "external_id": user, "name": "storm", "properties": {"marker": marker}}
+            return json.dumps(record) + "\n"
+
+        typical, n, confirmed, kills = 0.2, 0, 0, 0
+        ndjson = log + ".ndjson"
+        while time.monotonic() < deadline:
+            if mode == "single":
+                numbers = [n + 1]
+            else:
+                numbers = list(range(n + 1, n + 1 + random.randint(5, 40)))
+            n = numbers[-1]
+            markers = ["%s-%d" % (name, i) for i in numbers]
+            if mode == "single":
+                argv = [queuectl] + single(markers[0], n) + ["--db", db]
+            else:
+                with open(ndjson, "w") as handle:
+                    handle.write("".join(line(m, i) for m, i in zip(markers, numbers)))
+                argv = [queuectl, "enqueue", "--ndjson", ndjson, "--db", db]
+            note("attempt " + ",".join(markers))
+            start = time.monotonic()
+            child = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errors)
+            output = b""
+            if random.random() < probability:
+                if random.randrange(3) == 0:
+                    output = child.stdout.read(1)  # returns once it printed (committed), or exited
+                else:
+                    time.sleep(typical * random.uniform(0, 1.3))
+                child.kill()  # SIGKILL; a no-op once it has exited
+            output += child.stdout.read()
+            status = child.wait()
+            if status == -9:
+                kills += 1
+            elif output and status == 0:
+                typical = 0.8 * typical + 0.2 * (time.monotonic() - start)
+            ids = output.decode().split()
+            if status == 0 and len(ids) == len(markers):
+                note("ok %s %s" % (",".join(markers), ",".join(ids)))
+                confirmed += 1
+            time.sleep(pause)
+        print(json.dumps({"confirmed_calls": confirmed, "kills": kills}))
+        """#
+
+    /// Writes an embedded script into the scratch directory once; returns its path.
+    static func installScript(_ name: String, _ source: String, in scratch: Scratch) throws -> String {
+        let path = scratch.file(name)
+        if !FileManager.default.fileExists(atPath: path) {
+            try source.write(toFile: path, atomically: true, encoding: .utf8)
         }
-        return result
+        return path
     }
 
     /// A long-running writer process (the library loop or the foreign SQL writer), restarted after every kill.
@@ -266,10 +232,7 @@ enum Storm {
         name: String, db: String, scratch: Scratch, until: ContinuousClock.Instant, killAfter: ClosedRange<Double>?,
         pauseMilliseconds: Int
     ) async throws -> SlotResult {
-        let script = scratch.file("foreign-writer.py")
-        if !FileManager.default.fileExists(atPath: script) {
-            try foreignWriterSource.write(toFile: script, atomically: true, encoding: .utf8)
-        }
+        let script = try installScript("foreign-writer.py", foreignWriterSource, in: scratch)
         let stop = scratch.file("stop-writers")
         return try await restartingWriter(name: name, scratch: scratch, until: until, killAfter: killAfter) {
             incarnation, log in
@@ -352,8 +315,6 @@ enum ProcessFigures {
 }
 
 extension ChildProcess {
-    var standardOutput: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
-
     /// Removes the output files (storms start thousands of processes).
     func removeOutput() {
         try? FileManager.default.removeItem(atPath: stdoutPath)
