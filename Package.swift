@@ -15,6 +15,7 @@ let package = Package(
         .executable(name: "fake-braze", targets: ["fake-braze"]),
         .executable(name: "eventqueue-bench", targets: ["eventqueue-bench"]),
         .executable(name: "eventqueue-minimal-writer", targets: ["eventqueue-minimal-writer"]),
+        .executable(name: "eventqueue-storm-writer", targets: ["eventqueue-storm-writer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -109,6 +110,12 @@ let package = Package(
             name: "eventqueue-minimal-writer",
             dependencies: ["EventQueue"],
             path: "Benchmarks/eventqueue-minimal-writer"
+        ),
+        // The chaos tests' library writer: loops enqueueing marked records, logging attempt/ok lines.
+        .executableTarget(
+            name: "eventqueue-storm-writer",
+            dependencies: ["EventQueue"],
+            path: "Benchmarks/eventqueue-storm-writer"
         ),
         // Helpers the test targets share: temporary directories, running the built binaries.
         .target(name: "EventQueueTestSupport", path: "Tests/EventQueueTestSupport"),

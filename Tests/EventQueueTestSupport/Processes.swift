@@ -6,6 +6,7 @@ public enum Products {
     public static var queuectl: String { directory.appendingPathComponent("queuectl").path }
     public static var queued: String { directory.appendingPathComponent("queued").path }
     public static var minimalWriter: String { directory.appendingPathComponent("eventqueue-minimal-writer").path }
+    public static var stormWriter: String { directory.appendingPathComponent("eventqueue-storm-writer").path }
 }
 
 public struct ProcessResult: Sendable {

@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueTestSupport
 import Foundation
 import Testing
 

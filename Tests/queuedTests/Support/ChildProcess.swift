@@ -69,6 +69,8 @@ final class ChildProcess: @unchecked Sendable {
         lock.withLock { exitStatus }
     }
 
+    var hasExited: Bool { currentStatus() != nil }
+
     var terminatedBySignal: Bool { process.terminationReason == .uncaughtSignal }
 
     var standardError: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
