@@ -158,8 +158,8 @@ public struct Drainer: Sendable {
                 continue
             }
             let attempt = (ids.compactMap { attempts[$0] }.max() ?? 0) + 1
-            // A sink's hint (a Retry-After header) is outside input: keep it within a day so no hint can
-            // overflow the clock arithmetic or park a record for good.
+            // A sink's hint (a Retry-After header) is outside input: keep it within the clock horizon so no
+            // hint can overflow the clock arithmetic or park a record for good.
             let wait = min(max(1, group.after ?? options.backoff.delay(attempt: attempt)), Self.longestRetryWait)
             let nacked = try await store.nack(
                 ids, lease: claim.lease, reason: group.reason, retryAt: WallClock.nowMilliseconds() + wait,
@@ -171,8 +171,9 @@ public struct Drainer: Sendable {
         return result
     }
 
-    /// The longest a record is ever parked by one retry: a day.
-    static let longestRetryWait: Int64 = 24 * 3600 * 1000
+    /// The longest a record is ever parked by one retry: the clock horizon (15 minutes), because a due time
+    /// further ahead would read as a clock that went back. A longer `Retry-After` is simply asked again.
+    static let longestRetryWait: Int64 = ClockHorizon.longestWaitMilliseconds
 
     private struct RetryGroup: Hashable {
         var reason: String
