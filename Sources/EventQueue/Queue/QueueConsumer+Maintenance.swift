@@ -24,7 +24,7 @@ extension QueueConsumer {
             "DELETE FROM delivered_keys WHERE delivered_at_ms < ?1", operation: "forgetting old idempotency keys")
         prune.bind(1, now - Self.deliveredKeyRetentionMilliseconds)
         try prune.run()
-        try connection.execute("PRAGMA incremental_vacuum", operation: "vacuuming freed pages")
+        try vacuumInSteps()
         let checkpoint = try connection.statement(
             "PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the WAL")
         var complete = false
@@ -34,5 +34,25 @@ extension QueueConsumer {
             walBytesBefore: walBefore, walBytesAfter: Self.fileSize(path + "-wal"),
             databaseBytesBefore: databaseBefore, databaseBytesAfter: Self.fileSize(path),
             checkpointComplete: complete)
+    }
+
+    /// Pages returned to the filesystem per vacuum step (4 MiB at SQLite's 4 KiB pages).
+    static let vacuumStepPages = 1024
+
+    /// `incremental_vacuum` in steps, each its own short write transaction followed by a passive checkpoint.
+    /// One `PRAGMA incremental_vacuum` after draining a large backlog moves and frees every page in one
+    /// transaction, which the WAL must hold whole (hundreds of MB after a million records) while writers wait;
+    /// in steps the WAL grows by at most a step between checkpoints, and writers get the lock between steps.
+    func vacuumInSteps() throws(QueueError) {
+        let connection = file.connection
+        let operation = "vacuuming freed pages"
+        var free = try connection.scalarInt("PRAGMA freelist_count", operation: operation)
+        while free > 0 {
+            try connection.execute("PRAGMA incremental_vacuum(\(Self.vacuumStepPages))", operation: operation)
+            _ = try connection.scalarInt("PRAGMA wal_checkpoint(PASSIVE)", operation: "checkpointing the WAL")
+            let left = try connection.scalarInt("PRAGMA freelist_count", operation: operation)
+            if left >= free { break }  // writers are reusing the pages as fast as they are freed
+            free = left
+        }
     }
 }
