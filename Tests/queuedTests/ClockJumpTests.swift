@@ -141,6 +141,52 @@ import EventQueueTestSupport
         }
     }
 
+    // MARK: A lease lost while the sink is slow
+
+    /// The daemon's clock runs an hour behind another consumer's, so the leases it writes (and renews) look long
+    /// expired to that consumer: its renewals cannot protect the batch in flight. While Braze takes 3 s over the
+    /// first batch, the other consumer claims those records and hands them back. The daemon's late result must
+    /// be discarded (its ack names a lease that no longer holds them), and the next claim must deliver each of
+    /// them exactly once more: twice in all at Braze (the late request went out), never three times, nothing lost.
+    @Test func aLateResultAfterTheLeaseWasLostIsDiscardedAndDeliveredExactlyOnceMore() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        let key = BrazeFault.makeKey()
+        let records = try await BrazeFault.enqueue(MarkedRecord.make(20, users: 4), db: db, in: scratch)
+        var faults = FakeBrazeFaults()
+        faults.delayMilliseconds = 3_000
+        let clock = try FakeTime(in: scratch, offset: "-1h")
+        try await withFakeBraze(key: key, faults: faults) { server in
+            var environment = clock.environment
+            environment["BRAZE_API_KEY"] = key
+            let daemon = try await DaemonProcess(
+                scratch: scratch, db: db,
+                arguments: ["--sink", "braze:" + server.baseURL, "--lease-seconds", "2", "--batch-size", "10"],
+                environment: environment)
+            BrazeFault.pumpNotifications(daemon)
+            var taken: [Int64] = []
+            try await withDaemon(daemon) { daemon in
+                daemon.signal(SIGUSR1)
+                try await BrazeFault.waitFor("the first request") { server.stats().requests >= 1 }
+                let other = try QueueConsumer(path: db, consumerID: "other-consumer")
+                let claim = try other.claim(limit: 10, leaseMilliseconds: 60_000)
+                taken = claim.records.map(\.id)
+                try other.release(taken, lease: claim.lease)
+                other.close()
+                #expect(server.stats().requests == 1, "taken while the first request was still unanswered")
+                try await BrazeFault.waitUntilSettled(daemon, dead: 0)
+            }
+            let firstBatch = Array(records.prefix(10))
+            #expect(taken == firstBatch.map(\.id), "the other consumer took exactly the batch in flight")
+            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
+            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
+            #expect(report.reordered.isEmpty, "\(report)")
+            #expect(report.duplicated == Dictionary(uniqueKeysWithValues: firstBatch.map { ($0.marker, 2) }), "\(report)")
+            #expect(daemon.log.contains("late results will be discarded"), "\(daemon.log.suffix(3000))")
+            print("ClockJump lease lost: records 20, requests \(server.stats().requests), \(report)")
+        }
+    }
+
     // MARK: Writers on other clocks
 
     /// Three writer processes an hour behind, on time, and an hour ahead of the daemon, writing for the same
