@@ -29,7 +29,8 @@ struct ClockJumpWatch: Service {
             let wall = WallClock.nowMilliseconds()
             let monotonic = clock.now
             let elapsed = monotonic - lastMonotonic
-            let elapsedMilliseconds = elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+            let elapsedMilliseconds =
+                elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
             let step = (wall - lastWall) - elapsedMilliseconds
             lastWall = wall
             lastMonotonic = monotonic

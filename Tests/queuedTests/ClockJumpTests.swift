@@ -181,7 +181,8 @@ import EventQueueTestSupport
             let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
             #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
             #expect(report.reordered.isEmpty, "\(report)")
-            #expect(report.duplicated == Dictionary(uniqueKeysWithValues: firstBatch.map { ($0.marker, 2) }), "\(report)")
+            #expect(
+                report.duplicated == Dictionary(uniqueKeysWithValues: firstBatch.map { ($0.marker, 2) }), "\(report)")
             #expect(daemon.log.contains("late results will be discarded"), "\(daemon.log.suffix(3000))")
             print("ClockJump lease lost: records 20, requests \(server.stats().requests), \(report)")
         }

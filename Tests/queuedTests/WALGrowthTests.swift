@@ -115,7 +115,8 @@ import EventQueueTestSupport
                                 #"{"type":"event","external_id":"w\#(index % 7)","name":"live","#
                                     + #""properties":{"mk":"w\#(writerIndex)r\#(round)n\#(index)"}}"#
                             }.joined(separator: "\n")
-                            let result = try await queuectl(["enqueue", "--ndjson", "-"], db: db, stdin: lines, in: scratch)
+                            let result = try await queuectl(
+                                ["enqueue", "--ndjson", "-"], db: db, stdin: lines, in: scratch)
                             guard result.status == 0 else {
                                 throw ScratchError(message: "writer failed (\(result.status)): \(result.stderr)")
                             }
