@@ -33,14 +33,18 @@ public struct Drainer: Sendable {
             summary.remaining = try await store.stats()
             return summary
         }
+        // When the last claim ran: the next retry is counted from it. A record that came due between that
+        // claim and the statistics below was not claimed, and counting from "now" would call it neither due
+        // later nor claimed: no pass would be scheduled for it.
+        var lastClaimAt: Int64?
         do {
-            try await runPass(&summary, progress: progress, shouldStop: shouldStop)
+            try await runPass(&summary, lastClaimAt: &lastClaimAt, progress: progress, shouldStop: shouldStop)
         } catch {
             try? await store.releaseDrainLock()
             throw error
         }
         try await store.releaseDrainLock()
-        summary.remaining = try await store.stats()
+        summary.remaining = try await store.stats(now: lastClaimAt)
         logger.info(
             "drain pass finished",
             metadata: [
@@ -51,7 +55,7 @@ public struct Drainer: Sendable {
     }
 
     private func runPass(
-        _ summary: inout DrainSummary, progress: (@Sendable (DrainSummary) async -> Void)?,
+        _ summary: inout DrainSummary, lastClaimAt: inout Int64?, progress: (@Sendable (DrainSummary) async -> Void)?,
         shouldStop: @Sendable () -> Bool
     ) async throws(QueueError) {
         var failedBatchesInARow = 0
@@ -61,6 +65,7 @@ public struct Drainer: Sendable {
                 summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
                 break
             }
+            lastClaimAt = WallClock.nowMilliseconds()
             let claim = try await store.claim(limit: options.batchSize, leaseMilliseconds: options.leaseMilliseconds)
             if claim.records.isEmpty { break }
             summary.batches += 1
@@ -203,6 +208,7 @@ public struct Drainer: Sendable {
                     do {
                         let (_, held) = try await store.renew(lease, ids: ids, leaseMilliseconds: leaseMilliseconds)
                         _ = try await store.acquireDrainLock(leaseMilliseconds: leaseMilliseconds)
+                        logger.debug("renewed the lease", metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
                         if held < ids.count {
                             logger.warning(
                                 "lease lapsed for some records in flight; their late results will be discarded",

@@ -143,11 +143,12 @@ import EventQueueTestSupport
 
     // MARK: A lease lost while the sink is slow
 
-    /// The daemon's clock runs an hour behind another consumer's, so the leases it writes (and renews) look long
-    /// expired to that consumer: its renewals cannot protect the batch in flight. While Braze takes 3 s over the
-    /// first batch, the other consumer claims those records and hands them back. The daemon's late result must
-    /// be discarded (its ack names a lease that no longer holds them), and the next claim must deliver each of
-    /// them exactly once more: twice in all at Braze (the late request went out), never three times, nothing lost.
+    /// Another consumer's clock runs an hour ahead of the daemon's, so the daemon's leases (renewed every 0.67 s)
+    /// look long expired to it: renewal cannot protect the batch in flight. While Braze takes 3 s over the first
+    /// batch, that consumer claims those records and hands them back. The daemon's renewal must notice, its late
+    /// result must be discarded (its ack names a lease that no longer holds them), and the next claim must deliver
+    /// each of them exactly once more: twice in all at Braze (the late request went out), never three times,
+    /// nothing lost. (The other consumer's clock is its `now`, not libfaketime: see `FakeTime` on timers.)
     @Test func aLateResultAfterTheLeaseWasLostIsDiscardedAndDeliveredExactlyOnceMore() async throws {
         let scratch = Scratch()
         let db = scratch.file("queue.db")
@@ -155,21 +156,17 @@ import EventQueueTestSupport
         let records = try await BrazeFault.enqueue(MarkedRecord.make(20, users: 4), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.delayMilliseconds = 3_000
-        let clock = try FakeTime(in: scratch, offset: "-1h")
         try await withFakeBraze(key: key, faults: faults) { server in
-            var environment = clock.environment
-            environment["BRAZE_API_KEY"] = key
-            let daemon = try await DaemonProcess(
-                scratch: scratch, db: db,
-                arguments: ["--sink", "braze:" + server.baseURL, "--lease-seconds", "2", "--batch-size", "10"],
-                environment: environment)
-            BrazeFault.pumpNotifications(daemon)
+            let daemon = try await BrazeFault.startDaemon(
+                scratch: scratch, db: db, server: server, key: key,
+                arguments: ["--lease-seconds", "2", "--batch-size", "10"])
             var taken: [Int64] = []
             try await withDaemon(daemon) { daemon in
                 daemon.signal(SIGUSR1)
                 try await BrazeFault.waitFor("the first request") { server.stats().requests >= 1 }
                 let other = try QueueConsumer(path: db, consumerID: "other-consumer")
-                let claim = try other.claim(limit: 10, leaseMilliseconds: 60_000)
+                let claim = try other.claim(
+                    limit: 10, leaseMilliseconds: 60_000, now: WallClock.nowMilliseconds() + Self.hour)
                 taken = claim.records.map(\.id)
                 try other.release(taken, lease: claim.lease)
                 other.close()
@@ -198,6 +195,7 @@ import EventQueueTestSupport
         let db = scratch.file("queue.db")
         let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--drain-interval", "0.5"])
         BrazeFault.pumpNotifications(daemon)
+        let clock = try FakeTime(in: scratch)
         let offsets = ["-1h", "+0", "+1h"]
         let rounds = 6
         let perRound = 20
@@ -211,7 +209,7 @@ import EventQueueTestSupport
                             let lines = batch.map(\.line).joined(separator: "\n") + "\n"
                             let result = try await queuectl(
                                 ["enqueue", "--ndjson", "-"], db: db, stdin: lines,
-                                environment: FakeTime.environment(offset: offset), in: scratch)
+                                environment: clock.environment(offset: offset), in: scratch)
                             guard result.status == 0 else {
                                 throw ScratchError(message: "writer \(offset) failed: \(result.stderr)")
                             }
