@@ -14,6 +14,11 @@ public struct ProcessResult: Sendable {
     public var stderr: String
 }
 
+/// Foundation's `Process.run()` is not safe to call from several threads at once on Linux: concurrent launches
+/// crashed in its argument copy (a SIGSEGV in memcpy under `Process.run`, seen with four tasks launching
+/// queuectl at once). Launches are serialized; the processes still run concurrently.
+public let processLaunchLock = NSLock()
+
 /// Runs a process to completion without blocking a cooperative thread: output goes to files (no pipe can fill
 /// up and stall the child), and the wait is a termination handler.
 public func run(
@@ -45,7 +50,7 @@ public func run(
     let status: Int32 = try await withCheckedThrowingContinuation { continuation in
         process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
         do {
-            try process.run()
+            try processLaunchLock.withLock { try process.run() }
         } catch {
             process.terminationHandler = nil
             continuation.resume(throwing: error)

@@ -41,7 +41,7 @@ final class FakeTime: Sendable {
         process.environment = ["LD_PRELOAD": library, "FAKETIME": "+0", "PATH": "/usr/bin:/bin"]
         let pipe = Pipe()
         process.standardOutput = pipe
-        try process.run()
+        try processLaunchLock.withLock { try process.run() }
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         shared = String(decoding: output, as: UTF8.self)
