@@ -14,9 +14,8 @@ public struct ProcessResult: Sendable {
     public var stderr: String
 }
 
-/// Foundation's `Process.run()` is not safe to call from several threads at once on Linux: concurrent launches
-/// crashed in its argument copy (a SIGSEGV in memcpy under `Process.run`, seen with four tasks launching
-/// queuectl at once). Launches are serialized; the processes still run concurrently.
+/// Launches are serialized: Foundation's `Process.run()` on Linux is not documented as safe to call from several
+/// threads at once. The processes themselves still run concurrently.
 public let processLaunchLock = NSLock()
 
 /// Runs a process to completion without blocking a cooperative thread: output goes to files (no pipe can fill
@@ -40,10 +39,13 @@ public func run(
     let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
     process.standardOutput = out
     process.standardError = err
+    var input: FileHandle?
+    defer { try? input?.close() }  // not left to deinit: a test that runs thousands of processes ran out of fds
     if let stdin {
         let inPath = scratch.file("in-\(id)")
         FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
-        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+        input = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+        process.standardInput = input
     } else {
         process.standardInput = FileHandle.nullDevice
     }

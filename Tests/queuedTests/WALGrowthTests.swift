@@ -62,6 +62,10 @@ import EventQueueTestSupport
         func stop() { lock.withLock { running = false } }
     }
 
+    static func openDescriptors() -> Int {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+    }
+
     final class Flag: @unchecked Sendable {
         private let lock = NSLock()
         private var value = false
@@ -72,6 +76,7 @@ import EventQueueTestSupport
     @Test func theWALStaysBoundedWhileABacklogDrainsUnderWritersAndTheFileShrinksAfter() async throws {
         let scratch = Scratch()
         let db = scratch.file("queue.db")
+        let descriptorsBefore = Self.openDescriptors()
         let sampler = Sampler(path: db)
         sampler.start()
         defer { sampler.stop() }
@@ -173,10 +178,14 @@ import EventQueueTestSupport
         #expect(after.wal <= Self.walBound, "max WAL in the final pass: \(after.wal) bytes")
         #expect(finalDatabase * 10 < peakDatabase, "final \(finalDatabase) bytes vs peak \(peakDatabase)")
         #expect(Sampler.size(db + "-wal") == 0)
+        // Thousands of processes were launched: none may leave a descriptor behind in this process.
+        let descriptorsAfter = Self.openDescriptors()
+        #expect(descriptorsAfter <= descriptorsBefore + 20, "fds: \(descriptorsBefore) -> \(descriptorsAfter)")
         print(
             "WALGrowth backlog \(Self.backlog): built in \(buildTime) (max WAL \(built.wal) B), drained with "
                 + "\(written) records written meanwhile and \(statusReads) status reads in \(drainTime); "
                 + "max WAL while draining \(drain.wal) B, in the final pass \(after.wal) B; "
-                + "db peak \(peakDatabase) B, final \(finalDatabase) B")
+                + "db peak \(peakDatabase) B, final \(finalDatabase) B; fds \(descriptorsBefore) -> \(descriptorsAfter)"
+        )
     }
 }
