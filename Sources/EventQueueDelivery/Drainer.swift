@@ -70,6 +70,8 @@ public struct Drainer: Sendable {
             if claim.records.isEmpty { break }
             summary.batches += 1
             let batch = try await deliver(claim, summary: &summary)
+            // A long pass (a big backlog) keeps the WAL in check as it goes, not only at the end.
+            try await store.truncateWALIfLarger(than: Self.walCheckpointThreshold)
             if let progress { await progress(summary) }
             if let halt = batch.halt {
                 summary.halt = halt
@@ -175,6 +177,9 @@ public struct Drainer: Sendable {
         result.allFailed = delivered.isEmpty && rejected.isEmpty && !retries.isEmpty
         return result
     }
+
+    /// WAL size above which a pass truncates it between batches: 8 MiB, twice the automatic checkpoint's.
+    static let walCheckpointThreshold: Int64 = 8 * 1024 * 1024
 
     /// The longest a record is ever parked by one retry: the clock horizon (15 minutes), because a due time
     /// further ahead would read as a clock that went back. A longer `Retry-After` is simply asked again.

@@ -85,6 +85,11 @@ public actor QueueStore {
         try consumer.highestAssignedID()
     }
 
+    @discardableResult
+    public func truncateWALIfLarger(than thresholdBytes: Int64) throws(QueueError) -> Bool {
+        try consumer.truncateWALIfLarger(than: thresholdBytes)
+    }
+
     public func checkpointAndVacuum() throws(QueueError) -> MaintenanceResult {
         try consumer.checkpointAndVacuum()
     }
