@@ -5,7 +5,8 @@ public struct DrainOptions: Sendable, Hashable {
     /// Records claimed (and handed to the sink) at a time.
     public var batchSize: Int
     /// How long a claim is held before someone else may take it; renewed every third of it while the sink
-    /// is still working, so a slow delivery never loses its lease.
+    /// is still working, so a slow delivery never loses its lease. Kept within 1 s and `ClockHorizon` (15 min):
+    /// a longer expiry in the file would read as a clock that went back.
     public var leaseMilliseconds: Int64
     /// Failed attempts after which a record is dead-lettered.
     public var maxAttempts: Int
@@ -21,7 +22,7 @@ public struct DrainOptions: Sendable, Hashable {
         backoff: Backoff = Backoff(), haltAfterFailedBatches: Int = 3, maintenanceAfterPass: Bool = true
     ) {
         self.batchSize = max(1, batchSize)
-        self.leaseMilliseconds = max(1_000, leaseMilliseconds)
+        self.leaseMilliseconds = min(max(1_000, leaseMilliseconds), ClockHorizon.longestWaitMilliseconds)
         self.maxAttempts = max(1, maxAttempts)
         self.backoff = backoff
         self.haltAfterFailedBatches = max(1, haltAfterFailedBatches)

@@ -33,14 +33,18 @@ public struct Drainer: Sendable {
             summary.remaining = try await store.stats()
             return summary
         }
+        // When the last claim ran: the next retry is counted from it. A record that came due between that
+        // claim and the statistics below was not claimed, and counting from "now" would call it neither due
+        // later nor claimed: no pass would be scheduled for it.
+        var lastClaimAt: Int64?
         do {
-            try await runPass(&summary, progress: progress, shouldStop: shouldStop)
+            try await runPass(&summary, lastClaimAt: &lastClaimAt, progress: progress, shouldStop: shouldStop)
         } catch {
             try? await store.releaseDrainLock()
             throw error
         }
         try await store.releaseDrainLock()
-        summary.remaining = try await store.stats()
+        summary.remaining = try await store.stats(now: lastClaimAt)
         logger.info(
             "drain pass finished",
             metadata: [
@@ -51,7 +55,7 @@ public struct Drainer: Sendable {
     }
 
     private func runPass(
-        _ summary: inout DrainSummary, progress: (@Sendable (DrainSummary) async -> Void)?,
+        _ summary: inout DrainSummary, lastClaimAt: inout Int64?, progress: (@Sendable (DrainSummary) async -> Void)?,
         shouldStop: @Sendable () -> Bool
     ) async throws(QueueError) {
         var failedBatchesInARow = 0
@@ -61,10 +65,13 @@ public struct Drainer: Sendable {
                 summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
                 break
             }
+            lastClaimAt = WallClock.nowMilliseconds()
             let claim = try await store.claim(limit: options.batchSize, leaseMilliseconds: options.leaseMilliseconds)
             if claim.records.isEmpty { break }
             summary.batches += 1
             let batch = try await deliver(claim, summary: &summary)
+            // A long pass (a big backlog) keeps the WAL in check as it goes, not only at the end.
+            try await store.truncateWALIfLarger(than: Self.walCheckpointThreshold)
             if let progress { await progress(summary) }
             if let halt = batch.halt {
                 summary.halt = halt
@@ -158,8 +165,8 @@ public struct Drainer: Sendable {
                 continue
             }
             let attempt = (ids.compactMap { attempts[$0] }.max() ?? 0) + 1
-            // A sink's hint (a Retry-After header) is outside input: keep it within a day so no hint can
-            // overflow the clock arithmetic or park a record for good.
+            // A sink's hint (a Retry-After header) is outside input: keep it within the clock horizon so no
+            // hint can overflow the clock arithmetic or park a record for good.
             let wait = min(max(1, group.after ?? options.backoff.delay(attempt: attempt)), Self.longestRetryWait)
             let nacked = try await store.nack(
                 ids, lease: claim.lease, reason: group.reason, retryAt: WallClock.nowMilliseconds() + wait,
@@ -171,8 +178,12 @@ public struct Drainer: Sendable {
         return result
     }
 
-    /// The longest a record is ever parked by one retry: a day.
-    static let longestRetryWait: Int64 = 24 * 3600 * 1000
+    /// WAL size above which a pass truncates it between batches: 8 MiB, twice the automatic checkpoint's.
+    static let walCheckpointThreshold: Int64 = 8 * 1024 * 1024
+
+    /// The longest a record is ever parked by one retry: the clock horizon (15 minutes), because a due time
+    /// further ahead would read as a clock that went back. A longer `Retry-After` is simply asked again.
+    static let longestRetryWait: Int64 = ClockHorizon.longestWaitMilliseconds
 
     private struct RetryGroup: Hashable {
         var reason: String
@@ -202,6 +213,7 @@ public struct Drainer: Sendable {
                     do {
                         let (_, held) = try await store.renew(lease, ids: ids, leaseMilliseconds: leaseMilliseconds)
                         _ = try await store.acquireDrainLock(leaseMilliseconds: leaseMilliseconds)
+                        logger.debug("renewed the lease", metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
                         if held < ids.count {
                             logger.warning(
                                 "lease lapsed for some records in flight; their late results will be discarded",

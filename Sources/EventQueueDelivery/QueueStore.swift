@@ -75,13 +75,19 @@ public actor QueueStore {
         try consumer.releaseDrainLock()
     }
 
-    public func stats() throws(QueueError) -> QueueStats {
-        try consumer.stats()
+    /// `now` (default: the current time) is the moment "next retry" is counted from; see `Drainer`.
+    public func stats(now: Int64? = nil) throws(QueueError) -> QueueStats {
+        try consumer.stats(now: now ?? WallClock.nowMilliseconds())
     }
 
     /// The highest record id ever assigned: the `eventqueue_records_enqueued_total` metric.
     public func highestAssignedID() throws(QueueError) -> Int64 {
         try consumer.highestAssignedID()
+    }
+
+    @discardableResult
+    public func truncateWALIfLarger(than thresholdBytes: Int64) throws(QueueError) -> Bool {
+        try consumer.truncateWALIfLarger(than: thresholdBytes)
     }
 
     public func checkpointAndVacuum() throws(QueueError) -> MaintenanceResult {

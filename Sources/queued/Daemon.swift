@@ -58,6 +58,10 @@ struct Daemon {
                     service: TimerService(interval: interval) { coordinator.launch() },
                     successTerminationBehavior: .ignore, serviceName: "interval"))
         }
+        services.append(
+            .init(
+                service: ClockJumpWatch(coordinator: coordinator, logger: logger),
+                successTerminationBehavior: .ignore, serviceName: "clock"))
         if let watchdog = notifier.watchdogInterval {
             services.append(
                 .init(

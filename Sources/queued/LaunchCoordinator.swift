@@ -140,7 +140,9 @@ actor LaunchCoordinator {
     private func schedule(at milliseconds: Int64) {
         retryTimer?.cancel()
         nextRetryAt = milliseconds
-        let delay = max(50, milliseconds - WallClock.nowMilliseconds())
+        // The wait is measured on the monotonic clock (Task.sleep) once scheduled; the wall-clock target is
+        // capped at the horizon, so a time written under a clock that went back cannot park the daemon.
+        let delay = min(max(50, milliseconds - WallClock.nowMilliseconds()), ClockHorizon.longestWaitMilliseconds)
         let continuation = launchContinuation
         retryTimer = Task {
             try? await Task.sleep(for: .milliseconds(delay))

@@ -15,6 +15,10 @@ public struct ProcessResult: Sendable {
     public var stderr: String
 }
 
+/// Launches are serialized: Foundation's `Process.run()` on Linux is not documented as safe to call from several
+/// threads at once. The processes themselves still run concurrently.
+public let processLaunchLock = NSLock()
+
 /// Runs a process to completion without blocking a cooperative thread: output goes to files (no pipe can fill
 /// up and stall the child), and the wait is a termination handler.
 public func run(
@@ -36,17 +40,20 @@ public func run(
     let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
     process.standardOutput = out
     process.standardError = err
+    var input: FileHandle?
+    defer { try? input?.close() }  // not left to deinit: a test that runs thousands of processes ran out of fds
     if let stdin {
         let inPath = scratch.file("in-\(id)")
         FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
-        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+        input = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+        process.standardInput = input
     } else {
         process.standardInput = FileHandle.nullDevice
     }
     let status: Int32 = try await withCheckedThrowingContinuation { continuation in
         process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
         do {
-            try process.run()
+            try processLaunchLock.withLock { try process.run() }
         } catch {
             process.terminationHandler = nil
             continuation.resume(throwing: error)

@@ -3,17 +3,21 @@ enum ConsumerSQL {
     /// Claimable: pending and due, or leased with an expired lease. Blocked: an earlier live record of the same
     /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id
     /// order and `records_user` answers the per-user probe, so a claim costs O(log n) per candidate.
+    /// A due time or expiry beyond `?5` (now plus `ClockHorizon.longestWaitMilliseconds`) was written by a clock
+    /// ahead of ours (a clock stepped back since): it counts as passed, so it neither parks nor blocks anything.
     static let claim = """
         UPDATE records
         SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
         WHERE id IN (
             SELECT r.id FROM records AS r INDEXED BY records_live
             WHERE r.state != 'dead'
-              AND (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
+              AND ((CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
+                OR (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) > ?5)
               AND NOT EXISTS (
                   SELECT 1 FROM records AS e INDEXED BY records_user
                   WHERE e.user_key = r.user_key AND e.id < r.id AND e.state != 'dead'
-                    AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END) > ?3)
+                    AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
+                        BETWEEN ?3 + 1 AND ?5)
             ORDER BY r.id
             LIMIT ?4)
         RETURNING id, kind, payload, user_key, created_at_ms, attempts

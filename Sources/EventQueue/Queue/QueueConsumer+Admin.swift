@@ -13,10 +13,12 @@ extension QueueConsumer {
                 SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'leased'),
                        min(CASE state WHEN 'pending' THEN next_attempt_at_ms ELSE lease_expires_at_ms END)
                            FILTER (WHERE (CASE state WHEN 'pending' THEN next_attempt_at_ms
-                                           ELSE lease_expires_at_ms END) > ?1)
+                                           ELSE lease_expires_at_ms END) BETWEEN ?1 + 1 AND ?2)
                 FROM records INDEXED BY records_live WHERE state != 'dead'
                 """, operation: operation)
             live.bind(1, now)
+            // Beyond the horizon is a clock that went back: such a record is due now, not later (see claim).
+            live.bind(2, ClockHorizon.latestPlausible(after: now))
             _ = try live.step()
             let pending = Int(live.int64(0))
             let leased = Int(live.int64(1))

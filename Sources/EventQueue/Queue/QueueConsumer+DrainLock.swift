@@ -15,6 +15,7 @@ extension QueueConsumer {
         leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> DrainLockHolder? {
         let connection = file.connection
+        let leaseMilliseconds = ClockHorizon.clamp(leaseMilliseconds)
         return try connection.transaction(operation: "taking the drain lock") { () throws(QueueError) in
             let take = try connection.statement(
                 """
@@ -36,9 +37,16 @@ extension QueueConsumer {
                 try read.step()
                 ? DrainLockHolder(owner: read.text(0) ?? "?", expiresAtMilliseconds: read.int64(1)) : nil
             read.reset()
-            guard let holder, !Self.isDeadProcessOnThisHost(holder.owner) else {
-                // The holder crashed on this machine (a daemon restarted after `kill -9`): take over now
-                // rather than wait for its lock to expire.
+            // A lock expiring beyond the horizon was written by a clock ahead of ours (this host's clock was
+            // stepped back, or the holder's runs fast). A live holder on this host renews it within a third of
+            // its lease, now in the same clock as ours, so it keeps the lock; any other holder loses it now
+            // rather than after the clock catches up.
+            let implausible = holder.map { $0.expiresAtMilliseconds > ClockHorizon.latestPlausible(after: now) }
+            guard let holder, !Self.isDeadProcessOnThisHost(holder.owner),
+                !(implausible == true && !Self.isLiveProcessOnThisHost(holder.owner))
+            else {
+                // The holder crashed on this machine (a daemon restarted after `kill -9`), or its expiry is not
+                // believable: take over now rather than wait for its lock to expire.
                 let steal = try connection.statement(
                     "UPDATE drain_lock SET owner = ?1, acquired_at_ms = ?2, expires_at_ms = ?3 WHERE id = 1",
                     operation: "taking over the drain lock")
@@ -62,10 +70,21 @@ extension QueueConsumer {
 
     /// True when `owner` (a consumer id, `host:pid:random`) names a process on this host that no longer exists.
     static func isDeadProcessOnThisHost(_ owner: String) -> Bool {
-        let parts = owner.split(separator: ":")
-        guard parts.count >= 3, let pid = pid_t(parts[parts.count - 2]), pid > 0 else { return false }
-        let host = parts.dropLast(2).joined(separator: ":")
-        guard host == hostName() else { return false }
+        guard let pid = localProcessID(owner) else { return false }
         return kill(pid, 0) != 0 && errno == ESRCH
+    }
+
+    /// True when `owner` names a process on this host that is running.
+    static func isLiveProcessOnThisHost(_ owner: String) -> Bool {
+        guard let pid = localProcessID(owner) else { return false }
+        return kill(pid, 0) == 0 || errno == EPERM
+    }
+
+    /// The pid in `owner` when it names a process on this host.
+    private static func localProcessID(_ owner: String) -> pid_t? {
+        let parts = owner.split(separator: ":")
+        guard parts.count >= 3, let pid = pid_t(parts[parts.count - 2]), pid > 0 else { return nil }
+        let host = parts.dropLast(2).joined(separator: ":")
+        return host == hostName() ? pid : nil
     }
 }

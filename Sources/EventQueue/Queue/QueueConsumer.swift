@@ -29,12 +29,14 @@ public final class QueueConsumer {
     }
 
     /// Claims up to `limit` claimable records (pending and due, or leased with an expired lease), oldest first,
-    /// in one `BEGIN IMMEDIATE` transaction, leasing them for `leaseMilliseconds`.
+    /// in one `BEGIN IMMEDIATE` transaction, leasing them for `leaseMilliseconds` (at most `ClockHorizon`'s).
     public func claim(
         limit: Int, leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Claim {
         claimSequence += 1
-        let lease = Lease(token: "\(consumerID)#\(claimSequence)", expiresAtMilliseconds: now + leaseMilliseconds)
+        let lease = Lease(
+            token: "\(consumerID)#\(claimSequence)",
+            expiresAtMilliseconds: now + ClockHorizon.clamp(leaseMilliseconds))
         let connection = file.connection
         let records = try connection.transaction(operation: "claiming records") { () throws(QueueError) in
             let statement = try connection.statement(ConsumerSQL.claim, operation: "claiming records")
@@ -42,6 +44,7 @@ public final class QueueConsumer {
             statement.bind(2, lease.expiresAtMilliseconds)
             statement.bind(3, now)
             statement.bind(4, max(0, limit))
+            statement.bind(5, ClockHorizon.latestPlausible(after: now))
             var records: [ClaimedRecord] = []
             while try statement.step() {
                 records.append(
@@ -78,7 +81,7 @@ public final class QueueConsumer {
         }
     }
 
-    /// Returns records for a later retry at `retryAt` (Unix ms). With `countsAsAttempt` the attempt count
+    /// Returns records for a later retry at `retryAt` (Unix ms, at most `ClockHorizon` ahead of `now`). With `countsAsAttempt` the attempt count
     /// grows, and a record reaching `maxAttempts` becomes dead with `reason` as its last error. A rate limit
     /// is not the record's fault: pass `countsAsAttempt: false`.
     @discardableResult
@@ -94,7 +97,8 @@ public final class QueueConsumer {
             statement.bind(2, lease.token)
             statement.bind(3, countsAsAttempt ? 1 : 0)
             statement.bind(4, max(1, maxAttempts))
-            statement.bind(5, retryAt)
+            // Never park a record beyond the horizon: a later time would read as a clock that went back.
+            statement.bind(5, min(retryAt, ClockHorizon.latestPlausible(after: now)))
             statement.bind(6, reason)
             statement.bind(7, now)
             var result = NackResult()
@@ -136,7 +140,7 @@ public final class QueueConsumer {
         _ lease: inout Lease, ids: [Int64], leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Int {
         guard !ids.isEmpty else { return 0 }
-        let expires = now + leaseMilliseconds
+        let expires = now + ClockHorizon.clamp(leaseMilliseconds)
         let connection = file.connection
         let held = try connection.transaction(operation: "renewing a lease") { () throws(QueueError) in
             let statement = try connection.statement(ConsumerSQL.renew, operation: "renewing a lease")

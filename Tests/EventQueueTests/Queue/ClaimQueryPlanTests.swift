@@ -66,6 +66,7 @@ import Testing
         sqlite3_bind_int64(statement, 2, Int64.max / 2)
         sqlite3_bind_int64(statement, 3, WallClock.nowMilliseconds())
         sqlite3_bind_int64(statement, 4, 100)
+        sqlite3_bind_int64(statement, 5, ClockHorizon.latestPlausible(after: WallClock.nowMilliseconds()))
         var rows = 0
         while sqlite3_step(statement) == SQLITE_ROW { rows += 1 }
         #expect(rows == 100)

@@ -28,7 +28,7 @@ final class ChildProcess: @unchecked Sendable {
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         process.standardInput = FileHandle.nullDevice
         process.terminationHandler = { [weak self] finished in self?.finish(finished.terminationStatus) }
-        try process.run()
+        try processLaunchLock.withLock { try process.run() }
     }
 
     var pid: Int32 { process.processIdentifier }

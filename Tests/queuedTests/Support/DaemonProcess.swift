@@ -53,7 +53,7 @@ final class DaemonProcess: @unchecked Sendable {
             guard let self else { return }
             self.lock.withLock { self.exitStatus = finished.terminationStatus }
         }
-        try process.run()
+        try processLaunchLock.withLock { try process.run() }
         try? log.close()
         if waitForReady {
             guard await notify.waitFor({ $0.contains("READY=1") }) != nil else {

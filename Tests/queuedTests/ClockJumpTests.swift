@@ -1,0 +1,245 @@
+import EventQueue
+import FakeBraze
+import Foundation
+import Testing
+import EventQueueTestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The real `queued` and `queuectl` under a wall clock stepped by an hour while they run (libfaketime; the
+/// monotonic clock stays real, as when NTP or an administrator steps a real clock). Leases, due times and the drain
+/// lock are wall-clock times in the shared file, so a step must neither park the queue for the hour nor let one
+/// daemon deliver a record twice. Every test checks every record: delivered, once, in each user's id order.
+///
+/// Serialized: each test runs a daemon, and parallel daemons on two cores would only slow each other down.
+@Suite(.serialized) struct ClockJumpTests {
+    static let hour: Int64 = 3_600_000
+
+    /// What the jsonl sink received, as history-checker deliveries (marker, user, id).
+    static func delivered(_ daemon: DaemonProcess) throws -> [HistoryChecker.Delivery] {
+        try DeliveredLine.parse(file: daemon.sinkFile).map { line in
+            HistoryChecker.Delivery(
+                marker: BrazeFault.marker(of: line.object) ?? "?",
+                user: line.object["external_id"] as? String ?? "?", id: line.id)
+        }
+    }
+
+    /// The wall-clock time of the daemon's last pass, from `GET /status`.
+    static func lastPassStart(_ daemon: DaemonProcess) async throws -> Date? {
+        let state = try await daemon.daemonStatus()
+        guard let pass = state["last_pass"] as? [String: Any], let text = pass["started_at"] as? String else {
+            return nil
+        }
+        return parseTime(text)
+    }
+
+    static func parseTime(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+
+    // MARK: Step back
+
+    /// A drain interrupted under the old clock left records leased for 60 s, records waiting 2 min for a retry,
+    /// and the drain lock held (by a drainer on another host) for 60 s. The daemon's clock then steps back an
+    /// hour: all of that now lies an hour in its future. Everything must still go out within a minute, not in an
+    /// hour.
+    @Test func aClockSteppedBackAnHourStillDeliversEverythingWithinAMinute() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        let records = try await BrazeFault.enqueue(MarkedRecord.make(60, users: 10), db: db, in: scratch)
+        let now = WallClock.nowMilliseconds()
+        let interrupted = try QueueConsumer(path: db, consumerID: "elsewhere.example:4242:interrupted")
+        let leased = try interrupted.claim(limit: 5, leaseMilliseconds: 60_000, now: now)
+        let waiting = try interrupted.claim(limit: 5, leaseMilliseconds: 60_000, now: now)
+        let nacked = try interrupted.nack(
+            waiting.records.map(\.id), lease: waiting.lease, reason: "503", retryAt: now + 120_000, now: now)
+        let lockTaken = try interrupted.acquireDrainLock(leaseMilliseconds: 60_000, now: now) == nil
+        interrupted.close()
+        #expect(leased.records.count == 5 && nacked.retried.count == 5 && lockTaken)
+
+        let clock = try FakeTime(in: scratch)
+        let daemon = try await DaemonProcess(scratch: scratch, db: db, environment: clock.environment)
+        BrazeFault.pumpNotifications(daemon)
+        let elapsed = try await withDaemon(daemon) { daemon in
+            // Before the step: the lock is held and every user's first record is leased or waiting.
+            daemon.signal(SIGUSR1)
+            let before = try await daemon.waitUntilIdle(passes: 1)
+            let firstPass = before["last_pass"] as? [String: Any]
+            #expect(firstPass?["result"] as? String == "another_drainer_running", "\(before)")
+            #expect(try Self.delivered(daemon).isEmpty)
+
+            try clock.set("-1h")
+            let stepped = ContinuousClock.now
+            // No launch from the test: the daemon notices the step itself (ClockJumpWatch) and drains.
+            try await BrazeFault.waitUntilSettled(daemon, dead: 0, timeout: .seconds(60))
+            let elapsed = ContinuousClock.now - stepped
+            let passStart = try #require(try await Self.lastPassStart(daemon))
+            let shift = passStart.timeIntervalSinceNow
+            #expect(shift < -3_000 && shift > -4_200, "the daemon's clock was an hour back: \(shift) s")
+            return elapsed
+        }
+        let report = HistoryChecker.check(enqueued: Set(records.map(\.marker)), delivered: try Self.delivered(daemon))
+        #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
+        #expect(report.duplicateDeliveries == 0, "\(report)")
+        #expect(report.reordered.isEmpty, "\(report)")
+        #expect(daemon.log.contains("the wall clock was stepped"), "\(daemon.log.suffix(2000))")
+        #expect(elapsed < .seconds(60))
+        print("ClockJump back 1 h: records 60, all delivered \(elapsed) after the step, \(report)")
+    }
+
+    // MARK: Step forward and back mid-drain
+
+    /// A slow Braze (1 s per request) that fails a quarter of the requests: batches are in flight under
+    /// renewed leases, and records wait for retries, when the clock steps an hour forward, and again when it
+    /// steps back. The one daemon must deliver every record exactly once, in order, losing nothing.
+    @Test func stepsForwardAndBackMidDrainNeitherLoseNorDuplicate() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        let key = BrazeFault.makeKey()
+        let records = try await BrazeFault.enqueue(MarkedRecord.make(80, users: 8), db: db, in: scratch)
+        var faults = FakeBrazeFaults()
+        faults.seed = 11
+        faults.delayMilliseconds = 1_000
+        faults.serverErrorRate = 0.25
+        let clock = try FakeTime(in: scratch)
+        try await withFakeBraze(key: key, faults: faults) { server in
+            var environment = clock.environment
+            environment["BRAZE_API_KEY"] = key
+            let daemon = try await DaemonProcess(
+                scratch: scratch, db: db,
+                arguments: [
+                    "--sink", "braze:" + server.baseURL, "--lease-seconds", "2", "--batch-size", "10",
+                    "--max-attempts", "30",
+                ], environment: environment)
+            BrazeFault.pumpNotifications(daemon)
+            try await withDaemon(daemon) { daemon in
+                daemon.signal(SIGUSR1)
+                try await BrazeFault.waitFor("the first request") { server.stats().requests >= 1 }
+                try clock.set("+1h")
+                try await BrazeFault.waitFor("three more requests", timeout: .seconds(60)) {
+                    server.stats().requests >= 4
+                }
+                try clock.set("+0")
+                try await BrazeFault.waitUntilSettled(daemon, dead: 0, timeout: .seconds(90))
+            }
+            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
+            let stats = server.stats()
+            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
+            #expect(report.duplicateDeliveries == 0, "\(report)")
+            #expect(report.reordered.isEmpty, "\(report)")
+            #expect((stats.byStatus[500] ?? 0) > 0, "the 500s fired, so records waited for retries: \(stats)")
+            let steps = daemon.log.components(separatedBy: "the wall clock was stepped").count - 1
+            #expect(steps >= 2, "both steps noticed: \(daemon.log.suffix(3000))")
+            #expect(!daemon.log.contains("lease lapsed"), "\(daemon.log.suffix(3000))")
+            print("ClockJump forward+back: records 80, requests \(stats.requests), steps noticed \(steps), \(report)")
+        }
+    }
+
+    // MARK: A lease lost while the sink is slow
+
+    /// Another consumer's clock runs an hour ahead of the daemon's, so the daemon's leases (renewed every 0.67 s)
+    /// look long expired to it: renewal cannot protect the batch in flight. While Braze takes 3 s over the first
+    /// batch, that consumer claims those records and hands them back. The daemon's renewal must notice, its late
+    /// result must be discarded (its ack names a lease that no longer holds them), and the next claim must deliver
+    /// each of them exactly once more: twice in all at Braze (the late request went out), never three times,
+    /// nothing lost. (The other consumer's clock is its `now`, not libfaketime: see `FakeTime` on timers.)
+    @Test func aLateResultAfterTheLeaseWasLostIsDiscardedAndDeliveredExactlyOnceMore() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        let key = BrazeFault.makeKey()
+        let records = try await BrazeFault.enqueue(MarkedRecord.make(20, users: 4), db: db, in: scratch)
+        var faults = FakeBrazeFaults()
+        faults.delayMilliseconds = 3_000
+        try await withFakeBraze(key: key, faults: faults) { server in
+            let daemon = try await BrazeFault.startDaemon(
+                scratch: scratch, db: db, server: server, key: key,
+                arguments: ["--lease-seconds", "2", "--batch-size", "10"])
+            var taken: [Int64] = []
+            try await withDaemon(daemon) { daemon in
+                daemon.signal(SIGUSR1)
+                try await BrazeFault.waitFor("the first request") { server.stats().requests >= 1 }
+                let other = try QueueConsumer(path: db, consumerID: "other-consumer")
+                let claim = try other.claim(
+                    limit: 10, leaseMilliseconds: 60_000, now: WallClock.nowMilliseconds() + Self.hour)
+                taken = claim.records.map(\.id)
+                try other.release(taken, lease: claim.lease)
+                other.close()
+                #expect(server.stats().requests == 1, "taken while the first request was still unanswered")
+                try await BrazeFault.waitUntilSettled(daemon, dead: 0)
+            }
+            let firstBatch = Array(records.prefix(10))
+            #expect(taken == firstBatch.map(\.id), "the other consumer took exactly the batch in flight")
+            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
+            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
+            #expect(report.reordered.isEmpty, "\(report)")
+            #expect(
+                report.duplicated == Dictionary(uniqueKeysWithValues: firstBatch.map { ($0.marker, 2) }), "\(report)")
+            #expect(daemon.log.contains("late results will be discarded"), "\(daemon.log.suffix(3000))")
+            print("ClockJump lease lost: records 20, requests \(server.stats().requests), \(report)")
+        }
+    }
+
+    // MARK: Writers on other clocks
+
+    /// Three writer processes an hour behind, on time, and an hour ahead of the daemon, writing for the same
+    /// users at once while it drains. The id, not any clock, orders records: every record arrives once, in each
+    /// user's id order, and the event times show each writer's own clock.
+    @Test func writersAnHourOffTheDaemonsClockAreDeliveredInIdOrder() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--drain-interval", "0.5"])
+        BrazeFault.pumpNotifications(daemon)
+        let clock = try FakeTime(in: scratch)
+        let offsets = ["-1h", "+0", "+1h"]
+        let rounds = 6
+        let perRound = 20
+        let expected = try await withDaemon(daemon) { daemon in
+            let markers = try await withThrowingTaskGroup(of: [String].self) { group in
+                for (writer, offset) in offsets.enumerated() {
+                    group.addTask {
+                        var written: [String] = []
+                        for round in 0..<rounds {
+                            let batch = MarkedRecord.make(perRound, users: 5, prefix: "w\(writer)r\(round)n")
+                            let lines = batch.map(\.line).joined(separator: "\n") + "\n"
+                            let result = try await queuectl(
+                                ["enqueue", "--ndjson", "-"], db: db, stdin: lines,
+                                environment: clock.environment(offset: offset), in: scratch)
+                            guard result.status == 0 else {
+                                throw ScratchError(message: "writer \(offset) failed: \(result.stderr)")
+                            }
+                            written += batch.map(\.marker)
+                        }
+                        return written
+                    }
+                }
+                var all: [String] = []
+                for try await markers in group { all += markers }
+                return all
+            }
+            try await BrazeFault.waitUntilSettled(daemon, dead: 0, timeout: .seconds(60))
+            return Set(markers)
+        }
+        let lines = try DeliveredLine.parse(file: daemon.sinkFile)
+        let report = HistoryChecker.check(enqueued: expected, delivered: try Self.delivered(daemon))
+        #expect(expected.count == offsets.count * rounds * perRound)
+        #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
+        #expect(report.duplicateDeliveries == 0, "\(report)")
+        #expect(report.reordered.isEmpty, "\(report)")
+        // Each writer stamped its events with its own clock: proof the writers really ran an hour off.
+        for (writer, expectedShift) in [(0, -3_600.0), (1, 0.0), (2, 3_600.0)] {
+            let times = lines.filter { (BrazeFault.marker(of: $0.object) ?? "").hasPrefix("w\(writer)r") }
+                .compactMap { ($0.object["time"] as? String).flatMap(Self.parseTime) }
+            let shifts = times.map { $0.timeIntervalSinceNow }
+            #expect(!shifts.isEmpty)
+            #expect(
+                shifts.allSatisfy { abs($0 - expectedShift) < 600 }, "writer \(writer): \(shifts.prefix(3))")
+        }
+        print("ClockJump writers ±1 h: \(report)")
+    }
+}
