@@ -124,7 +124,7 @@ func runChild(_ path: String, _ arguments: [String], captureOutput: Bool = true,
 }
 
 /// A started child process.
-final class ChildHandle {
+final class ChildHandle: Sendable {
     let pid: pid_t
     let started: UInt64
     let outputFD: Int32
@@ -288,7 +288,7 @@ final class Results: @unchecked Sendable {
 
 func log(_ line: String) {
     print(line)
-    fflush(stdout)
+    fflush(nil)
 }
 
 extension Settings {

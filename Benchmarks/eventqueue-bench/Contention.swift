@@ -52,7 +52,8 @@ func runWriterChild(_ arguments: [String]) -> Never {
         text += String(latency)
         text += "\n"
     }
-    fputs(text, stdout)
+    print(text, terminator: "")
+    fflush(nil)
     exit(0)
 }
 

@@ -65,7 +65,7 @@ func runLegacyWriterChild(_ arguments: [String], eventQueue: Bool) -> Never {
         }
         exit(0)
     } catch {
-        fputs("writer failed: \(error)\n", stderr)
+        FileHandle.standardError.write(Data("writer failed: \(error)\n".utf8))
         exit(1)
     }
 }
@@ -136,11 +136,11 @@ func runLegacyScenario(_ settings: Settings, _ results: Results) async throws {
         let written = writers * perWriter
         // Legacy.
         try? FileManager.default.removeItem(at: file)
-        var handles = try (0..<writers).map {
+        let legacyHandles = try (0..<writers).map {
             try spawnChild(Settings.ownPath(), ["child-legacy-writer", file.path, String($0), String(perWriter)])
         }
-        var finished = Mutex(0)
-        for handle in handles {
+        let finished = Mutex(0)
+        for handle in legacyHandles {
             DispatchQueue.global().async {
                 _ = handle.wait()
                 finished.withLock { $0 += 1 }
@@ -161,19 +161,19 @@ func runLegacyScenario(_ settings: Settings, _ results: Results) async throws {
         let store = try QueueStore(path: path)
         let sink = CollectingSink()
         let drainer = Drainer(store: store, sink: sink, logger: quietLogger)
-        handles = try (0..<writers).map {
+        let eqHandles = try (0..<writers).map {
             try spawnChild(Settings.ownPath(), ["child-eq-writer", path, String($0), String(perWriter)])
         }
-        finished = Mutex(0)
+        let eqFinished = Mutex(0)
         let failures = Mutex(0)
-        for handle in handles {
+        for handle in eqHandles {
             DispatchQueue.global().async {
                 let result = handle.wait()
                 failures.withLock { $0 += result.status == 0 ? 0 : 1 }
-                finished.withLock { $0 += 1 }
+                eqFinished.withLock { $0 += 1 }
             }
         }
-        while finished.withLock({ $0 }) < writers {
+        while eqFinished.withLock({ $0 }) < writers {
             try await Task.sleep(for: .milliseconds(250))
             _ = try await drainer.drain()
         }

@@ -69,7 +69,7 @@ func runTrackServerChild(_ arguments: [String]) throws -> Never {
         }
         .bind(host: "127.0.0.1", port: 0).wait()
     print("listening on \(channel.localAddress?.port ?? 0)")
-    fflush(stdout)
+    fflush(nil)
     alarm(900)
     var byte: UInt8 = 0
     while read(STDIN_FILENO, &byte, 1) > 0 {}
