@@ -116,7 +116,7 @@ func libraryDrain(path: String, batchSize: Int, sink: any Sink) async throws -> 
 
 func runDrainScenario(_ settings: Settings, _ results: Results) async throws {
     let backlog = settings.quick ? 30_000 : 1_000_000
-    let rounds = settings.quick ? min(settings.rounds, 3) : min(settings.rounds, 3)
+    let rounds = settings.quick ? min(settings.rounds, 3) : 2
     let batchSize = 100
     log("== 3. drain a \(backlog)-record backlog, batch \(batchSize), FULL; \(rounds) interleaved rounds")
     let template = freshPath(settings, "drain-template")

@@ -115,7 +115,7 @@ func runHTTPScenario(_ settings: Settings, _ results: Results) async throws {
     let rounds = settings.quick ? 2 : 3
     // Claimed 300 at a time (`--batch-size 300`): four requests of 75 objects per claim, so the claim and ack
     // transactions are shared by four requests.
-    let batchSize = 300
+    let batchSize = Int(ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_HTTP_BATCH"] ?? "") ?? 300
     let apiKey = "bench-api-key"
     log("== 4. drain to HTTP /users/track: \(backlog) records, claims of \(batchSize), 75 objects per request")
     let template = freshPath(settings, "http-template")
@@ -224,7 +224,8 @@ func runHTTPScenario(_ settings: Settings, _ results: Results) async throws {
             + "\(format(breakdown["http_us"] ?? 0, decimals: 1))")
     var row: [String: Any] = [
         "name": "drain to HTTP, 75 objects per request", "library_per_s": library, "raw_http_per_s": raw,
-        "ratio_vs_raw_http": library / raw, "target_per_s": 25_000.0, "met": library >= 25_000, "backlog": backlog, "batch_size": batchSize,
+        "ratio_vs_raw_http": library / raw, "target_per_s": 25_000.0, "met": library >= 25_000, "backlog": backlog,
+        "batch_size": batchSize,
         "library_rounds": libraryRates, "raw_rounds": rawRates, "breakdown": breakdown,
     ]
     if let fakeBrazeRate { row["fake_braze_per_s"] = fakeBrazeRate }

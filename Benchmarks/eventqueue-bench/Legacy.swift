@@ -88,7 +88,7 @@ final class CollectingSink: Sink {
 }
 
 func runLegacyScenario(_ settings: Settings, _ results: Results) async throws {
-    let appends = settings.quick ? 2_000 : 6_000
+    let appends = settings.quick ? 2_000 : 3_000
     let step = appends / 10
     log("== 7. legacy recipe (read-append-write one JSON file) vs EventQueue")
     // Part A: cost per append as the pending count grows, one process, no drain.
