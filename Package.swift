@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Benchmarks only (latency percentiles); never a dependency of the libraries.
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         .systemLibrary(
@@ -103,7 +105,15 @@ let package = Package(
         ),
         .executableTarget(
             name: "eventqueue-bench",
-            dependencies: ["EventQueue", "CSQLite"],
+            dependencies: [
+                "EventQueue", "EventQueueDelivery", "EventQueueBraze", "FakeBraze", "CSQLite",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/eventqueue-bench"
         ),
         .executableTarget(

@@ -1,27 +1,25 @@
-// Enqueue throughput of the EventQueue library against the floor: a raw SQLite C-API loop inserting the same
-// rows into the same schema with the same pragmas. Both run in this process, interleaved round by round, and
-// the report is the ratio of medians, because absolute numbers on shared machines drift.
+// eventqueue-bench: every performance scenario of EventQueue, each measured against its baseline in one run.
 //
-// Usage: swift run -c release eventqueue-bench [--quick] [--rounds N] [--dir PATH]
-import CSQLite
-import EventQueue
+// Usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
+//                         [--support-dir PATH] [--out results.json] [SCENARIO ...]
+// Scenarios: enqueue cold drain http contention backlog legacy peer (default: all). scripts/bench runs them
+// all and renders docs/PERFORMANCE.md from the JSON.
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-struct Scenario {
-    var name: String
-    var durability: QueueOptions.Durability
-    var recordsPerTransaction: Int
-    var records: Int
-    var target: Double
-}
+let allScenarios = ["enqueue", "cold", "drain", "http", "contention", "backlog", "legacy", "peer"]
 
-struct Settings {
-    var quick = false
-    var rounds = 5
-    var directory = "/tmp"
+func usage() -> Never {
+    print(
+        """
+        usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
+                                [--support-dir PATH] [--out FILE] [SCENARIO ...]
+        scenarios: \(allScenarios.joined(separator: " "))
+        """)
+    exit(64)
 }
 
 func parseSettings() -> Settings {
@@ -32,176 +30,54 @@ func parseSettings() -> Settings {
         case "--quick": settings.quick = true
         case "--rounds": settings.rounds = arguments.next().flatMap { Int($0) } ?? settings.rounds
         case "--dir": settings.directory = arguments.next() ?? settings.directory
-        default:
-            print("usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH]")
-            exit(64)
+        case "--bin-dir": settings.binDirectory = arguments.next() ?? settings.binDirectory
+        case "--python": settings.python = arguments.next() ?? settings.python
+        case "--support-dir": settings.supportDirectory = arguments.next() ?? settings.supportDirectory
+        case "--out": settings.outputPath = arguments.next()
+        case let name where allScenarios.contains(name): settings.scenarios.append(name)
+        default: usage()
         }
     }
     if settings.quick { settings.rounds = min(settings.rounds, 3) }
+    if settings.scenarios.isEmpty { settings.scenarios = allScenarios }
     return settings
 }
 
-func seconds(since start: UInt64) -> Double {
-    Double(WallClock.monotonicNanoseconds() - start) / 1e9
-}
-
-func freshPath(_ settings: Settings, _ label: String) -> String {
-    let path = "\(settings.directory)/eventqueue-bench-\(getpid())-\(label).db"
-    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
-    return path
-}
-
-func removeDatabase(_ path: String) {
-    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
-}
-
-func makeRecord(_ index: Int) -> Record {
-    Record.event(
-        "song_liked", user: .externalID("user-\(index % 50)"),
-        properties: ["song": .string("song-\(index)"), "position": .number(JSONNumber(index))])
-}
-
-/// The library: build a record, validate, serialize, insert (what a writer does per record).
-func runLibrary(_ scenario: Scenario, path: String) throws -> Double {
-    let writer = try QueueWriter(
-        path: path, options: QueueOptions(durability: scenario.durability, minimumFreeBytes: 0))
-    defer { writer.close() }
-    let start = WallClock.monotonicNanoseconds()
-    if scenario.recordsPerTransaction == 1 {
-        for index in 0..<scenario.records { try writer.enqueue(makeRecord(index)) }
-    } else {
-        var index = 0
-        while index < scenario.records {
-            let count = min(scenario.recordsPerTransaction, scenario.records - index)
-            try writer.enqueue(contentsOf: (index..<(index + count)).map(makeRecord))
-            index += count
-        }
-    }
-    return Double(scenario.records) / seconds(since: start)
-}
-
-struct RawError: Error, CustomStringConvertible {
-    var description: String
-}
-
-/// The floor: the same schema (created by the library, then closed), the same pragmas, one prepared INSERT,
-/// and payloads serialized before the clock starts.
-func runRaw(_ scenario: Scenario, path: String) throws -> Double {
-    try QueueWriter(path: path, options: QueueOptions(durability: scenario.durability, minimumFreeBytes: 0)).close()
-    var handle: OpaquePointer?
-    guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
-        let db = handle
-    else { throw RawError(description: "cannot open \(path)") }
-    defer { sqlite3_close_v2(db) }
-    func exec(_ sql: String) throws {
-        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
-            throw RawError(description: "\(sql): \(String(cString: sqlite3_errmsg(db)))")
-        }
-    }
-    sqlite3_busy_timeout(db, 5000)
-    try exec("PRAGMA journal_mode = WAL")
-    try exec("PRAGMA synchronous = \(scenario.durability == .full ? "FULL" : "NORMAL")")
-    try exec("PRAGMA journal_size_limit = \(32 * 1024 * 1024)")
-    let now = WallClock.nowMilliseconds()
-    let time = ISO8601.format(unixMilliseconds: now)
-    let payloads: [String] = (0..<scenario.records).map { index in
-        var object = makeRecord(index).object
-        object["time"] = .string(time)
-        return object.serialized
-    }
-    var statement: OpaquePointer?
-    guard
-        sqlite3_prepare_v2(
-            db, "INSERT INTO records (kind, payload, created_at_ms) VALUES (?1, ?2, ?3)", -1, &statement, nil)
-            == SQLITE_OK, let insert = statement
-    else { throw RawError(description: String(cString: sqlite3_errmsg(db))) }
-    defer { sqlite3_finalize(insert) }
-    let transient = eventqueue_sqlite_transient()
-    let start = WallClock.monotonicNanoseconds()
-    var index = 0
-    while index < scenario.records {
-        let count = min(scenario.recordsPerTransaction, scenario.records - index)
-        if scenario.recordsPerTransaction > 1 { try exec("BEGIN IMMEDIATE") }
-        for offset in 0..<count {
-            sqlite3_bind_text(insert, 1, "event", -1, transient)
-            sqlite3_bind_text(insert, 2, payloads[index + offset], -1, transient)
-            sqlite3_bind_int64(insert, 3, now)
-            guard sqlite3_step(insert) == SQLITE_DONE else {
-                throw RawError(description: String(cString: sqlite3_errmsg(db)))
-            }
-            sqlite3_reset(insert)
-        }
-        if scenario.recordsPerTransaction > 1 { try exec("COMMIT") }
-        index += count
-    }
-    return Double(scenario.records) / seconds(since: start)
-}
-
-func median(_ values: [Double]) -> Double {
-    let sorted = values.sorted()
-    guard !sorted.isEmpty else { return 0 }
-    return sorted.count % 2 == 1
-        ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
-}
-
-func pad(_ text: String, _ width: Int) -> String {
-    text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
-}
-
-func format(_ value: Double, decimals: Int = 0) -> String {
-    var multiplier = 1.0
-    for _ in 0..<decimals { multiplier *= 10 }
-    let rounded = (value * multiplier).rounded() / multiplier
-    return decimals == 0 ? String(Int(rounded)) : String(rounded)
+// Child modes: the bench re-runs itself as writer processes, consumers and servers.
+let arguments = Array(CommandLine.arguments.dropFirst())
+switch arguments.first {
+case "child-writer": runWriterChild(Array(arguments.dropFirst()))
+case "child-backlog": await runBacklogChild(Array(arguments.dropFirst()))
+case "child-legacy-writer": runLegacyWriterChild(Array(arguments.dropFirst()), eventQueue: false)
+case "child-eq-writer": runLegacyWriterChild(Array(arguments.dropFirst()), eventQueue: true)
+case "child-track-server": try runTrackServerChild(Array(arguments.dropFirst()))
+default: break
 }
 
 let settings = parseSettings()
-let scale = settings.quick ? 1 : 4
-let scenarios = [
-    Scenario(
-        name: "enqueue, 1 per transaction, FULL", durability: .full, recordsPerTransaction: 1, records: 500 * scale,
-        target: 0.8),
-    Scenario(
-        name: "enqueue, 1 per transaction, NORMAL", durability: .normal, recordsPerTransaction: 1,
-        records: 5_000 * scale, target: 0.8),
-    Scenario(
-        name: "enqueue, 100 per transaction, FULL", durability: .full, recordsPerTransaction: 100,
-        records: 20_000 * scale, target: 0.8),
-]
-
-print("eventqueue-bench: library vs raw SQLite C API, same schema and pragmas; \(settings.rounds) interleaved rounds")
-print("SQLite \(String(cString: sqlite3_libversion())), queue files in \(settings.directory)")
-print("")
-print(pad("scenario", 38) + pad("raw rec/s", 12) + pad("library rec/s", 15) + pad("ratio", 8) + "target")
-var allMet = true
-for scenario in scenarios {
-    var raw: [Double] = []
-    var library: [Double] = []
-    do {
-        for round in 0..<settings.rounds {
-            let rawPath = freshPath(settings, "raw-\(round)")
-            let libraryPath = freshPath(settings, "lib-\(round)")
-            // Alternate which goes first so neither always gets the warmer cache.
-            if round % 2 == 0 {
-                raw.append(try runRaw(scenario, path: rawPath))
-                library.append(try runLibrary(scenario, path: libraryPath))
-            } else {
-                library.append(try runLibrary(scenario, path: libraryPath))
-                raw.append(try runRaw(scenario, path: rawPath))
-            }
-            removeDatabase(rawPath)
-            removeDatabase(libraryPath)
+let results = Results()
+let started = now()
+log("eventqueue-bench\(settings.quick ? " --quick" : ""): queue files in \(settings.directory)")
+do {
+    for scenario in settings.scenarios {
+        let scenarioStart = now()
+        switch scenario {
+        case "enqueue": try runEnqueueScenarios(settings, results)
+        case "cold": try runColdPathScenario(settings, results)
+        case "drain": try await runDrainScenario(settings, results)
+        case "http": try await runHTTPScenario(settings, results)
+        case "contention": try await runContentionScenario(settings, results)
+        case "backlog": try runBacklogScenario(settings, results)
+        case "legacy": try await runLegacyScenario(settings, results)
+        case "peer": try runPeerScenario(settings, results)
+        default: usage()
         }
-    } catch {
-        print("error in \(scenario.name): \(error)")
-        exit(1)
+        log("   (\(scenario): \(format(seconds(since: scenarioStart), decimals: 1)) s)\n")
     }
-    let ratio = median(library) / median(raw)
-    let met = ratio >= scenario.target
-    allMet = allMet && met
-    print(
-        pad(scenario.name, 38) + pad(format(median(raw)), 12) + pad(format(median(library)), 15)
-            + pad(format(ratio, decimals: 2), 8) + ">= \(scenario.target) \(met ? "met" : "NOT MET")")
+    results.scenarios["elapsed_seconds"] = seconds(since: started)
+    if let output = settings.outputPath { try results.write(to: output, settings: settings) }
+} catch {
+    log("eventqueue-bench: \(error)")
+    if let output = settings.outputPath { try? results.write(to: output, settings: settings) }
+    exit(1)
 }
-print("")
-print(allMet ? "all targets met" : "some targets not met")

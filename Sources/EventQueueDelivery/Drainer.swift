@@ -59,11 +59,18 @@ public struct Drainer: Sendable {
         shouldStop: @Sendable () -> Bool
     ) async throws(QueueError) {
         var failedBatchesInARow = 0
+        // The lock was just taken. Renewing it is a write transaction, so it is renewed once a third of its lease
+        // has passed rather than before every batch (a slow delivery renews it meanwhile: deliverRenewingLease).
+        var lockRenewedAt = ContinuousClock.now
+        let renewLockAfter = Duration.milliseconds(options.leaseMilliseconds / 3)
         while !shouldStop(), !Task.isCancelled {
-            if let holder = try await store.acquireDrainLock(leaseMilliseconds: options.leaseMilliseconds) {
-                // Only possible if this pass stalled for longer than the lease and another drainer took over.
-                summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
-                break
+            if ContinuousClock.now - lockRenewedAt >= renewLockAfter {
+                if let holder = try await store.acquireDrainLock(leaseMilliseconds: options.leaseMilliseconds) {
+                    // Only possible if this pass stalled for longer than the lease and another drainer took over.
+                    summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
+                    break
+                }
+                lockRenewedAt = ContinuousClock.now
             }
             lastClaimAt = WallClock.nowMilliseconds()
             let claim = try await store.claim(limit: options.batchSize, leaseMilliseconds: options.leaseMilliseconds)

@@ -16,7 +16,16 @@ extension QueueConsumer {
     ) throws(QueueError) -> DrainLockHolder? {
         let connection = file.connection
         let leaseMilliseconds = ClockHorizon.clamp(leaseMilliseconds)
-        return try connection.transaction(operation: "taking the drain lock") { () throws(QueueError) in
+        // The lock is a lease too: losing its renewal to a power cut costs nothing (see withRelaxedSync).
+        return try withRelaxedSync { () throws(QueueError) in
+            try acquireDrainLockTransaction(connection, leaseMilliseconds: leaseMilliseconds, now: now)
+        }
+    }
+
+    private func acquireDrainLockTransaction(
+        _ connection: Connection, leaseMilliseconds: Int64, now: Int64
+    ) throws(QueueError) -> DrainLockHolder? {
+        try connection.transaction(operation: "taking the drain lock") { () throws(QueueError) in
             let take = try connection.statement(
                 """
                 INSERT INTO drain_lock (id, owner, acquired_at_ms, expires_at_ms) VALUES (1, ?1, ?2, ?3)

@@ -1,3 +1,5 @@
+import CSQLite
+
 /// What a maintenance run did.
 public struct MaintenanceResult: Sendable, Hashable {
     public var walBytesBefore: Int64
@@ -11,6 +13,9 @@ public struct MaintenanceResult: Sendable, Hashable {
 extension QueueConsumer {
     /// How long delivered idempotency keys are remembered.
     public static let deliveredKeyRetentionMilliseconds: Int64 = 7 * 24 * 3600 * 1000
+
+    /// How long the closing checkpoint waits for writers in progress (far below a writer's busy timeout).
+    static let checkpointBusyTimeoutMilliseconds: Int32 = 100
 
     /// Returns space after a drain: forgets expired idempotency keys, frees the pages of deleted records
     /// (`incremental_vacuum`), and truncates the WAL (`wal_checkpoint(TRUNCATE)`). Long-lived readers starve
@@ -27,6 +32,15 @@ extension QueueConsumer {
         try vacuumInSteps()
         let checkpoint = try connection.statement(
             "PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the WAL")
+        // A TRUNCATE checkpoint holds new writers back while it waits for the ones in progress. Waiting with the
+        // full busy timeout could make a writer time out (SQLITE_BUSY) behind it, so it waits briefly and, when
+        // writers keep the file busy, leaves the WAL to the next pass (writers' own checkpoints bound it).
+        if let handle = connection.handle { sqlite3_busy_timeout(handle, Self.checkpointBusyTimeoutMilliseconds) }
+        defer {
+            if let handle = connection.handle {
+                sqlite3_busy_timeout(handle, Int32(clamping: connection.busyTimeoutMilliseconds))
+            }
+        }
         var complete = false
         if try checkpoint.step() { complete = checkpoint.int64(0) == 0 }
         checkpoint.reset()

@@ -38,25 +38,28 @@ public final class QueueConsumer {
             token: "\(consumerID)#\(claimSequence)",
             expiresAtMilliseconds: now + ClockHorizon.clamp(leaseMilliseconds))
         let connection = file.connection
-        let records = try connection.transaction(operation: "claiming records") { () throws(QueueError) in
-            let statement = try connection.statement(ConsumerSQL.claim, operation: "claiming records")
-            statement.bind(1, lease.token)
-            statement.bind(2, lease.expiresAtMilliseconds)
-            statement.bind(3, now)
-            statement.bind(4, max(0, limit))
-            statement.bind(5, ClockHorizon.latestPlausible(after: now))
-            var records: [ClaimedRecord] = []
-            while try statement.step() {
-                records.append(
-                    ClaimedRecord(
-                        id: statement.int64(0),
-                        kind: RecordKind(rawValue: statement.text(1) ?? "") ?? .event,
-                        payload: statement.text(2) ?? "{}",
-                        userKey: statement.text(3) ?? "",
-                        createdAtMilliseconds: statement.int64(4),
-                        attempts: Int(statement.int64(5))))
+        // A lost claim only makes its records claimable again: no fsync of its own (see withRelaxedSync).
+        let records = try withRelaxedSync { () throws(QueueError) in
+            try connection.transaction(operation: "claiming records") { () throws(QueueError) in
+                let statement = try connection.statement(ConsumerSQL.claim, operation: "claiming records")
+                statement.bind(1, lease.token)
+                statement.bind(2, lease.expiresAtMilliseconds)
+                statement.bind(3, now)
+                statement.bind(4, max(0, limit))
+                statement.bind(5, ClockHorizon.latestPlausible(after: now))
+                var records: [ClaimedRecord] = []
+                while try statement.step() {
+                    records.append(
+                        ClaimedRecord(
+                            id: statement.int64(0),
+                            kind: RecordKind(rawValue: statement.text(1) ?? "") ?? .event,
+                            payload: statement.text(2) ?? "{}",
+                            userKey: statement.text(3) ?? "",
+                            createdAtMilliseconds: statement.int64(4),
+                            attempts: Int(statement.int64(5))))
+                }
+                return records
             }
-            return records
         }
         return Claim(lease: lease, records: records.sorted { $0.id < $1.id })
     }

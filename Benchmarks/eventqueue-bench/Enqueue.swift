@@ -1,0 +1,137 @@
+// Scenario 1: enqueue throughput of the EventQueue library against the floor, a raw SQLite C-API loop inserting
+// the same rows into the same schema with the same pragmas. Both run in this process, interleaved round by
+// round, and the report is the ratio of medians, because absolute numbers on shared machines drift.
+import CSQLite
+import EventQueue
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+struct EnqueueScenario {
+    var name: String
+    var durability: QueueOptions.Durability
+    var recordsPerTransaction: Int
+    var records: Int
+    var target: Double
+}
+
+/// The library: build a record, validate, serialize, insert (what a writer does per record).
+func runLibrary(_ scenario: EnqueueScenario, path: String) throws -> Double {
+    let writer = try QueueWriter(
+        path: path, options: QueueOptions(durability: scenario.durability, minimumFreeBytes: 0))
+    defer { writer.close() }
+    let start = WallClock.monotonicNanoseconds()
+    if scenario.recordsPerTransaction == 1 {
+        for index in 0..<scenario.records { try writer.enqueue(makeRecord(index)) }
+    } else {
+        var index = 0
+        while index < scenario.records {
+            let count = min(scenario.recordsPerTransaction, scenario.records - index)
+            try writer.enqueue(contentsOf: (index..<(index + count)).map(makeRecord))
+            index += count
+        }
+    }
+    return Double(scenario.records) / seconds(since: start)
+}
+
+/// The floor: the same schema (created by the library, then closed), the same pragmas, one prepared INSERT,
+/// and payloads serialized before the clock starts.
+func runRaw(_ scenario: EnqueueScenario, path: String) throws -> Double {
+    try QueueWriter(path: path, options: QueueOptions(durability: scenario.durability, minimumFreeBytes: 0)).close()
+    var handle: OpaquePointer?
+    guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
+        let db = handle
+    else { throw BenchError("cannot open \(path)") }
+    defer { sqlite3_close_v2(db) }
+    func exec(_ sql: String) throws {
+        guard sqlite3_exec(db, sql, nil, nil, nil) == SQLITE_OK else {
+            throw BenchError("\(sql): \(String(cString: sqlite3_errmsg(db)))")
+        }
+    }
+    sqlite3_busy_timeout(db, 5000)
+    try exec("PRAGMA journal_mode = WAL")
+    try exec("PRAGMA synchronous = \(scenario.durability == .full ? "FULL" : "NORMAL")")
+    try exec("PRAGMA journal_size_limit = \(32 * 1024 * 1024)")
+    let now = WallClock.nowMilliseconds()
+    let time = ISO8601.format(unixMilliseconds: now)
+    let payloads: [String] = (0..<scenario.records).map { index in
+        var object = makeRecord(index).object
+        object["time"] = .string(time)
+        return object.serialized
+    }
+    var statement: OpaquePointer?
+    guard
+        sqlite3_prepare_v2(
+            db, "INSERT INTO records (kind, payload, created_at_ms) VALUES (?1, ?2, ?3)", -1, &statement, nil)
+            == SQLITE_OK, let insert = statement
+    else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
+    defer { sqlite3_finalize(insert) }
+    let transient = eventqueue_sqlite_transient()
+    let start = WallClock.monotonicNanoseconds()
+    var index = 0
+    while index < scenario.records {
+        let count = min(scenario.recordsPerTransaction, scenario.records - index)
+        if scenario.recordsPerTransaction > 1 { try exec("BEGIN IMMEDIATE") }
+        for offset in 0..<count {
+            sqlite3_bind_text(insert, 1, "event", -1, transient)
+            sqlite3_bind_text(insert, 2, payloads[index + offset], -1, transient)
+            sqlite3_bind_int64(insert, 3, now)
+            guard sqlite3_step(insert) == SQLITE_DONE else {
+                throw BenchError(String(cString: sqlite3_errmsg(db)))
+            }
+            sqlite3_reset(insert)
+        }
+        if scenario.recordsPerTransaction > 1 { try exec("COMMIT") }
+        index += count
+    }
+    return Double(scenario.records) / seconds(since: start)
+}
+
+func runEnqueueScenarios(_ settings: Settings, _ results: Results) throws {
+    let scale = settings.quick ? 1 : 4
+    let scenarios = [
+        EnqueueScenario(
+            name: "enqueue, 1 per transaction, FULL", durability: .full, recordsPerTransaction: 1, records: 500 * scale,
+            target: 0.85),
+        EnqueueScenario(
+            name: "enqueue, 1 per transaction, NORMAL", durability: .normal, recordsPerTransaction: 1,
+            records: 5_000 * scale, target: 0.85),
+        EnqueueScenario(
+            name: "enqueue, 100 per transaction, FULL", durability: .full, recordsPerTransaction: 100,
+            records: 20_000 * scale, target: 0.85),
+    ]
+
+    log("== 1. enqueue: library vs raw SQLite C API, same schema and pragmas; \(settings.rounds) interleaved rounds")
+    log(pad("scenario", 38) + pad("raw rec/s", 12) + pad("library rec/s", 15) + pad("ratio", 8) + "target")
+    var rows: [[String: Any]] = []
+    for scenario in scenarios {
+        var raw: [Double] = []
+        var library: [Double] = []
+        for round in 0..<settings.rounds {
+            let rawPath = freshPath(settings, "raw-\(round)")
+            let libraryPath = freshPath(settings, "lib-\(round)")
+            // Alternate which goes first so neither always gets the warmer cache.
+            if round % 2 == 0 {
+                raw.append(try runRaw(scenario, path: rawPath))
+                library.append(try runLibrary(scenario, path: libraryPath))
+            } else {
+                library.append(try runLibrary(scenario, path: libraryPath))
+                raw.append(try runRaw(scenario, path: rawPath))
+            }
+            removeDatabase(rawPath)
+            removeDatabase(libraryPath)
+        }
+        let ratio = median(library) / median(raw)
+        let met = ratio >= scenario.target
+        rows.append([
+            "name": scenario.name, "raw_per_s": median(raw), "library_per_s": median(library), "ratio": ratio,
+            "target": scenario.target, "met": met, "records": scenario.records, "raw_rounds": raw,
+            "library_rounds": library,
+        ])
+        log(
+            pad(scenario.name, 38) + pad(format(median(raw)), 12) + pad(format(median(library)), 15)
+                + pad(format(ratio, decimals: 2), 8) + ">= \(scenario.target) \(met ? "met" : "NOT MET")")
+    }
+    results.scenarios["enqueue"] = rows
+}
