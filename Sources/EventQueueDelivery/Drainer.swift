@@ -44,6 +44,7 @@ public struct Drainer: Sendable {
             throw error
         }
         try await store.releaseDrainLock()
+        try await maintain()
         summary.remaining = try await store.stats(now: lastClaimAt)
         logger.info(
             "drain pass finished",
@@ -95,15 +96,19 @@ public struct Drainer: Sendable {
                 break
             }
         }
-        if options.maintenanceAfterPass {
-            let maintenance = try await store.checkpointAndVacuum()
-            logger.debug(
-                "checkpointed and vacuumed",
-                metadata: [
-                    "wal_bytes": "\(maintenance.walBytesBefore) -> \(maintenance.walBytesAfter)",
-                    "db_bytes": "\(maintenance.databaseBytesBefore) -> \(maintenance.databaseBytesAfter)",
-                ])
-        }
+    }
+
+    /// Forgets old idempotency keys, vacuums and truncates the WAL. It runs after the drain lock is released:
+    /// releasing the lock is a write, and a write after the checkpoint would leave a `-wal` behind at rest.
+    private func maintain() async throws(QueueError) {
+        guard options.maintenanceAfterPass else { return }
+        let maintenance = try await store.checkpointAndVacuum()
+        logger.debug(
+            "checkpointed and vacuumed",
+            metadata: [
+                "wal_bytes": "\(maintenance.walBytesBefore) -> \(maintenance.walBytesAfter)",
+                "db_bytes": "\(maintenance.databaseBytesBefore) -> \(maintenance.databaseBytesAfter)",
+            ])
     }
 
     private struct BatchResult {
