@@ -9,7 +9,7 @@ import EventQueueTestSupport
 /// crash, every record must be delivered exactly once, in id order per user.
 @Suite struct ConcurrentWritersTests {
     /// EVENTQUEUE_LONG_TESTS=1 multiplies the record counts by 10.
-    static let scale = ProcessInfo.processInfo.environment["EVENTQUEUE_LONG_TESTS"] == "1" ? 10 : 1
+    static let scale = TestProfile.isLong ? 10 : 1
 
     @Test func everyRecordFromEightWritersIsDeliveredOnceInPerUserOrder() async throws {
         let scratch = Scratch()
@@ -123,7 +123,7 @@ import EventQueueTestSupport
         for result in results {
             #expect(result.status == 0, "writer failed: \(result.stderr)")
         }
-        FileManager.default.createFile(atPath: stop, contents: nil)
+        _ = FileManager.default.createFile(atPath: stop, contents: nil)
         let drained = try await drain.value
         #expect(drained.status == 0, "drainer failed: \(drained.stderr)")
         let deliveredWhileWriting = try DeliveredLine.parse(file: out).count

@@ -20,9 +20,7 @@ import EventQueueTestSupport
 /// only catch leaks of ~14 KiB per request: the long profile is the real check). Open files: at most 4 more at
 /// the end than after warm-up (an HTTP connection being replaced, the WAL and shared-memory files of a pass).
 @Suite(.serialized) struct SoakTests {
-    static let long = ProcessInfo.processInfo.environment["EVENTQUEUE_LONG_TESTS"] == "1"
-    static let seconds =
-        Double(ProcessInfo.processInfo.environment["EVENTQUEUE_SOAK_SECONDS"] ?? "") ?? (long ? 3600 : 120)
+    static let seconds = TestProfile.seconds("EVENTQUEUE_SOAK_SECONDS", ci: 120, long: 3600)
     static let rssSlackKiB = 8 * 1024
     static let fileSlack = 4
 

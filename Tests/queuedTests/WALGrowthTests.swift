@@ -12,7 +12,7 @@ import EventQueueTestSupport
 /// the post-drain vacuum runs in steps), and once the drain is over the main file must shrink and the `-wal` be
 /// truncated. CI profile: 100,000 records; EVENTQUEUE_LONG_TESTS=1: 1,000,000.
 @Suite(.serialized) struct WALGrowthTests {
-    static let long = ProcessInfo.processInfo.environment["EVENTQUEUE_LONG_TESTS"] == "1"
+    static let long = TestProfile.isLong
     static var backlog: Int { long ? 1_000_000 : 100_000 }
     /// The bound asserted on the `-wal`: SQLite's `journal_size_limit` as the queue sets it (32 MiB). The WAL
     /// autocheckpoints at 1,000 pages (4 MiB), so in practice it stays far below; see the printed maximum.

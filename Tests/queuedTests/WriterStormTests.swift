@@ -15,10 +15,8 @@ import EventQueueTestSupport
 /// received against what the writers logged: lost 0, unexpected 0, reordered 0, duplicates at most one batch per
 /// daemon kill. A record whose writer was killed mid-call is indeterminate: it may or may not arrive.
 @Suite(.serialized) struct WriterStormTests {
-    static let long = ProcessInfo.processInfo.environment["EVENTQUEUE_LONG_TESTS"] == "1"
     /// How long the storm lasts: EVENTQUEUE_STORM_SECONDS, else 40 s (CI) or 600 s (long profile).
-    static let stormSeconds =
-        Double(ProcessInfo.processInfo.environment["EVENTQUEUE_STORM_SECONDS"] ?? "") ?? (long ? 600 : 40)
+    static let stormSeconds = TestProfile.seconds("EVENTQUEUE_STORM_SECONDS", ci: 40, long: 600)
     static let batchSize = 25
 
     @Test func eightWritersAndTheDaemonKilledAtRandomLoseNothing() async throws {
