@@ -11,11 +11,17 @@ import EventQueueTestSupport
     @Test func sigtermDuringAPassStopsClaimingAndReleasesNothingTwice() async throws {
         let scratch = Scratch()
         let db = scratch.file("queue.db")
-        try await enqueueEvents(400, db: db, in: scratch)
+        // Enough one-record batches (each one a claim, an fsync'd line and an ack) that the pass is still running
+        // when the SIGTERM lands: it is sent as soon as the pass is seen delivering, not after a fixed sleep.
+        let total = 5_000
+        try await enqueueEvents(total, db: db, in: scratch)
         let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--batch-size", "1"])
         try await withDaemon(daemon) { daemon in
             #expect(try await daemon.request("POST", "/launch").status == 202)
-            try await Task.sleep(for: .milliseconds(300))
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline, (try? DeliveredLine.parse(file: daemon.sinkFile).count) ?? 0 < 10 {
+                try await Task.sleep(for: .milliseconds(10))
+            }
             let status = await daemon.stop()
             #expect(status == 0, "log:\n\(daemon.log)")
         }
@@ -25,8 +31,8 @@ import EventQueueTestSupport
         let status = try await queuectl(["status", "--json"], db: db, in: scratch)
         let stats = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         #expect(stats["leased"] as? Int == 0, "no lease is left behind")
-        #expect((stats["pending"] as? Int ?? -1) + delivered.count == 400)
-        #expect(delivered.count < 400, "the pass stopped claiming before the end (log:\n\(daemon.log))")
+        #expect((stats["pending"] as? Int ?? -1) + delivered.count == total)
+        #expect(delivered.count < total, "the pass stopped claiming before the end (log:\n\(daemon.log))")
     }
 
     @Test func drainIntervalLaunchesPasses() async throws {
