@@ -30,20 +30,7 @@ extension QueueConsumer {
         prune.bind(1, now - Self.deliveredKeyRetentionMilliseconds)
         try prune.run()
         try vacuumInSteps()
-        let checkpoint = try connection.statement(
-            "PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the WAL")
-        // A TRUNCATE checkpoint holds new writers back while it waits for the ones in progress. Waiting with the
-        // full busy timeout could make a writer time out (SQLITE_BUSY) behind it, so it waits briefly and, when
-        // writers keep the file busy, leaves the WAL to the next pass (writers' own checkpoints bound it).
-        if let handle = connection.handle { sqlite3_busy_timeout(handle, Self.checkpointBusyTimeoutMilliseconds) }
-        defer {
-            if let handle = connection.handle {
-                sqlite3_busy_timeout(handle, Int32(clamping: connection.busyTimeoutMilliseconds))
-            }
-        }
-        var complete = false
-        if try checkpoint.step() { complete = checkpoint.int64(0) == 0 }
-        checkpoint.reset()
+        let complete = try truncateWAL()
         return MaintenanceResult(
             walBytesBefore: walBefore, walBytesAfter: Self.fileSize(path + "-wal"),
             databaseBytesBefore: databaseBefore, databaseBytesAfter: Self.fileSize(path),
@@ -75,13 +62,28 @@ extension QueueConsumer {
     /// Automatic checkpoints (every 1,000 pages) copy frames back but can only restart the WAL from its beginning
     /// at a moment when no reader holds an older snapshot; with writers and monitors busy around a long drain
     /// that moment can be long in coming, and the WAL grew with the backlog (29 MB after a million records).
-    /// `TRUNCATE` waits (up to the busy timeout) for those readers instead. Returns true when it truncated.
+    /// `TRUNCATE` waits briefly for those readers instead (see `truncateWAL`). Returns true when it truncated.
     @discardableResult
     public func truncateWALIfLarger(than thresholdBytes: Int64) throws(QueueError) -> Bool {
         guard Self.fileSize(path + "-wal") > thresholdBytes else { return false }
-        let checkpoint = try file.connection.statement(
+        return try truncateWAL()
+    }
+
+    /// `wal_checkpoint(TRUNCATE)`, waiting at most `checkpointBusyTimeoutMilliseconds`. A TRUNCATE checkpoint
+    /// holds new writers back while it waits for the ones in progress; waiting with the full busy timeout could
+    /// make a writer time out (SQLITE_BUSY) behind it. When writers keep the file busy it gives up and leaves the
+    /// WAL to the next try (writers' own checkpoints bound it meanwhile). Returns true when it truncated.
+    private func truncateWAL() throws(QueueError) -> Bool {
+        let connection = file.connection
+        let checkpoint = try connection.statement(
             "PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the WAL")
-        defer { checkpoint.reset() }
+        if let handle = connection.handle { sqlite3_busy_timeout(handle, Self.checkpointBusyTimeoutMilliseconds) }
+        defer {
+            checkpoint.reset()
+            if let handle = connection.handle {
+                sqlite3_busy_timeout(handle, Int32(clamping: connection.busyTimeoutMilliseconds))
+            }
+        }
         guard try checkpoint.step() else { return false }
         return checkpoint.int64(0) == 0
     }
