@@ -202,6 +202,7 @@ func openRaw(_ path: String, durability: QueueOptions.Durability) throws -> Opaq
     try rawExec(db, "PRAGMA journal_mode = WAL")
     try rawExec(db, "PRAGMA synchronous = \(durability == .full ? "FULL" : "NORMAL")")
     try rawExec(db, "PRAGMA journal_size_limit = \(32 * 1024 * 1024)")
+    try rawExec(db, "PRAGMA temp_store = MEMORY")
     return db
 }
 

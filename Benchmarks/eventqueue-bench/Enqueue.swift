@@ -53,6 +53,7 @@ func runRaw(_ scenario: EnqueueScenario, path: String) throws -> Double {
     try exec("PRAGMA journal_mode = WAL")
     try exec("PRAGMA synchronous = \(scenario.durability == .full ? "FULL" : "NORMAL")")
     try exec("PRAGMA journal_size_limit = \(32 * 1024 * 1024)")
+    try exec("PRAGMA temp_store = MEMORY")
     let now = WallClock.nowMilliseconds()
     let time = ISO8601.format(unixMilliseconds: now)
     let payloads: [String] = (0..<scenario.records).map { index in

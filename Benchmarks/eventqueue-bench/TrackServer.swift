@@ -46,8 +46,9 @@ final class TrackHandler: ChannelInboundHandler, @unchecked Sendable {
                 promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
             let keepAlive = self.keepAlive
+            let channel = context.channel
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-                if !keepAlive { context.close(promise: nil) }
+                if !keepAlive { channel.close(promise: nil) }
             }
         }
     }

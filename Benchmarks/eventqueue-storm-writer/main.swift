@@ -9,7 +9,7 @@
 // idempotency key, so `--retry` can re-enqueue the unconfirmed markers of a killed run without duplicating any.
 //
 // Usage: eventqueue-storm-writer DB LOG PREFIX [--users N] [--batch N] [--count N] [--pause-ms N]
-//                                [--retry M1,M2...] [--stop FILE]
+//                                [--retry M1,M2...] [--stop FILE] [--busy-timeout-ms N]
 import EventQueue
 
 #if canImport(Glibc)
@@ -26,7 +26,7 @@ var arguments = Array(CommandLine.arguments.dropFirst())
 guard arguments.count >= 3 else {
     fail(
         "usage: eventqueue-storm-writer DB LOG PREFIX [--users N] [--batch N] [--count N] [--pause-ms N] "
-            + "[--retry M1,M2...] [--stop FILE]")
+            + "[--retry M1,M2...] [--stop FILE] [--busy-timeout-ms N]")
 }
 let (db, logPath, prefix) = (arguments[0], arguments[1], arguments[2])
 var options: [String: String] = [:]
@@ -41,6 +41,7 @@ let count = Int(options["--count"] ?? "") ?? Int.max
 let pause = UInt32(options["--pause-ms"] ?? "0") ?? 0
 let retry = (options["--retry"] ?? "").split(separator: ",").map(String.init)
 let stopFile = options["--stop"]
+let busyTimeout = Int(options["--busy-timeout-ms"] ?? "5000") ?? 5_000
 
 let log = open(logPath, O_WRONLY | O_APPEND | O_CREAT, 0o644)
 guard log >= 0 else { fail("cannot open \(logPath)") }
@@ -83,7 +84,8 @@ func enqueue(_ writer: QueueWriter, _ markers: [String]) {
 }
 
 do {
-    let writer = try QueueWriter(path: db, options: QueueOptions(minimumFreeBytes: 0))
+    let writer = try QueueWriter(
+        path: db, options: QueueOptions(busyTimeoutMilliseconds: busyTimeout, minimumFreeBytes: 0))
     for marker in retry { enqueue(writer, [marker]) }
     var next = 1
     while next <= count {

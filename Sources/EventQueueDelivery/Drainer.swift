@@ -64,38 +64,76 @@ public struct Drainer: Sendable {
         // has passed rather than before every batch (a slow delivery renews it meanwhile: deliverRenewingLease).
         var lockRenewedAt = ContinuousClock.now
         let renewLockAfter = Duration.milliseconds(options.leaseMilliseconds / 3)
-        while !shouldStop(), !Task.isCancelled {
-            if ContinuousClock.now - lockRenewedAt >= renewLockAfter {
-                if let holder = try await store.acquireDrainLock(leaseMilliseconds: options.leaseMilliseconds) {
-                    // Only possible if this pass stalled for longer than the lease and another drainer took over.
-                    summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
+        // The delivered records of the batch just delivered: acked together with the next claim, in one
+        // transaction (QueueConsumer.ackAndClaim), or on their own when the pass ends.
+        var unacked: PendingAck?
+        do {
+            while !shouldStop(), !Task.isCancelled {
+                if ContinuousClock.now - lockRenewedAt >= renewLockAfter {
+                    if let holder = try await store.acquireDrainLock(leaseMilliseconds: options.leaseMilliseconds) {
+                        // Only possible if this pass stalled for longer than the lease and another drainer took over.
+                        summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
+                        break
+                    }
+                    lockRenewedAt = ContinuousClock.now
+                }
+                lastClaimAt = WallClock.nowMilliseconds()
+                let claim = try await claimNext(acking: &unacked, summary: &summary, progress: progress)
+                if claim.records.isEmpty { break }
+                summary.batches += 1
+                let batch = try await deliver(claim, summary: &summary)
+                if !batch.delivered.isEmpty { unacked = PendingAck(ids: batch.delivered, lease: claim.lease) }
+                // A long pass (a big backlog) keeps the WAL in check as it goes, not only at the end.
+                try await store.truncateWALIfLarger(than: Self.walCheckpointThreshold)
+                if let halt = batch.halt {
+                    summary.halt = halt
+                    logger.warning("drain pass stopped early", metadata: ["reason": "\(halt)"])
                     break
                 }
-                lockRenewedAt = ContinuousClock.now
+                failedBatchesInARow = batch.allFailed ? failedBatchesInARow + 1 : 0
+                if failedBatchesInARow >= options.haltAfterFailedBatches {
+                    summary.halt = SinkHalt(
+                        kind: .unavailable,
+                        reason: "\(failedBatchesInARow) batches in a row failed; last error: \(batch.lastError ?? "?")")
+                    logger.warning(
+                        "drain pass stopped early", metadata: ["reason": "\(summary.halt.map { "\($0)" } ?? "")"])
+                    break
+                }
             }
-            lastClaimAt = WallClock.nowMilliseconds()
-            let claim = try await store.claim(limit: options.batchSize, leaseMilliseconds: options.leaseMilliseconds)
-            if claim.records.isEmpty { break }
-            summary.batches += 1
-            let batch = try await deliver(claim, summary: &summary)
-            // A long pass (a big backlog) keeps the WAL in check as it goes, not only at the end.
-            try await store.truncateWALIfLarger(than: Self.walCheckpointThreshold)
-            if let progress { await progress(summary) }
-            if let halt = batch.halt {
-                summary.halt = halt
-                logger.warning("drain pass stopped early", metadata: ["reason": "\(halt)"])
-                break
+        } catch {
+            // The combined transaction rolled back (a busy file, an I/O error): the delivered batch is still
+            // unacked. Try to ack it on its own so it is not delivered again; then report the error.
+            if let pending = unacked, let acked = try? await store.ack(pending.ids, lease: pending.lease) {
+                summary.delivered += acked
             }
-            failedBatchesInARow = batch.allFailed ? failedBatchesInARow + 1 : 0
-            if failedBatchesInARow >= options.haltAfterFailedBatches {
-                summary.halt = SinkHalt(
-                    kind: .unavailable,
-                    reason: "\(failedBatchesInARow) batches in a row failed; last error: \(batch.lastError ?? "?")")
-                logger.warning(
-                    "drain pass stopped early", metadata: ["reason": "\(summary.halt.map { "\($0)" } ?? "")"])
-                break
-            }
+            throw error
         }
+        if let pending = unacked {
+            summary.delivered += try await store.ack(pending.ids, lease: pending.lease)
+            if let progress { await progress(summary) }
+        }
+    }
+
+    /// Claims the next batch, acking the last batch's deliveries in the same transaction when there are any.
+    private func claimNext(
+        acking unacked: inout PendingAck?, summary: inout DrainSummary,
+        progress: (@Sendable (DrainSummary) async -> Void)?
+    ) async throws(QueueError) -> Claim {
+        guard let pending = unacked else {
+            return try await store.claim(limit: options.batchSize, leaseMilliseconds: options.leaseMilliseconds)
+        }
+        let result = try await store.ackAndClaim(
+            pending.ids, lease: pending.lease, limit: options.batchSize, leaseMilliseconds: options.leaseMilliseconds)
+        unacked = nil
+        summary.delivered += result.acked
+        if let progress { await progress(summary) }
+        return result.next
+    }
+
+    /// Delivered records waiting for their ack.
+    private struct PendingAck {
+        var ids: [Int64]
+        var lease: Lease
     }
 
     /// Forgets old idempotency keys, vacuums and truncates the WAL. It runs after the drain lock is released:
@@ -112,12 +150,15 @@ public struct Drainer: Sendable {
     }
 
     private struct BatchResult {
+        /// Delivered by the sink and not acked yet: the caller acks them with the next claim.
+        var delivered: [Int64] = []
         var halt: SinkHalt?
         var allFailed = false
         var lastError: String?
     }
 
-    /// Delivers one claimed batch and applies every outcome.
+    /// Delivers one claimed batch and applies every outcome. When every record was delivered the ack is left to
+    /// the caller (`BatchResult.delivered`), which commits it with the next claim.
     private func deliver(_ claim: Claim, summary: inout DrainSummary) async throws(QueueError) -> BatchResult {
         var outgoing: [OutgoingRecord] = []
         var invalid: [(id: Int64, reason: String)] = []
@@ -165,6 +206,12 @@ public struct Drainer: Sendable {
                 }
             }
         }
+        if rejected.isEmpty, retries.isEmpty {
+            // All delivered, the common case: the caller acks them together with the next claim.
+            result.delivered = delivered
+            return result
+        }
+        // Mixed outcomes: ack the delivered ones first, on their own, as nothing below may undo that.
         summary.delivered += try await store.ack(delivered, lease: claim.lease)
         for (reason, ids) in rejected {
             summary.dead += try await store.reject(ids, lease: claim.lease, reason: reason)

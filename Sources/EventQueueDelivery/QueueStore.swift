@@ -45,6 +45,13 @@ public actor QueueStore {
         try consumer.ack(ids, lease: lease)
     }
 
+    /// Acks a delivered batch and claims the next in one transaction: see `QueueConsumer.ackAndClaim`.
+    public func ackAndClaim(
+        _ ids: [Int64], lease: Lease, limit: Int, leaseMilliseconds: Int64
+    ) throws(QueueError) -> (acked: Int, next: Claim) {
+        try consumer.ackAndClaim(ids, lease: lease, limit: limit, leaseMilliseconds: leaseMilliseconds)
+    }
+
     public func nack(
         _ ids: [Int64], lease: Lease, reason: String, retryAt: Int64, countsAsAttempt: Bool, maxAttempts: Int
     ) throws(QueueError) -> NackResult {

@@ -93,7 +93,7 @@ import Testing
                 #expect(!timedOut && status == 0, "SIGTERM: status \(status): \(daemon.standardError.suffix(500))")
             }
         }
-        FileManager.default.createFile(atPath: stop, contents: nil)
+        _ = FileManager.default.createFile(atPath: stop, contents: nil)
         for writer in writers { _ = await writer.exited(within: 30) }
 
         // A final daemon drains what is left; then a clean stop.

@@ -1,5 +1,3 @@
-import CSQLite
-
 /// What a maintenance run did.
 public struct MaintenanceResult: Sendable, Hashable {
     public var walBytesBefore: Int64
@@ -15,7 +13,7 @@ extension QueueConsumer {
     public static let deliveredKeyRetentionMilliseconds: Int64 = 7 * 24 * 3600 * 1000
 
     /// How long the closing checkpoint waits for writers in progress (far below a writer's busy timeout).
-    static let checkpointBusyTimeoutMilliseconds: Int32 = 100
+    static let checkpointBusyTimeoutMilliseconds = 100
 
     /// Returns space after a drain: forgets expired idempotency keys, frees the pages of deleted records
     /// (`incremental_vacuum`), and truncates the WAL (`wal_checkpoint(TRUNCATE)`). Long-lived readers starve
@@ -77,14 +75,11 @@ extension QueueConsumer {
         let connection = file.connection
         let checkpoint = try connection.statement(
             "PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the WAL")
-        if let handle = connection.handle { sqlite3_busy_timeout(handle, Self.checkpointBusyTimeoutMilliseconds) }
-        defer {
-            checkpoint.reset()
-            if let handle = connection.handle {
-                sqlite3_busy_timeout(handle, Int32(clamping: connection.busyTimeoutMilliseconds))
-            }
+        defer { checkpoint.reset() }
+        return try connection.withBusyTimeout(milliseconds: Self.checkpointBusyTimeoutMilliseconds) {
+            () throws(QueueError) in
+            guard try checkpoint.step() else { return false }
+            return checkpoint.int64(0) == 0
         }
-        guard try checkpoint.step() else { return false }
-        return checkpoint.int64(0) == 0
     }
 }

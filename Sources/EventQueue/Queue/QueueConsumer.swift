@@ -33,35 +33,15 @@ public final class QueueConsumer {
     public func claim(
         limit: Int, leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Claim {
-        claimSequence += 1
-        let lease = Lease(
-            token: "\(consumerID)#\(claimSequence)",
-            expiresAtMilliseconds: now + ClockHorizon.clamp(leaseMilliseconds))
+        let lease = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
         let connection = file.connection
         // A lost claim only makes its records claimable again: no fsync of its own (see withRelaxedSync).
         let records = try withRelaxedSync { () throws(QueueError) in
             try connection.transaction(operation: "claiming records") { () throws(QueueError) in
-                let statement = try connection.statement(ConsumerSQL.claim, operation: "claiming records")
-                statement.bind(1, lease.token)
-                statement.bind(2, lease.expiresAtMilliseconds)
-                statement.bind(3, now)
-                statement.bind(4, max(0, limit))
-                statement.bind(5, ClockHorizon.latestPlausible(after: now))
-                var records: [ClaimedRecord] = []
-                while try statement.step() {
-                    records.append(
-                        ClaimedRecord(
-                            id: statement.int64(0),
-                            kind: RecordKind(rawValue: statement.text(1) ?? "") ?? .event,
-                            payload: statement.text(2) ?? "{}",
-                            userKey: statement.text(3) ?? "",
-                            createdAtMilliseconds: statement.int64(4),
-                            attempts: Int(statement.int64(5))))
-                }
-                return records
+                try claimRows(lease: lease, limit: limit, now: now)
             }
         }
-        return Claim(lease: lease, records: records.sorted { $0.id < $1.id })
+        return Claim(lease: lease, records: records)
     }
 
     /// Deletes delivered records (only those still held under `lease`) and remembers their idempotency keys.
@@ -69,19 +49,75 @@ public final class QueueConsumer {
     @discardableResult
     public func ack(_ ids: [Int64], lease: Lease, now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) -> Int {
         guard !ids.isEmpty else { return 0 }
-        let connection = file.connection
-        return try connection.transaction(operation: "acking records") { () throws(QueueError) in
-            let keys = try connection.statement(ConsumerSQL.rememberKeys, operation: "acking records")
-            keys.bind(1, Self.jsonArray(ids))
-            keys.bind(2, lease.token)
-            keys.bind(3, now)
-            try keys.run()
-            let delete = try connection.statement(ConsumerSQL.ack, operation: "acking records")
-            delete.bind(1, Self.jsonArray(ids))
-            delete.bind(2, lease.token)
-            try delete.run()
-            return connection.changes
+        return try file.connection.transaction(operation: "acking records") { () throws(QueueError) in
+            try ackRows(ids, lease: lease, now: now)
         }
+    }
+
+    /// Acks a delivered batch and claims the next one in a single write transaction (committed with the
+    /// queue's durability, so the ack is as durable as `ack` makes it).
+    ///
+    /// Why one transaction: a claim and the ack that follows it touch the same pages (the rows, and the
+    /// per-user index entries the lease columns live in); as two transactions every such page goes to the WAL
+    /// twice per batch. The ack still lands as soon as the delivery finished, because the drainer calls this
+    /// right after the sink returns, and it runs before the claim, so the acked records no longer hold back
+    /// their users' later records.
+    public func ackAndClaim(
+        _ ids: [Int64], lease: Lease, limit: Int, leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
+    ) throws(QueueError) -> (acked: Int, next: Claim) {
+        let next = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
+        let (acked, records) = try file.connection.transaction(operation: "acking and claiming records") {
+            () throws(QueueError) in
+            let acked = ids.isEmpty ? 0 : try ackRows(ids, lease: lease, now: now)
+            return (acked, try claimRows(lease: next, limit: limit, now: now))
+        }
+        return (acked, Claim(lease: next, records: records))
+    }
+
+    private func nextLease(leaseMilliseconds: Int64, now: Int64) -> Lease {
+        claimSequence += 1
+        return Lease(
+            token: "\(consumerID)#\(claimSequence)",
+            expiresAtMilliseconds: now + ClockHorizon.clamp(leaseMilliseconds))
+    }
+
+    /// The claim statement; the caller holds the write transaction.
+    private func claimRows(lease: Lease, limit: Int, now: Int64) throws(QueueError) -> [ClaimedRecord] {
+        let statement = try file.connection.statement(ConsumerSQL.claim, operation: "claiming records")
+        statement.bind(1, lease.token)
+        statement.bind(2, lease.expiresAtMilliseconds)
+        statement.bind(3, now)
+        statement.bind(4, max(0, limit))
+        statement.bind(5, ClockHorizon.latestPlausible(after: now))
+        var records: [ClaimedRecord] = []
+        records.reserveCapacity(max(0, min(limit, 1_000)))
+        while try statement.step() {
+            records.append(
+                ClaimedRecord(
+                    id: statement.int64(0),
+                    kind: RecordKind(rawValue: statement.text(1) ?? "") ?? .event,
+                    payload: statement.text(2) ?? "{}",
+                    userKey: statement.text(3) ?? "",
+                    createdAtMilliseconds: statement.int64(4),
+                    attempts: Int(statement.int64(5))))
+        }
+        return records.sorted { $0.id < $1.id }
+    }
+
+    /// The ack statements; the caller holds the write transaction. Returns how many records were deleted.
+    private func ackRows(_ ids: [Int64], lease: Lease, now: Int64) throws(QueueError) -> Int {
+        let connection = file.connection
+        let list = Self.jsonArray(ids)
+        let keys = try connection.statement(ConsumerSQL.rememberKeys, operation: "acking records")
+        keys.bind(1, list)
+        keys.bind(2, lease.token)
+        keys.bind(3, now)
+        try keys.run()
+        let delete = try connection.statement(ConsumerSQL.ack, operation: "acking records")
+        delete.bind(1, list)
+        delete.bind(2, lease.token)
+        try delete.run()
+        return connection.changes
     }
 
     /// Returns records for a later retry at `retryAt` (Unix ms, at most `ClockHorizon` ahead of `now`). With `countsAsAttempt` the attempt count

@@ -13,6 +13,7 @@ final class Connection {
     let path: String
     let busyTimeoutMilliseconds: Int
     private(set) var handle: OpaquePointer?
+    private let busyWait: BusyWait
     private var statements: [String: Statement] = [:]
 
     /// Opens (creating if needed, with mode 0660) the database at `path`. A read-only connection never
@@ -24,6 +25,7 @@ final class Connection {
     ) throws(QueueError) {
         self.path = path
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
+        busyWait = BusyWait(timeoutMilliseconds: busyTimeoutMilliseconds)
         var flags = SQLITE_OPEN_NOMUTEX
         var name = path
         if readOnly, let uriParameters {
@@ -54,7 +56,17 @@ final class Connection {
         }
         handle = db
         sqlite3_extended_result_codes(db, 1)
-        sqlite3_busy_timeout(db, Int32(clamping: busyTimeoutMilliseconds))
+        BusyWait.install(busyWait, on: db)
+    }
+
+    /// Runs `body` with a different busy timeout (a checkpoint that must not hold writers back for long), then
+    /// restores the connection's own.
+    func withBusyTimeout<T>(
+        milliseconds: Int, _ body: () throws(QueueError) -> T
+    ) throws(QueueError) -> T {
+        busyWait.timeoutMilliseconds = milliseconds
+        defer { busyWait.timeoutMilliseconds = busyTimeoutMilliseconds }
+        return try body()
     }
 
     deinit {

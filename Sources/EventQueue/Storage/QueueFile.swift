@@ -46,6 +46,9 @@ final class QueueFile {
         try connection.execute("PRAGMA synchronous = \(synchronous)", operation: "setting durability")
         _ = try connection.scalarInt(
             "PRAGMA journal_size_limit = \(options.journalSizeLimitBytes)", operation: "setting journal_size_limit")
+        // Statement journals (every multi-row UPDATE inside a transaction keeps one) and the claim's id list stay
+        // in memory: on disk each would be a temp file created, written and unlinked per batch.
+        try connection.execute("PRAGMA temp_store = MEMORY", operation: "keeping temporary data in memory")
         if version < Migrations.latestVersion {
             try Migrations.migrate(connection)
         }

@@ -179,6 +179,82 @@ import Testing
         #expect(retry.records.map(\.id) == [1, 3, 5])
     }
 
+    /// The ack runs before the claim in the combined transaction, so the acked record no longer holds back its
+    /// user's next one; a claim alone would skip it while the first is still leased.
+    @Test func ackAndClaimAcksFirstSoTheSameUsersNextRecordIsClaimable() throws {
+        _ = try enqueue([
+            event("a1", user: "alice"), event("a2", user: "alice"), event("b1", user: "bob"),
+            event("a3", user: "alice"),
+        ])
+        let consumer = try QueueConsumer(path: path)
+        let other = try QueueConsumer(path: path)
+        defer {
+            consumer.close()
+            other.close()
+        }
+        let first = try consumer.claim(limit: 1, leaseMilliseconds: 60_000)
+        #expect(first.records.map(\.id) == [1])
+        // Without the ack, alice's later records are held back behind the one in flight.
+        let peek = try other.claim(limit: 10, leaseMilliseconds: 1)
+        #expect(peek.records.map(\.id) == [3])
+        try other.release([3], lease: peek.lease)
+
+        let result = try consumer.ackAndClaim([1], lease: first.lease, limit: 10, leaseMilliseconds: 60_000)
+        #expect(result.acked == 1)
+        #expect(result.next.records.map(\.id) == [2, 3, 4])
+        #expect(result.next.lease.token != first.lease.token)
+        let stats = try consumer.stats()
+        #expect(stats.pending == 0 && stats.leased == 3)
+        // The next batch's ack with an empty queue behind it: acks, claims nothing.
+        let last = try consumer.ackAndClaim([2, 3, 4], lease: result.next.lease, limit: 10, leaseMilliseconds: 60_000)
+        #expect(last.acked == 3 && last.next.records.isEmpty)
+        #expect(try consumer.stats().pending == 0 && consumer.stats().leased == 0)
+    }
+
+    /// A stale lease acks nothing (the records belong to someone else now) and the claim still runs.
+    @Test func ackAndClaimWithAStaleLeaseAcksNothing() throws {
+        _ = try enqueue([event("a1", user: "alice"), event("b1", user: "bob")])
+        let first = try QueueConsumer(path: path)
+        let second = try QueueConsumer(path: path)
+        defer {
+            first.close()
+            second.close()
+        }
+        let now = WallClock.nowMilliseconds()
+        let stale = try first.claim(limit: 1, leaseMilliseconds: 100, now: now)
+        let taken = try second.claim(limit: 1, leaseMilliseconds: 60_000, now: now + 200)
+        #expect(taken.records.map(\.id) == [1])
+        let result = try first.ackAndClaim(
+            [1], lease: stale.lease, limit: 10, leaseMilliseconds: 60_000, now: now + 300)
+        #expect(result.acked == 0)
+        #expect(result.next.records.map(\.id) == [2])
+        #expect(try second.ack([1], lease: taken.lease) == 1)
+    }
+
+    /// The combined ack remembers idempotency keys exactly as `ack` does.
+    @Test func ackAndClaimRemembersIdempotencyKeys() throws {
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        let first = try writer.enqueue(event("a", user: "u1", key: "k-1"))
+        let consumer = try QueueConsumer(path: path)
+        defer { consumer.close() }
+        let claim = try consumer.claim(limit: 10, leaseMilliseconds: 60_000)
+        let result = try consumer.ackAndClaim(
+            claim.records.map(\.id), lease: claim.lease, limit: 10, leaseMilliseconds: 60_000)
+        #expect(result.acked == 1 && result.next.records.isEmpty)
+        #expect(try writer.enqueue(event("a", user: "u1", key: "k-1")) == first)
+        #expect(try consumer.stats().pending == 0)
+    }
+
+    /// A claim's statement journal (a multi-row UPDATE inside a transaction keeps one) would otherwise be a
+    /// temp file created, written and unlinked per batch: a third of a drain's writes (docs/PERFORMANCE.md).
+    @Test func statementJournalsStayInMemory() throws {
+        _ = try enqueue([event("a1", user: "alice")])
+        let consumer = try QueueConsumer(path: path)
+        defer { consumer.close() }
+        #expect(try consumer.file.connection.scalarInt("PRAGMA temp_store", operation: "test") == 2)
+    }
+
     @Test func deadRecordsDoNotBlockTheirUser() throws {
         _ = try enqueue([event("a1", user: "alice"), event("a2", user: "alice")])
         let consumer = try QueueConsumer(path: path)
