@@ -1,6 +1,8 @@
 // Scenario 2: the extension's cold path. A new process each time opens the queue, enqueues one record and
 // exits: the minimal writer (links only the library), `queuectl enqueue` as a whole, and as baselines the
 // `sqlite3` shell running the documented INSERT with the same pragmas, and `/bin/true` (process start alone).
+// With --static-writer, also the minimal writer linked with `-static-stdlib`: what an extension gains by not
+// loading the Swift runtime's shared libraries at start.
 import EventQueue
 import Foundation
 
@@ -16,7 +18,7 @@ func runColdPathScenario(_ settings: Settings, _ results: Results) throws {
     let insert =
         "INSERT INTO records (kind, payload) VALUES ('event', "
         + "'{\"external_id\":\"cold-user\",\"name\":\"cold_start\",\"time\":\"2026-11-23T00:00:00.000Z\"}')"
-    let programs: [(name: String, path: String, arguments: [String])] = [
+    var programs: [(name: String, path: String, arguments: [String])] = [
         (
             "eventqueue-minimal-writer", settings.binDirectory + "/eventqueue-minimal-writer",
             [path, "cold_start", "cold-user"]
@@ -31,6 +33,10 @@ func runColdPathScenario(_ settings: Settings, _ results: Results) throws {
         ),
         ("/bin/true (process start)", "/bin/true", []),
     ]
+    if let staticWriter = settings.staticWriter {
+        programs.insert(
+            ("eventqueue-minimal-writer, -static-stdlib", staticWriter, [path, "cold_start", "cold-user"]), at: 1)
+    }
     let rssFile = "\(settings.directory)/eventqueue-bench-\(getpid())-rss.txt"
     defer { unlink(rssFile) }
     var times: [[Double]] = Array(repeating: [], count: programs.count)
@@ -57,14 +63,14 @@ func runColdPathScenario(_ settings: Settings, _ results: Results) throws {
         }
     }
     var rows: [[String: Any]] = []
-    log(pad("program", 30) + pad("median ms", 11) + pad("p99 ms", 9) + pad("peak RSS MB", 13))
-    let baseline = median(times[2])
+    log(pad("program", 44) + pad("median ms", 11) + pad("p99 ms", 9) + pad("peak RSS MB", 13))
+    let baseline = median(times[programs.firstIndex { $0.path == "/usr/bin/sqlite3" } ?? 0])
     for (index, program) in programs.enumerated() {
         let med = median(times[index])
         let p99 = percentile(times[index], 99)
         let peak = rss[index].max() ?? 0
         log(
-            pad(program.name, 30) + pad(format(med, decimals: 2), 11) + pad(format(p99, decimals: 2), 9)
+            pad(program.name, 44) + pad(format(med, decimals: 2), 11) + pad(format(p99, decimals: 2), 9)
                 + pad(format(peak, decimals: 1), 13))
         var row: [String: Any] = [
             "name": program.name, "median_ms": med, "p99_ms": p99, "peak_rss_mb": peak,

@@ -10,13 +10,17 @@ import Foundation
 /// Command-line settings shared by every scenario.
 struct Settings: Sendable {
     var quick = false
-    var rounds = 5
+    /// Rounds of the enqueue scenarios (interleaved, raw and library alternating first). Nine, not five: single
+    /// rounds on this shared disk ranged from 0.71 to 1.12 (library / raw), and a median of nine moves less between runs.
+    var rounds = 9
     var directory = "/tmp"
     var binDirectory = Settings.ownDirectory()
     var python = "python3"
     /// Where `persistqueue_peer.py` lives (scripts/bench-support).
     var supportDirectory = "scripts/bench-support"
     var outputPath: String?
+    /// The minimal writer built with `-static-stdlib` (scripts/bench builds it), shown beside the default build.
+    var staticWriter: String?
     var scenarios: [String] = []
     /// Arguments after the scenario name (child modes).
     var rest: [String] = []

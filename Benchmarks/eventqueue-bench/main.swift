@@ -1,7 +1,7 @@
 // eventqueue-bench: every performance scenario of EventQueue, each measured against its baseline in one run.
 //
 // Usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
-//                         [--support-dir PATH] [--out results.json] [SCENARIO ...]
+//                         [--support-dir PATH] [--out results.json] [--static-writer PATH] [SCENARIO ...]
 // Scenarios: enqueue cold drain http contention backlog legacy peer (default: all). scripts/bench runs them
 // all and renders docs/PERFORMANCE.md from the JSON.
 import Foundation
@@ -16,7 +16,7 @@ func usage() -> Never {
     print(
         """
         usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
-                                [--support-dir PATH] [--out FILE] [SCENARIO ...]
+                                [--support-dir PATH] [--out FILE] [--static-writer PATH] [SCENARIO ...]
         scenarios: \(allScenarios.joined(separator: " "))
         """)
     exit(64)
@@ -34,6 +34,7 @@ func parseSettings() -> Settings {
         case "--python": settings.python = arguments.next() ?? settings.python
         case "--support-dir": settings.supportDirectory = arguments.next() ?? settings.supportDirectory
         case "--out": settings.outputPath = arguments.next()
+        case "--static-writer": settings.staticWriter = arguments.next()
         case let name where allScenarios.contains(name): settings.scenarios.append(name)
         default: usage()
         }

@@ -12,6 +12,17 @@ import Testing
         return try writer.enqueue(contentsOf: records)
     }
 
+    /// Two consumers on the queue (two processes, as far as leases go), both closed after `body`.
+    func withTwoConsumers(_ body: (QueueConsumer, QueueConsumer) throws -> Void) throws {
+        let first = try QueueConsumer(path: path)
+        let second = try QueueConsumer(path: path)
+        defer {
+            first.close()
+            second.close()
+        }
+        try body(first, second)
+    }
+
     @Test func claimTakesOldestFirstAndAckDeletes() throws {
         let ids = try enqueue((0..<5).map { event("e\($0)", user: "u\($0)") })
         let consumer = try QueueConsumer(path: path)
@@ -29,21 +40,17 @@ import Testing
 
     @Test func leasedRecordsAreNotClaimedTwiceUntilTheLeaseExpires() throws {
         _ = try enqueue([event("a", user: "u1")])
-        let first = try QueueConsumer(path: path)
-        let second = try QueueConsumer(path: path)
-        defer {
-            first.close()
-            second.close()
+        try withTwoConsumers { first, second in
+            let now = WallClock.nowMilliseconds()
+            let claim = try first.claim(limit: 10, leaseMilliseconds: 1_000, now: now)
+            #expect(claim.records.count == 1)
+            #expect(try second.claim(limit: 10, leaseMilliseconds: 1_000, now: now + 999).records.isEmpty)
+            let reclaimed = try second.claim(limit: 10, leaseMilliseconds: 1_000, now: now + 1_000)
+            #expect(reclaimed.records.map(\.id) == claim.records.map(\.id))
+            // The first consumer's late ack is discarded: the record belongs to the second lease now.
+            #expect(try first.ack(claim.records.map(\.id), lease: claim.lease) == 0)
+            #expect(try second.ack(reclaimed.records.map(\.id), lease: reclaimed.lease) == 1)
         }
-        let now = WallClock.nowMilliseconds()
-        let claim = try first.claim(limit: 10, leaseMilliseconds: 1_000, now: now)
-        #expect(claim.records.count == 1)
-        #expect(try second.claim(limit: 10, leaseMilliseconds: 1_000, now: now + 999).records.isEmpty)
-        let reclaimed = try second.claim(limit: 10, leaseMilliseconds: 1_000, now: now + 1_000)
-        #expect(reclaimed.records.map(\.id) == claim.records.map(\.id))
-        // The first consumer's late ack is discarded: the record belongs to the second lease now.
-        #expect(try first.ack(claim.records.map(\.id), lease: claim.lease) == 0)
-        #expect(try second.ack(reclaimed.records.map(\.id), lease: reclaimed.lease) == 1)
     }
 
     @Test func sameConsumerCannotAckWithAnExpiredLeaseAfterReclaiming() throws {
@@ -60,17 +67,13 @@ import Testing
 
     @Test func renewKeepsALeaseAlive() throws {
         _ = try enqueue([event("a", user: "u1")])
-        let consumer = try QueueConsumer(path: path)
-        let other = try QueueConsumer(path: path)
-        defer {
-            consumer.close()
-            other.close()
+        try withTwoConsumers { consumer, other in
+            let now = WallClock.nowMilliseconds()
+            var claim = try consumer.claim(limit: 1, leaseMilliseconds: 1_000, now: now).lease
+            #expect(try consumer.renew(&claim, ids: [1], leaseMilliseconds: 5_000, now: now + 900) == 1)
+            #expect(try other.claim(limit: 1, leaseMilliseconds: 1_000, now: now + 2_000).records.isEmpty)
+            #expect(claim.expiresAtMilliseconds == now + 5_900)
         }
-        let now = WallClock.nowMilliseconds()
-        var claim = try consumer.claim(limit: 1, leaseMilliseconds: 1_000, now: now).lease
-        #expect(try consumer.renew(&claim, ids: [1], leaseMilliseconds: 5_000, now: now + 900) == 1)
-        #expect(try other.claim(limit: 1, leaseMilliseconds: 1_000, now: now + 2_000).records.isEmpty)
-        #expect(claim.expiresAtMilliseconds == now + 5_900)
     }
 
     @Test func nackSchedulesARetryAndCountsAttemptsUntilDead() throws {
@@ -186,49 +189,42 @@ import Testing
             event("a1", user: "alice"), event("a2", user: "alice"), event("b1", user: "bob"),
             event("a3", user: "alice"),
         ])
-        let consumer = try QueueConsumer(path: path)
-        let other = try QueueConsumer(path: path)
-        defer {
-            consumer.close()
-            other.close()
-        }
-        let first = try consumer.claim(limit: 1, leaseMilliseconds: 60_000)
-        #expect(first.records.map(\.id) == [1])
-        // Without the ack, alice's later records are held back behind the one in flight.
-        let peek = try other.claim(limit: 10, leaseMilliseconds: 1)
-        #expect(peek.records.map(\.id) == [3])
-        try other.release([3], lease: peek.lease)
+        try withTwoConsumers { consumer, other in
+            let first = try consumer.claim(limit: 1, leaseMilliseconds: 60_000)
+            #expect(first.records.map(\.id) == [1])
+            // Without the ack, alice's later records are held back behind the one in flight.
+            let peek = try other.claim(limit: 10, leaseMilliseconds: 1)
+            #expect(peek.records.map(\.id) == [3])
+            try other.release([3], lease: peek.lease)
 
-        let result = try consumer.ackAndClaim([1], lease: first.lease, limit: 10, leaseMilliseconds: 60_000)
-        #expect(result.acked == 1)
-        #expect(result.next.records.map(\.id) == [2, 3, 4])
-        #expect(result.next.lease.token != first.lease.token)
-        let stats = try consumer.stats()
-        #expect(stats.pending == 0 && stats.leased == 3)
-        // The next batch's ack with an empty queue behind it: acks, claims nothing.
-        let last = try consumer.ackAndClaim([2, 3, 4], lease: result.next.lease, limit: 10, leaseMilliseconds: 60_000)
-        #expect(last.acked == 3 && last.next.records.isEmpty)
-        #expect(try consumer.stats().pending == 0 && consumer.stats().leased == 0)
+            let result = try consumer.ackAndClaim([1], lease: first.lease, limit: 10, leaseMilliseconds: 60_000)
+            #expect(result.acked == 1)
+            #expect(result.next.records.map(\.id) == [2, 3, 4])
+            #expect(result.next.lease.token != first.lease.token)
+            let stats = try consumer.stats()
+            #expect(stats.pending == 0 && stats.leased == 3)
+            // The next batch's ack with an empty queue behind it: acks, claims nothing.
+            let last = try consumer.ackAndClaim(
+                [2, 3, 4], lease: result.next.lease, limit: 10, leaseMilliseconds: 60_000)
+            #expect(last.acked == 3 && last.next.records.isEmpty)
+            #expect(try consumer.stats().pending == 0 && consumer.stats().leased == 0)
+        }
     }
 
     /// A stale lease acks nothing (the records belong to someone else now) and the claim still runs.
     @Test func ackAndClaimWithAStaleLeaseAcksNothing() throws {
         _ = try enqueue([event("a1", user: "alice"), event("b1", user: "bob")])
-        let first = try QueueConsumer(path: path)
-        let second = try QueueConsumer(path: path)
-        defer {
-            first.close()
-            second.close()
+        try withTwoConsumers { first, second in
+            let now = WallClock.nowMilliseconds()
+            let stale = try first.claim(limit: 1, leaseMilliseconds: 100, now: now)
+            let taken = try second.claim(limit: 1, leaseMilliseconds: 60_000, now: now + 200)
+            #expect(taken.records.map(\.id) == [1])
+            let result = try first.ackAndClaim(
+                [1], lease: stale.lease, limit: 10, leaseMilliseconds: 60_000, now: now + 300)
+            #expect(result.acked == 0)
+            #expect(result.next.records.map(\.id) == [2])
+            #expect(try second.ack([1], lease: taken.lease) == 1)
         }
-        let now = WallClock.nowMilliseconds()
-        let stale = try first.claim(limit: 1, leaseMilliseconds: 100, now: now)
-        let taken = try second.claim(limit: 1, leaseMilliseconds: 60_000, now: now + 200)
-        #expect(taken.records.map(\.id) == [1])
-        let result = try first.ackAndClaim(
-            [1], lease: stale.lease, limit: 10, leaseMilliseconds: 60_000, now: now + 300)
-        #expect(result.acked == 0)
-        #expect(result.next.records.map(\.id) == [2])
-        #expect(try second.ack([1], lease: taken.lease) == 1)
     }
 
     /// The combined ack remembers idempotency keys exactly as `ack` does.
