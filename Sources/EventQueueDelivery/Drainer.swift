@@ -85,6 +85,9 @@ public struct Drainer: Sendable {
                 if !batch.delivered.isEmpty { unacked = PendingAck(ids: batch.delivered, lease: claim.lease) }
                 // A long pass (a big backlog) keeps the WAL in check as it goes, not only at the end.
                 try await store.truncateWALIfLarger(than: Self.walCheckpointThreshold)
+                // Progress once per batch: now if nothing waits for an ack, else once the ack commits (claimNext,
+                // or the end of the pass).
+                if unacked == nil, let progress { await progress(summary) }
                 if let halt = batch.halt {
                     summary.halt = halt
                     logger.warning("drain pass stopped early", metadata: ["reason": "\(halt)"])

@@ -63,6 +63,28 @@ struct DrainerTests {
 
     // MARK: - Per-record outcomes
 
+    /// Batches whose records are not all delivered are settled at once (no ack waits for the next claim); the
+    /// progress of such a batch is reported right after it, like that of any other batch.
+    @Test func progressIsReportedAfterEveryBatchWhateverItsOutcomes() async throws {
+        _ = try enqueue((0..<6).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
+        // Batch 0: one delivered, one retried. Batch 1: both rejected. Batch 2: both delivered.
+        let sink = ScriptedSink { call, record in
+            switch call {
+            case 0: record.id % 2 == 1 ? .delivered : .retry(reason: "503", afterMilliseconds: 60_000)
+            case 1: .rejected(reason: "poison")
+            default: .delivered
+            }
+        }
+        let progress = Locked<[DrainSummary]>([])
+        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 2))
+        let summary = try await drainer.drain(progress: { summary in progress.withLock { $0.append(summary) } })
+        await drainer.store.close()
+        #expect(summary.batches == 3 && summary.delivered == 3 && summary.retried == 1 && summary.dead == 2)
+        #expect(progress.value.map(\.batches) == [1, 2, 3])
+        #expect(progress.value.map(\.delivered) == [1, 1, 3])
+        #expect(progress.value.map(\.dead) == [0, 2, 2])
+    }
+
     @Test func partialOutcomesSettleEachRecordOnItsOwn() async throws {
         let ids = try enqueue((0..<6).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
         let sink = ScriptedSink { _, record -> DeliveryOutcome? in
