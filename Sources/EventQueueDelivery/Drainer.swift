@@ -226,7 +226,8 @@ public struct Drainer: Sendable {
                 _ = try await store.release(ids, lease: claim.lease)
                 continue
             }
-            let attempt = (ids.compactMap { attempts[$0] }.max() ?? 0) + 1
+            // Saturating: attempts come from the queue file (range-checked at claim, but never trusted to be).
+            let attempt = min(ids.compactMap { attempts[$0] }.max() ?? 0, Int.max - 1) + 1
             // A sink's hint (a Retry-After header) is outside input: keep it within the clock horizon so no
             // hint can overflow the clock arithmetic or park a record for good.
             let wait = min(max(1, group.after ?? options.backoff.delay(attempt: attempt)), Self.longestRetryWait)

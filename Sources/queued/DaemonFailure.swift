@@ -30,7 +30,7 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
         case .service: return Self.internalError
         case .queue(let error):
             switch error {
-            case .notAQueueFile, .corrupt, .schemaTooNew: return Self.configurationError
+            case .notAQueueFile, .corrupt, .schemaTooNew, .unsafeQueueFile: return Self.configurationError
             case .cannotOpen, .readOnly: return Self.cannotCreate
             case .busy: return Self.busy
             default: return Self.ioError

@@ -23,6 +23,16 @@ public struct CheckReport: Sendable, Hashable {
 public enum QueueCheck {
     public static func run(path: String, busyTimeoutMilliseconds: Int = 5_000) -> CheckReport {
         var report = CheckReport(path: path)
+        do {
+            // Before anything opens it: a FIFO would block the header read, a device is not a queue.
+            _ = try QueuePath.inspect(path, allowingLinks: true)
+            _ = try QueuePath.inspect(path)
+        } catch QueueError.unsafeQueueFile(_, let reason) where reason.contains("hard links") {
+            report.problems.append("\(path) has more than one name: \(reason)")
+        } catch {
+            report.problems.append(error.description)
+            return report
+        }
         var info = stat()
         guard stat(path, &info) == 0 else {
             report.problems.append("\(path): \(String(cString: strerror(errno)))")
@@ -80,19 +90,13 @@ public enum QueueCheck {
         ] {
             report.facts.append(.init(name: name, value: String(try connection.scalarInt(sql, operation: name))))
         }
-        let objects = try connection.statement(
-            "SELECT name FROM sqlite_schema WHERE type IN ('table', 'index') ORDER BY name",
-            operation: "reading the schema")
-        var names: Set<String> = []
-        while try objects.step() { names.insert(objects.text(0) ?? "") }
-        objects.reset()
-        if version >= 1 {
-            for required in [
-                "records", "delivered_keys", "records_live", "records_user", "records_dead", "records_idempotency",
-            ] + (version >= 2 ? ["drain_lock"] : [])
-            where !names.contains(required) {
-                report.problems.append("schema object \(required) is missing")
-            }
+        if (1...Migrations.latestVersion).contains(version) {
+            // The whole schema, compared with what the migrations up to this version create: a planted trigger or
+            // view, or an index replaced by another of the same name, is named here.
+            let differences = QueueSchema.differences(
+                actual: try QueueSchema.actual(connection), expected: try QueueSchema.expected(version: version))
+            report.facts.append(.init(name: "schema", value: differences.isEmpty ? "ok" : "differs"))
+            report.problems.append(contentsOf: differences.map { "schema: " + $0 })
         }
         let integrity = try connection.statement("PRAGMA integrity_check(20)", operation: "checking integrity")
         var messages: [String] = []

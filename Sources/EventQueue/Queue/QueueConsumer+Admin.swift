@@ -32,7 +32,8 @@ extension QueueConsumer {
             oldest.reset()
             return QueueStats(
                 pending: pending, leased: leased, dead: Int(dead),
-                oldestPendingAgeSeconds: oldestCreated.map { Double(max(0, now - $0)) / 1000 },
+                // In floating point: a stored time is another user's input, and `now - created` could overflow.
+                oldestPendingAgeSeconds: oldestCreated.map { max(0, (Double(now) - Double($0)) / 1000) },
                 nextRetryAtMilliseconds: nextRetry, databaseBytes: 0, walBytes: 0,
                 schemaVersion: 0)
         }

@@ -45,6 +45,12 @@ extension QueueConsumer {
             let holder =
                 try read.step()
                 ? DrainLockHolder(owner: read.text(0) ?? "?", expiresAtMilliseconds: read.int64(1)) : nil
+            // Stored by another process: callers schedule their next try from it, so keep it plausible.
+            let reported = holder.map {
+                DrainLockHolder(
+                    owner: $0.owner,
+                    expiresAtMilliseconds: min(max($0.expiresAtMilliseconds, now), ClockHorizon.latestPlausible(after: now)))
+            }
             read.reset()
             // A lock expiring beyond the horizon was written by a clock ahead of ours (this host's clock was
             // stepped back, or the holder's runs fast). A live holder on this host renews it within a third of
@@ -65,7 +71,7 @@ extension QueueConsumer {
                 try steal.run()
                 return nil
             }
-            return holder
+            return reported
         }
     }
 

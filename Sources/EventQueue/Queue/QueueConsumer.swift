@@ -17,7 +17,7 @@ public final class QueueConsumer {
     private var claimSequence: UInt64 = 0
 
     public init(path: String, options: QueueOptions = QueueOptions(), consumerID: String? = nil) throws(QueueError) {
-        file = try QueueFile(path: path, options: options)
+        file = try QueueFile(path: path, options: options, schemaCheck: .full)
         self.consumerID = consumerID ?? QueueConsumer.makeConsumerID()
     }
 
@@ -91,17 +91,51 @@ public final class QueueConsumer {
         statement.bind(5, ClockHorizon.latestPlausible(after: now))
         var records: [ClaimedRecord] = []
         records.reserveCapacity(max(0, min(limit, 1_000)))
+        var poisoned: [(id: Int64, reason: String)] = []
         while try statement.step() {
+            // Every value is input from another user (see StoredRow): checked here, before anything computes
+            // with it. Text is read strictly: invalid UTF-8 is never turned into U+FFFD and sent.
+            let id = statement.int64(0)
+            let kind = statement.validatedText(1)
+            let payload = statement.validatedText(2)
+            let createdAt = statement.int64(4)
+            let attempts = statement.int64(5)
+            if let reason = StoredRow.problem(
+                id: id, kind: kind, payload: payload, createdAt: createdAt, attempts: attempts)
+            {
+                poisoned.append((id, reason))
+                continue
+            }
+            guard let kind, let recordKind = RecordKind(rawValue: kind), let payload else { continue }
             records.append(
                 ClaimedRecord(
-                    id: statement.int64(0),
-                    kind: RecordKind(rawValue: statement.text(1) ?? "") ?? .event,
-                    payload: statement.text(2) ?? "{}",
-                    userKey: statement.text(3) ?? "",
-                    createdAtMilliseconds: statement.int64(4),
-                    attempts: Int(statement.int64(5))))
+                    id: id, kind: recordKind, payload: payload, userKey: statement.validatedText(3) ?? "",
+                    createdAtMilliseconds: createdAt, attempts: Int(attempts)))
         }
+        if !poisoned.isEmpty { try deadLetterPoisoned(poisoned, lease: lease, now: now) }
         return records.sorted { $0.id < $1.id }
+    }
+
+    /// Dead-letters claimed rows whose stored values are out of range, in the claim's transaction, with the
+    /// reason. The values a CHECK could refuse are brought into range in the same statement (the reason keeps
+    /// the original), so the update itself cannot fail on a row written with its checks turned off.
+    private func deadLetterPoisoned(_ rows: [(id: Int64, reason: String)], lease: Lease, now: Int64) throws(QueueError) {
+        let statement = try file.connection.statement(
+            """
+            UPDATE records SET state = 'dead', dead_at_ms = ?3, last_error = ?4,
+                attempts = min(max(attempts, 0), 1000000),
+                created_at_ms = min(max(created_at_ms, 0), 253402300799999),
+                lease_owner = NULL, lease_expires_at_ms = NULL
+            WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2
+            """, operation: "dead-lettering records with values out of range")
+        for (id, reason) in rows {
+            statement.bind(1, id)
+            statement.bind(2, lease.token)
+            statement.bind(3, now)
+            statement.bind(4, "rejected at claim: " + reason)
+            try statement.run()
+            statement.reset()
+        }
     }
 
     /// The ack statements; the caller holds the write transaction. Returns how many records were deleted.

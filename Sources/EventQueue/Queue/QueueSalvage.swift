@@ -25,6 +25,17 @@ public struct SalvageReport: Sendable, Hashable {
     public var deliveredKeys = 0
     /// `false` when the old file's live index could not be read to its end: `unreadable` is then a lower bound.
     public var indexComplete = true
+    /// Every row salvage met: each read row (copied or invalid) and each unreadable one, so that
+    /// `recovered + invalid + unreadable == seen`.
+    public var seen = 0
+    /// Copied records that got a new id: theirs was out of range (below 1, or so high that the new file could
+    /// never assign another) or already taken. Their order among their user's records may change.
+    public var renumbered = 0
+    /// Copied values brought into range: retry times beyond the clock horizon, attempts at or over the budget,
+    /// dead-letter and delivered-key dates in the future.
+    public var clamped = 0
+    /// One line per invalid row (the first 100): its id and what was wrong.
+    public var invalidReasons: [String] = []
 
     public var recovered: Int { recoveredPending + recoveredDead }
     /// Every record of the old file is in the new one.
@@ -46,8 +57,12 @@ public struct SalvageReport: Sendable, Hashable {
 public enum QueueSalvage {
     /// Salvages `source` into `destination`, which must not exist; it is created with the current schema.
     /// On a failure `destination` is removed again (this call created it) and `source` is untouched.
+    ///
+    /// Every column copied is validated as input from another user (see `StoredRow`): ids out of range or taken
+    /// are renumbered, retry times are kept within the clock horizon, attempts below `maxAttempts` for a live
+    /// record, and a delivered key's date no later than now.
     public static func run(
-        from source: String, to destination: String, now: Int64 = WallClock.nowMilliseconds()
+        from source: String, to destination: String, now: Int64 = WallClock.nowMilliseconds(), maxAttempts: Int = 10
     ) throws(QueueError) -> SalvageReport {
         let reader = try openSource(source)
         defer { reader.close() }
@@ -58,10 +73,12 @@ public enum QueueSalvage {
             defer { writer.close() }
             var report = SalvageReport(source: source, destination: destination)
             try writer.connection.transaction(operation: "salvaging records") { () throws(QueueError) in
-                var copier = Copier(reader: reader, writer: writer.connection, now: now)
+                var copier = Copier(
+                    reader: reader, writer: writer.connection, now: now, maxAttempts: Int64(max(1, maxAttempts)))
                 try copier.copyRecords(into: &report)
-                try copier.copyDeliveredKeys(into: &report)
                 try copier.carrySequence()
+                try copier.copyRenumbered(into: &report)
+                try copier.copyDeliveredKeys(into: &report)
             }
             return report
         } catch {
@@ -71,6 +88,10 @@ public enum QueueSalvage {
     }
 
     static func openSource(_ path: String) throws(QueueError) -> Connection {
+        // A FIFO would block the header read below; a device or a directory is not a queue.
+        guard try QueuePath.inspect(path, allowingLinks: true) != .missing else {
+            throw QueueError.cannotOpen(path: path, reason: "no such file")
+        }
         var info = stat()
         guard stat(path, &info) == 0 else {
             throw QueueError.cannotOpen(path: path, reason: String(cString: strerror(errno)))
@@ -134,7 +155,24 @@ private struct Copier {
     let reader: Connection
     let writer: Connection
     let now: Int64
+    let maxAttempts: Int64
     var tried: Set<Int64> = []
+    /// Rows to insert with a new id once every row that keeps its id is in (and the id counter carried over).
+    var deferred: [Values] = []
+
+    /// One row's validated values, ready to insert.
+    struct Values {
+        var id: Int64?
+        var kind: RecordKind
+        var payload: String
+        var createdAt: Int64
+        var key: String?
+        var dead: Bool
+        var attempts: Int64
+        var nextAttemptAt: Int64
+        var lastError: String?
+        var deadAt: Int64?
+    }
 
     static let columns =
         "id, kind, payload, created_at_ms, idempotency_key, state, attempts, next_attempt_at_ms, last_error, dead_at_ms"
@@ -145,14 +183,16 @@ private struct Copier {
         case damaged
     }
 
-    init(reader: Connection, writer: Connection, now: Int64) {
+    init(reader: Connection, writer: Connection, now: Int64, maxAttempts: Int64) {
         self.reader = reader
         self.writer = writer
         self.now = now
+        self.maxAttempts = maxAttempts
     }
 
     mutating func copyRecords(into report: inout SalvageReport) throws(QueueError) {
-        var next: Int64 = 1
+        // Ids below 1 exist only when a foreign writer chose them: start there, so that no row is passed over.
+        var next = min(1, (try? reader.scalarInt("SELECT min(id) FROM records", operation: "reading records")) ?? 1)
         scan: while true {
             switch try read(from: next, report: &report) {
             case .end:
@@ -176,6 +216,7 @@ private struct Copier {
         for id in liveIDs where !tried.contains(id) {
             if case .row(let found) = try readExactly(id, report: &report), found == id { continue }
             report.unreadable += 1
+            report.seen += 1
             if report.unreadableIDs.count < 1_000 { report.unreadableIDs.append(id) }
         }
     }
@@ -210,6 +251,7 @@ private struct Copier {
         // A damaged page can yield rows out of order; never step backwards.
         guard rowID >= id else { return .damaged }
         guard tried.insert(rowID).inserted else { return .row(rowID) }
+        report.seen += 1
         try copy(statement, id: rowID, report: &report)
         return .row(rowID)
     }
@@ -277,50 +319,120 @@ private struct Copier {
         }
     }
 
-    /// Validates one row read from the old file and inserts it into the new one.
+    /// Validates one row read from the old file and inserts it into the new one (or defers it for a new id).
     private mutating func copy(_ row: Statement, id: Int64, report: inout SalvageReport) throws(QueueError) {
-        guard let kindText = row.validatedText(1), let kind = RecordKind(rawValue: kindText),
-            let payload = row.validatedText(2), let state = row.validatedText(5),
-            ["pending", "leased", "dead"].contains(state), Self.isValid(payload, kind: kind, row: row)
-        else {
+        func invalid(_ reason: String) {
             report.invalid += 1
-            return
+            if report.invalidReasons.count < 100 { report.invalidReasons.append("id \(id): \(reason)") }
+        }
+        guard let kindText = row.validatedText(1), let kind = RecordKind(rawValue: kindText) else {
+            return invalid("kind is not event, attribute or purchase")
+        }
+        guard let payload = row.validatedText(2) else { return invalid("payload is NULL or not valid UTF-8") }
+        guard let state = row.validatedText(5), ["pending", "leased", "dead"].contains(state) else {
+            return invalid("state is not pending, leased or dead")
+        }
+        let createdAt = row.int64(3)
+        guard StoredRow.timeRange.contains(createdAt) else {
+            return invalid("created_at_ms \(createdAt) is out of range (1970 to 9999)")
+        }
+        guard Self.isValid(payload, kind: kind, createdAt: createdAt) else {
+            return invalid("payload is not a valid \(kind.rawValue) for Braze")
+        }
+        let key: String?
+        if row.isNull(4) {
+            key = nil
+        } else {
+            guard let text = row.validatedText(4), (1...255).contains(text.utf8.count), !text.utf8.contains(0) else {
+                return invalid("idempotency key is not 1 to 255 bytes of UTF-8")
+            }
+            key = text
         }
         let dead = state == "dead"
+        // Values only scheduling depends on are brought into range rather than refused (the record is kept).
+        var wasClamped = false
+        func clamp(_ value: Int64, _ range: ClosedRange<Int64>) -> Int64 {
+            let clamped = min(max(value, range.lowerBound), range.upperBound)
+            if clamped != value { wasClamped = true }
+            return clamped
+        }
+        let attempts = clamp(row.int64(6), 0...(dead ? StoredRow.attemptsRange.upperBound : maxAttempts - 1))
+        let nextAttemptAt = clamp(row.int64(7), 0...ClockHorizon.latestPlausible(after: now))
+        let deadAt = dead ? clamp(row.optionalInt64(9) ?? now, 0...max(0, now)) : nil
+        if wasClamped { report.clamped += 1 }
+        let values = Values(
+            id: id, kind: kind, payload: payload, createdAt: createdAt, key: key, dead: dead, attempts: attempts,
+            nextAttemptAt: nextAttemptAt, lastError: row.validatedText(8), deadAt: deadAt)
+        guard StoredRow.idRange.contains(id) else {
+            deferred.append(values)
+            return
+        }
+        switch try insert(values) {
+        case .inserted:
+            if dead { report.recoveredDead += 1 } else { report.recoveredPending += 1 }
+        case .idTaken:
+            deferred.append(values)
+        case .refused:
+            invalid("a duplicate idempotency key, or a value the schema refuses")
+        }
+    }
+
+    private enum InsertResult {
+        case inserted, idTaken, refused
+    }
+
+    private func insert(_ values: Values) throws(QueueError) -> InsertResult {
         let insert = try writer.statement(
             """
             INSERT INTO records (id, kind, payload, created_at_ms, idempotency_key, state, attempts,
                 next_attempt_at_ms, last_error, dead_at_ms)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
             """, operation: "salvaging records")
-        insert.bind(1, id)
-        insert.bind(2, kind.rawValue)
-        insert.bind(3, payload)
-        insert.bind(4, row.int64(3))
-        insert.bind(5, row.validatedText(4))
-        insert.bind(6, dead ? "dead" : "pending")
-        insert.bind(7, max(0, row.int64(6)))
-        insert.bind(8, max(0, row.int64(7)))
-        insert.bind(9, row.validatedText(8))
-        if dead { insert.bind(10, row.optionalInt64(9) ?? now) } else { insert.bind(10, nil as String?) }
+        if let id = values.id { insert.bind(1, id) } else { insert.bind(1, nil as String?) }
+        insert.bind(2, values.kind.rawValue)
+        insert.bind(3, values.payload)
+        insert.bind(4, values.createdAt)
+        insert.bind(5, values.key)
+        insert.bind(6, values.dead ? "dead" : "pending")
+        insert.bind(7, values.attempts)
+        insert.bind(8, values.nextAttemptAt)
+        insert.bind(9, values.lastError)
+        if let deadAt = values.deadAt { insert.bind(10, deadAt) } else { insert.bind(10, nil as String?) }
         do {
             try insert.run()
+            return .inserted
         } catch {
-            // A duplicate id or idempotency key, or a value a CHECK refuses: garbage, not a record.
-            if case .sqlite(let code, _, _) = error, code & 0xFF == SQLITE_CONSTRAINT {
-                report.invalid += 1
-                return
-            }
-            throw error
+            guard case .sqlite(let code, _, _) = error, code & 0xFF == SQLITE_CONSTRAINT else { throw error }
+            // SQLITE_CONSTRAINT_PRIMARYKEY: the id is taken (a damaged page repeating rows, or a renumbered row).
+            return code == SQLITE_CONSTRAINT | (6 << 8) ? .idTaken : .refused
         }
-        if dead { report.recoveredDead += 1 } else { report.recoveredPending += 1 }
+    }
+
+    /// Inserts the rows whose id was out of range or taken, each with a new id from the new file's counter.
+    mutating func copyRenumbered(into report: inout SalvageReport) throws(QueueError) {
+        for var values in deferred {
+            let oldID = values.id
+            values.id = nil
+            switch try insert(values) {
+            case .inserted:
+                report.renumbered += 1
+                if values.dead { report.recoveredDead += 1 } else { report.recoveredPending += 1 }
+            case .idTaken, .refused:
+                report.invalid += 1
+                if report.invalidReasons.count < 100 {
+                    report.invalidReasons.append(
+                        "id \(oldID.map(String.init) ?? "?"): a duplicate idempotency key, or a value the schema refuses")
+                }
+            }
+        }
+        deferred.removeAll()
     }
 
     /// The payload parses to an object that passes Braze's rules (with `time` filled in as the consumer does).
-    private static func isValid(_ payload: String, kind: RecordKind, row: Statement) -> Bool {
+    private static func isValid(_ payload: String, kind: RecordKind, createdAt: Int64) -> Bool {
         guard var object = (try? JSONValue.parse(payload))?.objectValue else { return false }
         if kind != .attribute, object["time"] == nil {
-            object["time"] = .string(ISO8601.format(unixMilliseconds: row.int64(3)))
+            object["time"] = .string(ISO8601.format(unixMilliseconds: createdAt))
         }
         return (try? RecordValidator.validate(kind: kind, object: object)) != nil
     }
@@ -336,17 +448,22 @@ private struct Copier {
             "INSERT OR IGNORE INTO delivered_keys (idempotency_key, record_id, delivered_at_ms) VALUES (?1, ?2, ?3)",
             operation: "salvaging delivered keys")
         while (try? keys.step()) == true {
-            guard let key = keys.validatedText(0) else { continue }
+            guard let key = keys.validatedText(0), (1...255).contains(key.utf8.count) else { continue }
             insert.bind(1, key)
             insert.bind(2, keys.int64(1))
-            insert.bind(3, keys.int64(2))
+            // A date in the future would keep the key for good: no later than now (kept a full retention window).
+            let deliveredAt = keys.int64(2)
+            if deliveredAt > now || deliveredAt < 0 { report.clamped += 1 }
+            insert.bind(3, min(max(deliveredAt, 0), max(0, now)))
             if (try? insert.run()) != nil, writer.changes == 1 { report.deliveredKeys += 1 }
         }
     }
 
     /// Keeps ids from ever repeating: the new file's AUTOINCREMENT counter starts at least where the old one was.
     func carrySequence() throws(QueueError) {
-        guard let old = highestAssignedID() else { return }
+        // A counter at the top of the range would make every later enqueue fail: never past StoredRow.idRange.
+        guard let stored = highestAssignedID() else { return }
+        let old = min(max(stored, 0), StoredRow.idRange.upperBound)
         let update = try writer.statement(
             "UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'records'", operation: "salvaging")
         update.bind(1, old)

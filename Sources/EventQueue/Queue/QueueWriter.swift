@@ -22,7 +22,12 @@ public final class QueueWriter {
     public func enqueue(_ record: Record) throws(QueueError) -> Int64 {
         let encoded = try RecordEncoder.encode(record, now: WallClock.nowMilliseconds())
         try file.checkFreeSpaceReserve()
-        return try insert(encoded)
+        guard encoded.idempotencyKey != nil else { return try insert(encoded) }
+        // A keyed insert is two statements (insert, or find the existing id): one transaction, so that a purge or
+        // an expiring key between them cannot leave this writer without an id.
+        return try file.connection.transaction(operation: "enqueueing") { () throws(QueueError) in
+            try insert(encoded)
+        }
     }
 
     /// Checks every record, then appends all of them in one transaction, or none: a rejected record makes the
@@ -100,9 +105,12 @@ public final class QueueWriter {
         existing.bind(1, key)
         defer { existing.reset() }
         guard try existing.step() else {
-            throw QueueError.sqlite(
-                code: 0, message: "idempotency key \(key) vanished while enqueueing; retry",
-                operation: "enqueueing")
+            // In one transaction the insert saw the key and the lookup cannot miss it, unless the file's index and
+            // table disagree (a damaged file, or one written through two hard links).
+            throw QueueError.corrupt(
+                path: file.path,
+                detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\" is in the index "
+                    + "but in no record")
         }
         return existing.int64(0)
     }

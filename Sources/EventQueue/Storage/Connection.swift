@@ -27,18 +27,29 @@ final class Connection {
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         busyWait = BusyWait(timeoutMilliseconds: busyTimeoutMilliseconds)
         var flags = SQLITE_OPEN_NOMUTEX
-        var name = path
+        // A path is a path: never an SQLite URI (see QueuePath), and never anything but a regular file.
+        var name = QueuePath.sqliteName(for: path)
+        let state = try QueuePath.inspect(path, allowingLinks: readOnly)
         if readOnly, let uriParameters {
             name = "file:" + Connection.uriEscaped(path) + "?" + uriParameters
             flags |= SQLITE_OPEN_URI
         }
         if readOnly {
-            guard access(path, F_OK) == 0 else {
+            guard state != .missing, access(path, F_OK) == 0 else {
                 throw QueueError.cannotOpen(path: path, reason: "no such file")
             }
             flags |= SQLITE_OPEN_READONLY
         } else {
-            try Connection.createFileIfMissing(path: path)
+            switch state {
+            case .missing:
+                try Connection.createFileIfMissing(path: path)
+                // Another process may have put something there in between: check what we are about to open.
+                if try QueuePath.inspect(path) == .empty { QueuePath.adoptEmpty(path) }
+            case .empty:
+                QueuePath.adoptEmpty(path)
+            case .existing:
+                break
+            }
             flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE
         }
         var db: OpaquePointer?
@@ -54,10 +65,42 @@ final class Connection {
             throw QueueError.readOnly(
                 path: path, detail: Connection.accessProblem(path) ?? "SQLite could only open it read-only")
         }
+        // The schema is input from every writer in the group: functions in planted triggers, views and
+        // generated columns must not run with this process's privileges (only SQLITE_INNOCUOUS ones may).
+        // Where the linked SQLite does not mark its JSON functions innocuous (3.40, Debian 12's), the queue's
+        // own CHECK and generated column could not run with it off; there the schema comparison at open
+        // (QueueSchema) is what keeps planted objects out, and no application function is ever registered.
+        guard !Connection.jsonFunctionsAreInnocuous
+            || sqlite3_exec(db, "PRAGMA trusted_schema = OFF", nil, nil, nil) == SQLITE_OK
+        else {
+            let message = String(cString: sqlite3_errmsg(db))
+            sqlite3_close_v2(db)
+            throw QueueError.cannotOpen(path: path, reason: "could not turn trusted_schema off: \(message)")
+        }
         handle = db
         sqlite3_extended_result_codes(db, 1)
         BusyWait.install(busyWait, on: db)
     }
+
+    /// Whether this process's SQLite lets the queue's schema (JSON functions in a CHECK and a generated column)
+    /// run with `trusted_schema=OFF`. Found out once per process, in a throw-away in-memory database.
+    static let jsonFunctionsAreInnocuous: Bool = {
+        var raw: OpaquePointer?
+        guard sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
+            let db = raw
+        else {
+            sqlite3_close_v2(raw)
+            return false
+        }
+        defer { sqlite3_close_v2(db) }
+        let probe = """
+            PRAGMA trusted_schema = OFF;
+            CREATE TABLE t (x TEXT CHECK (json_valid(x) AND json_type(x) = 'object'),
+                y TEXT GENERATED ALWAYS AS (json_extract(x, '$.a')) STORED);
+            INSERT INTO t (x) VALUES ('{"a":"b"}');
+            """
+        return sqlite3_exec(db, probe, nil, nil, nil) == SQLITE_OK
+    }()
 
     /// Runs `body` with a different busy timeout (a checkpoint that must not hold writers back for long), then
     /// restores the connection's own.

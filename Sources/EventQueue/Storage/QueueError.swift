@@ -22,6 +22,10 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     case readOnly(path: String, detail: String)
     /// An idempotency key that is empty or too long.
     case invalidIdempotencyKey(String)
+    /// The path or the file is not one EventQueue may use: not a regular file (a directory, a device, a FIFO, a
+    /// dangling symlink), a file with more than one hard link, or a queue file with schema objects (triggers,
+    /// views, changed indexes) that EventQueue did not create. Nothing was written.
+    case unsafeQueueFile(path: String, reason: String)
     /// Any other SQLite failure, with SQLite's own message and the operation that failed.
     case sqlite(code: Int32, message: String, operation: String)
 
@@ -51,6 +55,8 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         case .invalidIdempotencyKey(let key):
             let shown = ValidationError.printable(String(key.prefix(40)))
             return "invalid idempotency key \"\(shown)\": must be 1 to 255 bytes, without NUL characters"
+        case .unsafeQueueFile(let path, let reason):
+            return "queue file \(path) refused: \(reason) (nothing was written)"
         case .sqlite(let code, let message, let operation):
             return "SQLite error \(code) during \(operation): \(message)"
         }

@@ -11,8 +11,19 @@ final class QueueFile {
     let options: QueueOptions
     var path: String { connection.path }
 
-    init(path: String, options: QueueOptions) throws(QueueError) {
+    /// How much of the schema an open compares with the one the migrations create (see `QueueSchema`).
+    enum SchemaCheck {
+        /// Names and types, and no trigger or view: one statement, for writers.
+        case names
+        /// Every object's definition: for the daemon and every consumer.
+        case full
+    }
+
+    let schemaCheck: SchemaCheck
+
+    init(path: String, options: QueueOptions, schemaCheck: SchemaCheck = .names) throws(QueueError) {
         self.options = options
+        self.schemaCheck = schemaCheck
         connection = try Connection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         do {
             try configure()
@@ -51,6 +62,19 @@ final class QueueFile {
         try connection.execute("PRAGMA temp_store = MEMORY", operation: "keeping temporary data in memory")
         if version < Migrations.latestVersion {
             try Migrations.migrate(connection)
+        }
+        // Writers and the daemon refuse a file with schema objects EventQueue did not create (a planted trigger
+        // runs inside every statement that touches its table), before anything is written.
+        switch schemaCheck {
+        case .names:
+            try QueueSchema.verifyNames(connection, version: Migrations.latestVersion)
+        case .full:
+            try QueueSchema.verify(connection, version: Migrations.latestVersion)
+            // A row a foreign writer stored with its checks turned off fails them again on any UPDATE, so the
+            // consumer could never lease or dead-letter it, and every claim would fail. The consumer's own
+            // updates keep every value in range by construction (StoredRow); the table's checks are for writers.
+            try connection.execute(
+                "PRAGMA ignore_check_constraints = ON", operation: "letting the consumer update any stored row")
         }
     }
 

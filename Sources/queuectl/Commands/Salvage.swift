@@ -17,6 +17,16 @@ struct Salvage: ParsableCommand {
     @Argument(help: "The damaged queue file (read only).") var old: String
     @Argument(help: "The new queue file to create.") var new: String
     @Flag(help: "Print the report as JSON.") var json = false
+    @Option(
+        name: .customLong("max-attempts"),
+        help: "The daemon's --max-attempts: a live record's stored attempts are kept below it (1 to 1000000).")
+    var maxAttempts: Int = 10
+
+    func validate() throws {
+        guard (1...1_000_000).contains(maxAttempts) else {
+            throw fail("--max-attempts must be between 1 and 1000000", status: ExitStatus.usage)
+        }
+    }
 
     func run() throws {
         guard old != new else {
@@ -24,7 +34,7 @@ struct Salvage: ParsableCommand {
         }
         let report: SalvageReport
         do {
-            report = try QueueSalvage.run(from: old, to: new)
+            report = try QueueSalvage.run(from: old, to: new, maxAttempts: maxAttempts)
         } catch {
             if case .cannotOpen(let path, _) = error, path == old {
                 throw fail(error.description, status: ExitStatus.inputMissing)
@@ -49,6 +59,10 @@ struct Salvage: ParsableCommand {
                 "index_complete": .bool(report.indexComplete),
                 "delivered_keys": JSONOutput.number(report.deliveredKeys),
                 "complete": .bool(report.isComplete),
+                "seen": JSONOutput.number(report.seen),
+                "renumbered": JSONOutput.number(report.renumbered),
+                "clamped": JSONOutput.number(report.clamped),
+                "invalid_reasons": .array(report.invalidReasons.map { .string($0) }),
             ]
             writeStandardOutput(object.serialized + "\n")
             return
@@ -64,6 +78,11 @@ struct Salvage: ParsableCommand {
         if !report.unreadableIDs.isEmpty {
             let more = report.unreadable > report.unreadableIDs.count ? ", ..." : ""
             text += "; unreadable ids " + report.unreadableIDs.map(String.init).joined(separator: ", ") + more
+        }
+        if report.renumbered > 0 { text += "; renumbered \(report.renumbered) (id out of range or taken)" }
+        if report.clamped > 0 { text += "; \(report.clamped) with times or attempts brought into range" }
+        if !report.invalidReasons.isEmpty {
+            text += "; invalid: " + report.invalidReasons.prefix(10).joined(separator: ", ")
         }
         if !report.indexComplete { text += "; the live index was damaged too, so unreadable is a lower bound" }
         writeStandardOutput(text + "\n")

@@ -31,7 +31,7 @@ func fail(_ error: QueueError) -> ExitCode {
     case .cannotOpen, .readOnly: status = ExitStatus.cannotCreate
     case .diskFull, .sqlite: status = ExitStatus.ioError
     case .busy: status = ExitStatus.busy
-    case .notAQueueFile, .corrupt, .schemaTooNew: status = ExitStatus.badQueueFile
+    case .notAQueueFile, .corrupt, .schemaTooNew, .unsafeQueueFile: status = ExitStatus.badQueueFile
     }
     return fail(error.description, status: status)
 }

@@ -1,0 +1,96 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a `--db` path may be, checked before SQLite touches it.
+///
+/// Why: SQLite follows whatever the name points at. Debian's SQLite parses a name starting with `file:` as a URI
+/// (`SQLITE_USE_URI=1`), it happily opens a character device (`/dev/full`, leaving `/dev/full-journal` 0666
+/// behind), a dangling symlink creates its target with the umask's mode, and its locks do not cover two hard
+/// links of one file (two names, two lock sets: concurrent writers through both corrupt the index). Every writer
+/// in the group can create or replace the queue file, so each of these is checked here, once per open.
+enum QueuePath {
+    /// What was found at the path.
+    enum State: Equatable {
+        /// Nothing there: the queue will be created (mode 0660).
+        case missing
+        /// A regular file of 0 bytes: what a foreign SQLite client leaves when it opens a missing queue and writes
+        /// nothing. Treated as missing: initialised as a queue, with its mode set to 0660.
+        case empty
+        /// A regular file with content (a queue, or something to refuse later by its header).
+        case existing
+    }
+
+    /// The name to give `sqlite3_open_v2`: the path itself, except that a relative path beginning with `file:` is
+    /// prefixed with `./`, so that SQLite (built with URI filenames on by default) takes it as a file name.
+    static func sqliteName(for path: String) -> String {
+        path.hasPrefix("file:") ? "./" + path : path
+    }
+
+    /// Checks `path` and says what is there. Throws `QueueError.unsafeQueueFile` (exit 78) for anything that is
+    /// not a regular file with one link, or missing. `allowingLinks` is for readers that open the file read-only
+    /// (`check`, `salvage`): reading a hard-linked file is safe, and salvage is how its records get out.
+    static func inspect(_ path: String, allowingLinks: Bool = false) throws(QueueError) -> State {
+        var link = stat()
+        // Nothing there, or not reachable (EACCES and the like): the open reports that with its access diagnosis.
+        guard lstat(path, &link) == 0 else { return .missing }
+        var info = link
+        if link.st_mode & S_IFMT == S_IFLNK {
+            guard stat(path, &info) == 0 else {
+                throw QueueError.unsafeQueueFile(
+                    path: path,
+                    reason: "it is a symbolic link to a missing file (\(target(of: path))); EventQueue does not create "
+                        + "files through a dangling link: create the queue at the target's path, or remove the link")
+            }
+        }
+        let type = info.st_mode & S_IFMT
+        guard type == S_IFREG else {
+            throw QueueError.unsafeQueueFile(
+                path: path,
+                reason: "it is \(describe(type)), not a regular file; point --db at a queue file (a new one is created "
+                    + "where nothing exists)")
+        }
+        guard info.st_nlink <= 1 || allowingLinks else {
+            throw QueueError.unsafeQueueFile(
+                path: path,
+                reason: "it has \(info.st_nlink) hard links; SQLite's locks do not cover two names of one file, so "
+                    + "writers through both names would corrupt it. Remove the other names (find them with `find / "
+                    + "-samefile \(path)`) and use one")
+        }
+        return info.st_size == 0 ? .empty : .existing
+    }
+
+    /// A 0-byte file is treated like a missing queue: it gets the mode 0660 that a queue created here gets, so the
+    /// writers' group is not locked out by the mode a foreign client's umask gave it. Only its owner (or root) can
+    /// change the mode; anyone else gets the open's usual access diagnosis if the mode keeps them out.
+    static func adoptEmpty(_ path: String) {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        if fd < 0 {
+            // A symlink to a 0-byte file: change the target's mode through the path instead.
+            chmod(path, 0o660)
+            return
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size == 0 else { return }
+        if info.st_mode & 0o7777 != 0o660 { fchmod(fd, 0o660) }
+    }
+
+    private static func describe(_ type: mode_t) -> String {
+        switch type {
+        case S_IFDIR: return "a directory"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFIFO: return "a FIFO (named pipe)"
+        case S_IFSOCK: return "a socket"
+        default: return "a special file"
+        }
+    }
+
+    private static func target(of path: String) -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { return "?" }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,237 @@
+import CSQLite
+
+/// The schema objects of a queue file compared with the ones EventQueue's migrations create.
+///
+/// Why: every writer in the group can write the file, and so can plant a trigger that runs on every ack (or
+/// silently cancels it), a view, or an index replaced by another of the same name. `PRAGMA trusted_schema=OFF`
+/// keeps functions with side effects out of them, but a trigger's own INSERT/DELETE/RAISE still runs. So the
+/// daemon (every `QueueConsumer`) and `queuectl check` compare the whole schema with the one the migrations build
+/// in an in-memory database, and writers do a cheaper comparison of names and types (their open must stay O(1)).
+public enum QueueSchema {
+    /// One row of `sqlite_schema`.
+    public struct Object: Sendable, Hashable {
+        public var type: String
+        public var name: String
+        public var tableName: String
+        /// The `CREATE` statement with comments removed and white space collapsed; `nil` for automatic indexes.
+        public var sql: String?
+    }
+
+    /// The objects the embedded migrations create, up to and including `version`, by name.
+    public static func expected(version: Int) throws(QueueError) -> [String: Object] {
+        var raw: OpaquePointer?
+        guard sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
+            let db = raw
+        else {
+            sqlite3_close_v2(raw)
+            throw QueueError.sqlite(
+                code: SQLITE_NOMEM, message: "cannot open an in-memory database",
+                operation: "building the expected schema")
+        }
+        defer { sqlite3_close_v2(db) }
+        for migration in Migrations.embedded where migration.version <= version {
+            let rc = sqlite3_exec(db, migration.sql, nil, nil, nil)
+            guard rc == SQLITE_OK else {
+                throw QueueError.sqlite(
+                    code: rc, message: String(cString: sqlite3_errmsg(db)),
+                    operation: "building the expected schema (migration \(migration.version))")
+            }
+        }
+        var objects: [String: Object] = [:]
+        var statement: OpaquePointer?
+        guard
+            sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema", -1, &statement, nil)
+                == SQLITE_OK, let statement
+        else {
+            throw QueueError.sqlite(
+                code: sqlite3_errcode(db), message: String(cString: sqlite3_errmsg(db)),
+                operation: "building the expected schema")
+        }
+        defer { sqlite3_finalize(statement) }
+        while sqlite3_step(statement) == SQLITE_ROW {
+            let object = Object(
+                type: text(statement, 0) ?? "", name: text(statement, 1) ?? "", tableName: text(statement, 2) ?? "",
+                sql: text(statement, 3).map(normalized))
+            objects[object.name] = object
+        }
+        return objects
+    }
+
+    /// The file's schema objects, by name.
+    static func actual(_ connection: Connection) throws(QueueError) -> [String: Object] {
+        let statement = try connection.statement(
+            "SELECT type, name, tbl_name, sql FROM sqlite_schema", operation: "reading the schema")
+        defer { statement.reset() }
+        var objects: [String: Object] = [:]
+        while try statement.step() {
+            let object = Object(
+                type: statement.text(0) ?? "", name: statement.text(1) ?? "", tableName: statement.text(2) ?? "",
+                sql: statement.text(3).map(normalized))
+            objects[object.name] = object
+        }
+        return objects
+    }
+
+    /// Every difference between `actual` and `expected`, one sentence each, in name order. `sqlite_sequence`
+    /// may be missing (a queue never written to) and `sqlite_stat*` (statistics `ANALYZE` leaves) may be present.
+    public static func differences(actual: [String: Object], expected: [String: Object]) -> [String] {
+        var found: [String] = []
+        for name in Set(actual.keys).union(expected.keys).sorted() {
+            switch (actual[name], expected[name]) {
+            case (nil, let wanted?):
+                if name == "sqlite_sequence" { continue }
+                found.append("\(wanted.type) \(shown(name)) is missing")
+            case (let present?, nil):
+                if name.hasPrefix("sqlite_stat") { continue }
+                found.append(
+                    "\(shown(present.type)) \(shown(name)) on \(shown(present.tableName)) was not created by EventQueue"
+                        + (present.sql.map { ": " + shown($0) } ?? ""))
+            case (let present?, let wanted?):
+                if present == wanted { continue }
+                if name == "sqlite_sequence", present.type == wanted.type { continue }
+                found.append(
+                    "\(wanted.type) \(shown(name)) differs from the one EventQueue creates: found "
+                        + "\(shown(present.type)) \(present.sql.map(shown) ?? "(no SQL)")")
+            case (nil, nil):
+                continue
+            }
+        }
+        return found
+    }
+
+    /// The full comparison (daemon start, every `QueueConsumer`): throws `.unsafeQueueFile` naming the first
+    /// differences and the `check` command that lists them all.
+    static func verify(_ connection: Connection, version: Int) throws(QueueError) {
+        let found = differences(actual: try actual(connection), expected: try expected(version: version))
+        guard !found.isEmpty else { return }
+        throw refusal(connection.path, found)
+    }
+
+    /// The writers' comparison: no trigger or view, and exactly the expected names with their types. One short
+    /// statement over `sqlite_schema` (a dozen rows), so a writer's open stays O(1). The expected names come
+    /// from the migrations' text, not from building them (which the full comparison does).
+    static func verifyNames(_ connection: Connection, version: Int) throws(QueueError) {
+        let statement = try connection.statement(
+            "SELECT type, name FROM sqlite_schema", operation: "reading the schema")
+        defer { statement.reset() }
+        let expected = version == Migrations.latestVersion ? latestNames : expectedNames(version: version)
+        var seen = 0
+        var found: [String] = []
+        while try statement.step() {
+            let type = statement.text(0) ?? ""
+            let name = statement.text(1) ?? ""
+            if name.hasPrefix("sqlite_") {
+                if name.hasPrefix("sqlite_autoindex_") || name == "sqlite_sequence" || name.hasPrefix("sqlite_stat") {
+                    if type == "table" || type == "index" { continue }
+                }
+            } else if expected[name] == type {
+                seen += 1
+                continue
+            }
+            found.append("\(shown(type)) \(shown(name)) was not created by EventQueue")
+        }
+        if found.isEmpty, seen == expected.count { return }
+        if found.isEmpty {
+            found.append("\(expected.count - seen) schema object(s) EventQueue creates are missing")
+        }
+        throw refusal(connection.path, found)
+    }
+
+    private static let latestNames = expectedNames(version: Migrations.latestVersion)
+
+    /// Names (and types) of the tables and indexes the migrations up to `version` create, read from their text.
+    static func expectedNames(version: Int) -> [String: String] {
+        var names: [String: String] = [:]
+        for migration in Migrations.embedded where migration.version <= version {
+            for line in migration.sql.split(separator: "\n") {
+                let words = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard words.count >= 3, words[0] == "CREATE" else { continue }
+                let rest = words[1] == "UNIQUE" ? words.dropFirst(2) : words.dropFirst(1)
+                guard let type = rest.first, type == "TABLE" || type == "INDEX", rest.count >= 2 else { continue }
+                let name = rest[rest.index(after: rest.startIndex)]
+                names[String(name.prefix { $0 != "(" })] = type.lowercased()
+            }
+            for line in migration.sql.split(separator: "\n") where line.hasPrefix("DROP ") {
+                let words = line.split(separator: " ")
+                if let last = words.last { names[String(last.prefix { $0 != ";" })] = nil }
+            }
+            for line in migration.sql.split(separator: "\n") where line.hasPrefix("ALTER TABLE ") {
+                let words = line.split(separator: " ")
+                if words.count == 6, words[3] == "RENAME", words[4] == "TO", let type = names[String(words[2])] {
+                    names[String(words[2])] = nil
+                    names[String(words[5].prefix { $0 != ";" })] = type
+                }
+            }
+        }
+        return names
+    }
+
+    private static func refusal(_ path: String, _ found: [String]) -> QueueError {
+        let listed = found.prefix(3).joined(separator: "; ") + (found.count > 3 ? "; and \(found.count - 3) more" : "")
+        return .unsafeQueueFile(
+            path: path,
+            reason: "it has schema objects EventQueue did not create (\(listed)); someone with write access changed "
+                + "its schema. Run `queuectl check --db \(path)` for every difference, then remove them or copy the "
+                + "records out with `queuectl salvage \(path) NEW`")
+    }
+
+    /// SQL with `--` and `/* */` comments removed and every run of white space made one space, so that a file
+    /// created by an older build with other comments compares equal. Quoted text is kept as it is.
+    static func normalized(_ sql: String) -> String {
+        var result: [UInt8] = []
+        let bytes = Array(sql.utf8)
+        var index = 0
+        var pendingSpace = false
+        func emit(_ byte: UInt8) {
+            if pendingSpace, !result.isEmpty { result.append(0x20) }
+            pendingSpace = false
+            result.append(byte)
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "-"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "-") {
+                while index < bytes.count, bytes[index] != 0x0A { index += 1 }
+                pendingSpace = true
+                continue
+            }
+            if byte == UInt8(ascii: "/"), index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "*") {
+                index += 2
+                while index + 1 < bytes.count, !(bytes[index] == UInt8(ascii: "*") && bytes[index + 1] == UInt8(ascii: "/")) {
+                    index += 1
+                }
+                index += 2
+                pendingSpace = true
+                continue
+            }
+            if byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D {
+                pendingSpace = true
+                index += 1
+                continue
+            }
+            if byte == UInt8(ascii: "'") || byte == UInt8(ascii: "\"") {
+                let quote = byte
+                emit(byte)
+                index += 1
+                while index < bytes.count {
+                    result.append(bytes[index])
+                    index += 1
+                    if bytes[index - 1] == quote { break }
+                }
+                continue
+            }
+            emit(byte)
+            index += 1
+        }
+        return String(decoding: result, as: UTF8.self)
+    }
+
+    private static func shown(_ text: String) -> String {
+        let printable = ValidationError.printable(text)
+        return printable.count > 200 ? String(printable.prefix(200)) + "…" : printable
+    }
+
+    private static func text(_ statement: OpaquePointer, _ column: Int32) -> String? {
+        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
+        return String(cString: pointer)
+    }
+}

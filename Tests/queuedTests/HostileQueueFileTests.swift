@@ -1,0 +1,87 @@
+import FakeBraze
+import Foundation
+import Testing
+import EventQueueTestSupport
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The queue file is input from every writer in the group (issue 16): the daemon against rows and schema objects
+/// that a foreign SQLite client planted. Serialized: each test runs a daemon.
+@Suite(.serialized) struct HostileQueueFileTests {
+    /// `sqlite3` with its CHECK constraints off, as a hostile writer would run it.
+    func hostileSQL(_ db: String, _ sql: String, in scratch: Scratch) async throws {
+        let result = try await run(
+            "/usr/bin/sqlite3", [db, "PRAGMA ignore_check_constraints = ON; " + sql], in: scratch)
+        #expect(result.status == 0, "sqlite3: \(result.stderr)")
+    }
+
+    /// Issue 16 defect 1: one row with attempts = 2^63-1 crashed `queued` (SIGILL at `attempts + 1` after a
+    /// 500), in a loop. Now the row is dead-lettered at claim with the reason, the daemon keeps running, and the
+    /// other records (one with attempts near the top of the range) are retried and dead-lettered sanely.
+    @Test func attemptsAtTheTopOfInt64AreDeadLetteredNotACrash() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        let key = BrazeFault.makeKey()
+        let records = try await BrazeFault.enqueue(MarkedRecord.make(3, users: 3), db: db, in: scratch)
+        try await hostileSQL(db, "UPDATE records SET attempts = 9223372036854775807 WHERE id = \(records[0].id);", in: scratch)
+        try await hostileSQL(db, "UPDATE records SET attempts = 999999 WHERE id = \(records[1].id);", in: scratch)
+        var faults = FakeBrazeFaults()
+        faults.serverErrorRate = 1.0
+        try await withFakeBraze(key: key, faults: faults) { server in
+            let daemon = try await BrazeFault.startDaemon(
+                scratch: scratch, db: db, server: server, key: key, arguments: ["--max-attempts", "1000000"])
+            try await withDaemon(daemon) { daemon in
+                let drain = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                #expect(drain.status != 132 && drain.stdout.contains("dead"), "\(drain.stdout) \(drain.stderr)")
+                try await BrazeFault.waitFor("two dead letters") {
+                    (try await daemon.status())["dead"] as? Int == 2
+                }
+                #expect(daemon.exited == nil, "the daemon must not crash: \(daemon.log.suffix(3000))")
+            }
+            #expect(!daemon.log.contains("arithmetic overflow"), "\(daemon.log.suffix(3000))")
+            let dead = try await BrazeFault.deadLetters(db: db, in: scratch)
+            #expect(dead[records[0].marker]?.contains("attempts 9223372036854775807 is out of range") == true, "\(dead)")
+            #expect(dead[records[1].marker]?.contains("gave up after 1000000 attempts") == true, "\(dead)")
+            // The hostile row was never sent; the others were tried (and answered 500).
+            let sent = Set(BrazeFault.received(server).map(\.marker))
+            #expect(!sent.contains(records[0].marker) && sent.contains(records[1].marker))
+        }
+    }
+
+    /// Issue 16 defect 3: a planted trigger (here one that cancels every ack) makes `queued` refuse to start,
+    /// exit 78, with the `check` command in its one error line; nothing in the file changes.
+    @Test func aPlantedTriggerKeepsTheDaemonFromStarting() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        _ = try await BrazeFault.enqueue(MarkedRecord.make(2, users: 2), db: db, in: scratch)
+        try await hostileSQL(
+            db, "CREATE TRIGGER evil BEFORE DELETE ON records BEGIN SELECT RAISE(IGNORE); END;", in: scratch)
+        let before = try FileFingerprint(db)
+        let daemon = try await DaemonProcess(
+            scratch: scratch, db: db, arguments: ["--sink", "null"], waitForReady: false)
+        let status = await daemon.waitForExit(timeout: .seconds(30))
+        await daemon.stop()
+        #expect(status == 78, "log:\n\(daemon.log)")
+        let errors = daemon.log.split(separator: "\n").filter { $0.contains("error") }
+        #expect(errors.count == 1 && errors.first?.hasPrefix("queued: error: ") == true, "\(daemon.log)")
+        #expect(errors.first?.contains("trigger evil on records was not created by EventQueue") == true, "\(errors)")
+        #expect(errors.first?.contains("queuectl check --db \(db)") == true, "\(errors)")
+        #expect(try FileFingerprint(db) == before)
+    }
+
+    /// Issue 13 item 6: the daemon refuses a queue file with a second hard link (exit 78, with the reason).
+    @Test func aHardLinkedQueueKeepsTheDaemonFromStarting() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        _ = try await BrazeFault.enqueue(MarkedRecord.make(2, users: 2), db: db, in: scratch)
+        #expect(link(db, scratch.file("other.db")) == 0)
+        let daemon = try await DaemonProcess(
+            scratch: scratch, db: db, arguments: ["--sink", "null"], waitForReady: false)
+        let status = await daemon.waitForExit(timeout: .seconds(30))
+        await daemon.stop()
+        #expect(status == 78, "log:\n\(daemon.log)")
+        #expect(daemon.log.contains("it has 2 hard links"), "\(daemon.log)")
+    }
+}
