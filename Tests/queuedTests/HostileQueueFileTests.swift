@@ -45,8 +45,8 @@ import EventQueueTestSupport
             #expect(dead[records[0].marker]?.contains("attempts 9223372036854775807 is out of range") == true, "\(dead)")
             #expect(dead[records[1].marker]?.contains("gave up after 1000000 attempts") == true, "\(dead)")
             // The hostile row was never sent; the others were tried (and answered 500).
-            let sent = Set(BrazeFault.received(server).map(\.marker))
-            #expect(!sent.contains(records[0].marker) && sent.contains(records[1].marker))
+            #expect(!BrazeFault.received(server).contains { $0.marker == records[0].marker })
+            #expect((server.stats().byStatus[500] ?? 0) > 0, "\(server.stats())")
         }
     }
 

@@ -98,6 +98,22 @@ public enum QueueCheck {
             report.facts.append(.init(name: "schema", value: differences.isEmpty ? "ok" : "differs"))
             report.problems.append(contentsOf: differences.map { "schema: " + $0 })
         }
+        if version >= 1 {
+            // Rows a foreign writer stored with values out of range (its checks off): not damage, but worth
+            // knowing; the consumer dead-letters each one at claim with the reason (StoredRow).
+            let outOfRange = try connection.scalarInt(
+                """
+                SELECT count(*) FROM records WHERE id NOT BETWEEN 1 AND \(StoredRow.idRange.upperBound)
+                    OR attempts NOT BETWEEN 0 AND \(StoredRow.attemptsRange.upperBound)
+                    OR created_at_ms NOT BETWEEN 0 AND \(StoredRow.timeRange.upperBound)
+                    OR next_attempt_at_ms NOT BETWEEN 0 AND \(StoredRow.timeRange.upperBound)
+                """, operation: "checking stored ranges")
+            if outOfRange > 0 {
+                report.warnings.append(
+                    "\(outOfRange) record(s) have an id, attempts or time out of range (written by a foreign writer "
+                        + "with its checks off); the daemon dead-letters them with the reason")
+            }
+        }
         let integrity = try connection.statement("PRAGMA integrity_check(20)", operation: "checking integrity")
         var messages: [String] = []
         while try integrity.step() { messages.append(integrity.text(0) ?? "") }

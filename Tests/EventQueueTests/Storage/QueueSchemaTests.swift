@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+@testable import EventQueue
+
+/// Issue 16 defect 3: schema objects EventQueue did not create are named by `check` and refused by consumers
+/// (the daemon) and writers, before they can run.
+@Suite struct QueueSchemaTests {
+    let directory = TemporaryDirectory()
+    var path: String { directory.file("q.db") }
+
+    func seeded() throws -> RawDatabase {
+        let writer = try QueueWriter(path: path)
+        try writer.enqueue(event("a", user: "u1"))
+        writer.close()
+        return try RawDatabase(path: path)
+    }
+
+    func expectRefused(sourceLocation: SourceLocation = #_sourceLocation, _ open: () throws(QueueError) -> Void) {
+        do {
+            try open()
+            Issue.record("must be refused", sourceLocation: sourceLocation)
+        } catch {
+            guard case .unsafeQueueFile(_, let reason) = error else {
+                Issue.record("expected unsafeQueueFile, got \(error)", sourceLocation: sourceLocation)
+                return
+            }
+            #expect(reason.contains("queuectl check --db \(path)"), "\(reason)", sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func aFreshQueueMatchesTheMigrations() throws {
+        _ = try seeded()
+        let report = QueueCheck.run(path: path)
+        #expect(report.isHealthy, "\(report.problems)")
+        #expect(report.facts.contains { $0.name == "schema" && $0.value == "ok" })
+        #expect(QueueSchema.normalized("CREATE  TABLE t -- c\n (x /* y */ TEXT, 'a  b')") == "CREATE TABLE t (x TEXT, 'a  b')")
+    }
+
+    /// A trigger that cancels every ack (BEFORE DELETE ... RAISE(IGNORE)) made every drain redeliver forever.
+    @Test func aPlantedTriggerIsNamedAndRefusedByConsumersAndWriters() throws {
+        let raw = try seeded()
+        try raw.execute("CREATE TABLE spy (x)")
+        try raw.execute("CREATE TRIGGER evil AFTER DELETE ON records BEGIN INSERT INTO spy VALUES (old.payload); END")
+        let report = QueueCheck.run(path: path)
+        #expect(report.problems.contains { $0.contains("trigger evil on records was not created by EventQueue") })
+        #expect(report.problems.contains { $0.contains("table spy on spy was not created by EventQueue") })
+        expectRefused { () throws(QueueError) in _ = try QueueConsumer(path: path) }
+        expectRefused { () throws(QueueError) in _ = try QueueWriter(path: path) }
+        #expect(try raw.scalar("SELECT count(*) FROM records") == "1")
+    }
+
+    @Test func aViewIsRefusedByWriters() throws {
+        let raw = try seeded()
+        try raw.execute("CREATE VIEW records_view AS SELECT * FROM records")
+        expectRefused { () throws(QueueError) in _ = try QueueWriter(path: path) }
+        #expect(QueueCheck.run(path: path).problems.contains { $0.contains("view records_view") })
+    }
+
+    /// An index replaced by another of the same name passed `check`; now its definition is compared.
+    @Test func anIndexReplacedUnderTheSameNameIsNamed() throws {
+        let raw = try seeded()
+        try raw.execute("DROP INDEX records_user")
+        try raw.execute("CREATE INDEX records_user ON records (id)")
+        let report = QueueCheck.run(path: path)
+        #expect(
+            report.problems.contains {
+                $0.contains("index records_user differs from the one EventQueue creates: found index CREATE INDEX "
+                    + "records_user ON records (id)")
+            }, "\(report.problems)")
+        expectRefused { () throws(QueueError) in _ = try QueueConsumer(path: path) }
+        // A missing index is named too.
+        try raw.execute("DROP INDEX records_dead")
+        #expect(QueueCheck.run(path: path).problems.contains { $0.contains("index records_dead is missing") })
+    }
+
+    /// Where the linked SQLite lets the queue's own schema run with it, trusted_schema is off on every connection.
+    @Test func trustedSchemaIsOffWhereTheSchemaAllowsIt() throws {
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        let trusted = try writer.file.connection.scalarInt("PRAGMA trusted_schema", operation: "test")
+        #expect(trusted == (Connection.jsonFunctionsAreInnocuous ? 0 : 1))
+    }
+}
