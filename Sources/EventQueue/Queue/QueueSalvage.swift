@@ -461,9 +461,9 @@ private struct Copier {
 
     /// Keeps ids from ever repeating: the new file's AUTOINCREMENT counter starts at least where the old one was.
     func carrySequence() throws(QueueError) {
-        // A counter at the top of the range would make every later enqueue fail: never past StoredRow.idRange.
-        guard let stored = highestAssignedID() else { return }
-        let old = min(max(stored, 0), StoredRow.idRange.upperBound)
+        // A counter near the top of the range (a hostile row's id once took it there) would make every later
+        // enqueue fail: such a counter is not carried, the new file counts on from the ids it holds.
+        guard let old = highestAssignedID(), old > 0, old < StoredRow.idRange.upperBound / 2 else { return }
         let update = try writer.statement(
             "UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'records'", operation: "salvaging")
         update.bind(1, old)
