@@ -63,7 +63,7 @@ import Testing
         }
         defer { sqlite3_finalize(statement) }
         sqlite3_bind_text(statement, 1, "test#1", -1, eventqueue_sqlite_transient())
-        sqlite3_bind_int64(statement, 2, Int64.max / 2)
+        sqlite3_bind_int64(statement, 2, WallClock.nowMilliseconds() + 60_000)  // within the schema's time range
         sqlite3_bind_int64(statement, 3, WallClock.nowMilliseconds())
         sqlite3_bind_int64(statement, 4, 100)
         sqlite3_bind_int64(statement, 5, ClockHorizon.latestPlausible(after: WallClock.nowMilliseconds()))
