@@ -1,0 +1,47 @@
+import CSQLite
+import Foundation
+import Testing
+
+@testable import EventQueue
+
+/// Measures what an open costs and what the path and schema checks add to it (printed, not asserted: timings on
+/// a shared machine are not a pass/fail matter). Runs with EVENTQUEUE_MEASURE_OPEN=1 only.
+@Suite struct OpenCostMeasurement {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["EVENTQUEUE_MEASURE_OPEN"] == "1"))
+    func writerOpenCost() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("q.db")
+        let seed = try QueueWriter(path: path)
+        try seed.enqueue(event("a", user: "u1"))
+        let rounds = 2_000
+        func perCall(_ body: () throws -> Void) rethrows -> Double {
+            let start = ContinuousClock.now
+            for _ in 0..<rounds { try body() }
+            let elapsed = ContinuousClock.now - start
+            return Double(elapsed.components.attoseconds) / 1e12 / Double(rounds) + Double(elapsed.components.seconds) * 1e6 / Double(rounds)
+        }
+        // Keep one connection open, as an extension's neighbours would: the opens measured do not create the WAL.
+        let open = try perCall { try QueueWriter(path: path).close() }
+        let names = try perCall { try QueueSchema.verifyNames(seed.file.connection, version: Migrations.latestVersion) }
+        let inspect = try perCall { _ = try QueuePath.inspect(path) }
+        let full = try perCall { try QueueSchema.verify(seed.file.connection, version: Migrations.latestVersion) }
+        seed.close()
+        // What Connection.jsonFunctionsAreInnocuous pays once per process, with the same statements.
+        let probe = perCall {
+            var raw: OpaquePointer?
+            _ = sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
+            _ = sqlite3_exec(
+                raw,
+                "PRAGMA trusted_schema = OFF; CREATE TABLE t (x TEXT CHECK (json_valid(x) AND json_type(x) = 'object'), "
+                    + "y TEXT GENERATED ALWAYS AS (json_extract(x, '$.a')) STORED); INSERT INTO t (x) VALUES ('{\"a\":\"b\"}');",
+                nil, nil, nil)
+            sqlite3_close_v2(raw)
+        }
+        print(String(format: "open cost: trusted_schema probe (once per process) %.1f us", probe))
+        print(
+            String(
+                format: "open cost: writer open+close %.1f us, of which path check %.1f us, names check %.1f us; "
+                    + "full schema comparison (consumers) %.1f us",
+                open, inspect, names, full))
+    }
+}
