@@ -133,7 +133,9 @@ actor LaunchCoordinator {
         case .anotherDrainerRunning:
             if let holder = summary.lockHolder {
                 // Saturating: the expiry was read from the queue file.
-                schedule(at: holder.expiresAtMilliseconds.addingReportingOverflow(100).overflow ? Int64.max : holder.expiresAtMilliseconds + 100)
+                schedule(
+                    at: holder.expiresAtMilliseconds.addingReportingOverflow(100).overflow
+                        ? Int64.max : holder.expiresAtMilliseconds + 100)
             }
         case .allDelivered, .someDead, .recordsRemain:
             if let next = summary.remaining?.nextRetryAtMilliseconds { schedule(at: next) }
@@ -146,7 +148,10 @@ actor LaunchCoordinator {
         // The wait is measured on the monotonic clock (Task.sleep) once scheduled; the wall-clock target is
         // capped at the horizon, so a time written under a clock that went back cannot park the daemon.
         let (remaining, overflow) = milliseconds.subtractingReportingOverflow(WallClock.nowMilliseconds())
-        let delay = overflow ? (milliseconds < 0 ? 50 : ClockHorizon.longestWaitMilliseconds) : min(max(50, remaining), ClockHorizon.longestWaitMilliseconds)
+        let delay =
+            overflow
+            ? (milliseconds < 0 ? 50 : ClockHorizon.longestWaitMilliseconds)
+            : min(max(50, remaining), ClockHorizon.longestWaitMilliseconds)
         let continuation = launchContinuation
         retryTimer = Task {
             try? await Task.sleep(for: .milliseconds(delay))

@@ -48,7 +48,10 @@ import EventQueueTestSupport
         let scratch = Scratch()
         let result = try await run(
             "/usr/bin/env",
-            ["-C", scratch.path, Products.queuectl, "enqueue", "event", "e", "--external-id", "u1", "--db", "file:e.db"],
+            [
+                "-C", scratch.path, Products.queuectl, "enqueue", "event", "e", "--external-id", "u1", "--db",
+                "file:e.db",
+            ],
             in: scratch)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(FileManager.default.fileExists(atPath: scratch.file("file:e.db")))

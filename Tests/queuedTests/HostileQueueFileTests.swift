@@ -25,7 +25,8 @@ import EventQueueTestSupport
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
         let records = try await BrazeFault.enqueue(MarkedRecord.make(3, users: 3), db: db, in: scratch)
-        try await hostileSQL(db, "UPDATE records SET attempts = 9223372036854775807 WHERE id = \(records[0].id);", in: scratch)
+        try await hostileSQL(
+            db, "UPDATE records SET attempts = 9223372036854775807 WHERE id = \(records[0].id);", in: scratch)
         try await hostileSQL(db, "UPDATE records SET attempts = 999999 WHERE id = \(records[1].id);", in: scratch)
         var faults = FakeBrazeFaults()
         faults.serverErrorRate = 1.0
@@ -42,7 +43,8 @@ import EventQueueTestSupport
             }
             #expect(!daemon.log.contains("arithmetic overflow"), "\(daemon.log.suffix(3000))")
             let dead = try await BrazeFault.deadLetters(db: db, in: scratch)
-            #expect(dead[records[0].marker]?.contains("attempts 9223372036854775807 is out of range") == true, "\(dead)")
+            #expect(
+                dead[records[0].marker]?.contains("attempts 9223372036854775807 is out of range") == true, "\(dead)")
             #expect(dead[records[1].marker]?.contains("gave up after 1000000 attempts") == true, "\(dead)")
             // The hostile row was never sent; the others were tried (and answered 500).
             #expect(!BrazeFault.received(server).contains { $0.marker == records[0].marker })

@@ -49,7 +49,8 @@ extension QueueConsumer {
             let reported = holder.map {
                 DrainLockHolder(
                     owner: $0.owner,
-                    expiresAtMilliseconds: min(max($0.expiresAtMilliseconds, now), ClockHorizon.latestPlausible(after: now)))
+                    expiresAtMilliseconds: min(
+                        max($0.expiresAtMilliseconds, now), ClockHorizon.latestPlausible(after: now)))
             }
             read.reset()
             // A lock expiring beyond the horizon was written by a clock ahead of ours (this host's clock was

@@ -119,7 +119,8 @@ public final class QueueConsumer {
     /// Dead-letters claimed rows whose stored values are out of range, in the claim's transaction, with the
     /// reason. The values a CHECK could refuse are brought into range in the same statement (the reason keeps
     /// the original), so the update itself cannot fail on a row written with its checks turned off.
-    private func deadLetterPoisoned(_ rows: [(id: Int64, reason: String)], lease: Lease, now: Int64) throws(QueueError) {
+    private func deadLetterPoisoned(_ rows: [(id: Int64, reason: String)], lease: Lease, now: Int64) throws(QueueError)
+    {
         let statement = try file.connection.statement(
             """
             UPDATE records SET state = 'dead', dead_at_ms = ?3, last_error = ?4,

@@ -421,7 +421,8 @@ private struct Copier {
                 report.invalid += 1
                 if report.invalidReasons.count < 100 {
                     report.invalidReasons.append(
-                        "id \(oldID.map(String.init) ?? "?"): a duplicate idempotency key, or a value the schema refuses")
+                        "id \(oldID.map(String.init) ?? "?"): a duplicate idempotency key, or a value the schema refuses"
+                    )
                 }
             }
         }

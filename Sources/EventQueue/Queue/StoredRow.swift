@@ -20,14 +20,16 @@ public enum StoredRow {
             return "stored id \(id) is out of range \(idRange.lowerBound)...\(idRange.upperBound)"
         }
         guard let kind, RecordKind(rawValue: kind) != nil else {
-            return "stored kind \(kind.map { "\"\(ValidationError.printable(String($0.prefix(40))))\"" } ?? "(not UTF-8)") "
+            return
+                "stored kind \(kind.map { "\"\(ValidationError.printable(String($0.prefix(40))))\"" } ?? "(not UTF-8)") "
                 + "is not event, attribute or purchase"
         }
         guard payload != nil else {
             return "payload is not valid UTF-8 (written by a foreign writer); it is never changed, so it is not sent"
         }
         guard attemptsRange.contains(attempts) else {
-            return "stored attempts \(attempts) is out of range \(attemptsRange.lowerBound)...\(attemptsRange.upperBound)"
+            return
+                "stored attempts \(attempts) is out of range \(attemptsRange.lowerBound)...\(attemptsRange.upperBound)"
         }
         guard timeRange.contains(createdAt) else {
             return "stored created_at_ms \(createdAt) is out of range (1970 to 9999)"

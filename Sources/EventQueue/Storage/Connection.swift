@@ -70,8 +70,9 @@ final class Connection {
         // Where the linked SQLite does not mark its JSON functions innocuous (3.40, Debian 12's), the queue's
         // own CHECK and generated column could not run with it off; there the schema comparison at open
         // (QueueSchema) is what keeps planted objects out, and no application function is ever registered.
-        guard !Connection.jsonFunctionsAreInnocuous
-            || sqlite3_exec(db, "PRAGMA trusted_schema = OFF", nil, nil, nil) == SQLITE_OK
+        guard
+            !Connection.jsonFunctionsAreInnocuous
+                || sqlite3_exec(db, "PRAGMA trusted_schema = OFF", nil, nil, nil) == SQLITE_OK
         else {
             let message = String(cString: sqlite3_errmsg(db))
             sqlite3_close_v2(db)

@@ -42,7 +42,8 @@ import Testing
         #expect(hostile.count == 13)
         for sql in hostile { try raw.execute(sql) }
         try raw.execute(
-            "INSERT INTO delivered_keys (idempotency_key, record_id, delivered_at_ms) VALUES ('future', 1, 9000000000000000000)")
+            "INSERT INTO delivered_keys (idempotency_key, record_id, delivered_at_ms) VALUES ('future', 1, 9000000000000000000)"
+        )
         try raw.execute("UPDATE sqlite_sequence SET seq = 9223372036854775807 WHERE name = 'records'")
 
         let report = try QueueSalvage.run(from: old, to: new, now: now, maxAttempts: 10)
@@ -57,13 +58,18 @@ import Testing
         #expect(try copy.scalar("SELECT count(*) FROM records WHERE id NOT BETWEEN 1 AND 4611686018427387904") == "0")
         #expect(try copy.scalar("SELECT max(attempts) FROM records WHERE state = 'pending'") == "9")
         #expect(
-            try copy.scalar("SELECT count(*) FROM records WHERE next_attempt_at_ms > \(ClockHorizon.latestPlausible(after: now))")
+            try copy.scalar(
+                "SELECT count(*) FROM records WHERE next_attempt_at_ms > \(ClockHorizon.latestPlausible(after: now))")
                 == "0")
         #expect(try copy.scalar("SELECT count(*) FROM records WHERE dead_at_ms > \(now)") == "0")
-        #expect(try copy.scalar("SELECT delivered_at_ms FROM delivered_keys WHERE idempotency_key = 'future'") == String(now))
+        #expect(
+            try copy.scalar("SELECT delivered_at_ms FROM delivered_keys WHERE idempotency_key = 'future'")
+                == String(now))
         #expect(QueueCheck.run(path: new).isHealthy)
         // The honest records keep their ids, and the new file takes new records (no "disk full" from the counter).
-        #expect(try copy.scalar("SELECT count(*) FROM records WHERE id IN (\(honest.map(String.init).joined(separator: ",")))") == "3")
+        #expect(
+            try copy.scalar(
+                "SELECT count(*) FROM records WHERE id IN (\(honest.map(String.init).joined(separator: ",")))") == "3")
         let after = try QueueWriter(path: new)
         defer { after.close() }
         #expect(try after.enqueue(event("fresh", user: "f")) > 0)

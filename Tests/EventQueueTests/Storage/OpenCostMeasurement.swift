@@ -18,7 +18,8 @@ import Testing
             let start = ContinuousClock.now
             for _ in 0..<rounds { try body() }
             let elapsed = ContinuousClock.now - start
-            return Double(elapsed.components.attoseconds) / 1e12 / Double(rounds) + Double(elapsed.components.seconds) * 1e6 / Double(rounds)
+            return Double(elapsed.components.attoseconds) / 1e12 / Double(rounds) + Double(elapsed.components.seconds)
+                * 1e6 / Double(rounds)
         }
         // Keep one connection open, as an extension's neighbours would: the opens measured do not create the WAL.
         let open = try perCall { try QueueWriter(path: path).close() }

@@ -34,7 +34,9 @@ import Testing
         let report = QueueCheck.run(path: path)
         #expect(report.isHealthy, "\(report.problems)")
         #expect(report.facts.contains { $0.name == "schema" && $0.value == "ok" })
-        #expect(QueueSchema.normalized("CREATE  TABLE t -- c\n (x /* y */ TEXT, 'a  b')") == "CREATE TABLE t (x TEXT, 'a  b')")
+        #expect(
+            QueueSchema.normalized("CREATE  TABLE t -- c\n (x /* y */ TEXT, 'a  b')")
+                == "CREATE TABLE t (x TEXT, 'a  b')")
     }
 
     /// A trigger that cancels every ack (BEFORE DELETE ... RAISE(IGNORE)) made every drain redeliver forever.
@@ -65,8 +67,9 @@ import Testing
         let report = QueueCheck.run(path: path)
         #expect(
             report.problems.contains {
-                $0.contains("index records_user differs from the one EventQueue creates: found index CREATE INDEX "
-                    + "records_user ON records (id)")
+                $0.contains(
+                    "index records_user differs from the one EventQueue creates: found index CREATE INDEX "
+                        + "records_user ON records (id)")
             }, "\(report.problems)")
         expectRefused { () throws(QueueError) in _ = try QueueConsumer(path: path) }
         // A missing index is named too.
