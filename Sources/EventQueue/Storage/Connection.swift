@@ -30,6 +30,8 @@ final class Connection {
         // A path is a path: never an SQLite URI (see QueuePath), and never anything but a regular file.
         var name = QueuePath.sqliteName(for: path)
         let state = try QueuePath.inspect(path, allowingLinks: readOnly)
+        // (Salvage's read-only URI opens take no locks and create no -shm.)
+        if !(readOnly && uriParameters != nil) { try QueuePath.requireRoomForSharedMemory(path) }
         if readOnly, let uriParameters {
             name = "file:" + Connection.uriEscaped(path) + "?" + uriParameters
             flags |= SQLITE_OPEN_URI

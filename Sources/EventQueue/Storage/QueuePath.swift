@@ -60,6 +60,30 @@ enum QueuePath {
         return info.st_size == 0 ? .empty : .existing
     }
 
+    /// Room SQLite needs beside the queue to open it when no other connection has: the first 32 KiB page of the
+    /// `-shm`, and some to spare.
+    static let sharedMemoryRoomBytes: Int64 = 64 * 1024
+
+    /// Refuses to open a queue whose `-shm` does not exist yet on a filesystem without room for it.
+    ///
+    /// Why: SQLite creates the `-shm`, truncates it to 3 bytes, then grows it to 32 KiB; on a full disk the growth
+    /// fails, the open fails, and only a successful last close ever removes the `-shm`, so a 3-byte `-shm` (and an
+    /// empty `-wal`) stayed behind after every failed open on a full disk. Checking first leaves nothing behind.
+    /// (Removing them after the failure is not safe: another process may be opening the same files.)
+    static func requireRoomForSharedMemory(_ path: String) throws(QueueError) {
+        guard access(path + "-shm", F_OK) != 0 else { return }
+        var stats = statvfs()
+        guard statvfs(Connection.directoryName(of: path), &stats) == 0 else { return }
+        // Root may use the blocks reserved for it; everyone else only the available ones.
+        let blocks = geteuid() == 0 ? stats.f_bfree : stats.f_bavail
+        let free = Int64(blocks) * Int64(stats.f_frsize)
+        guard free < sharedMemoryRoomBytes else { return }
+        throw QueueError.diskFull(
+            path: path,
+            detail: "\(free) bytes free, too few for SQLite to create its \(path)-shm (it needs 32 KiB); nothing was "
+                + "created")
+    }
+
     /// A 0-byte file is treated like a missing queue: it gets the mode 0660 that a queue created here gets, so the
     /// writers' group is not locked out by the mode a foreign client's umask gave it. Only its owner (or root) can
     /// change the mode; anyone else gets the open's usual access diagnosis if the mode keeps them out.
