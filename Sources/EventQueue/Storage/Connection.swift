@@ -31,7 +31,9 @@ final class Connection {
         var name = QueuePath.sqliteName(for: path)
         let state = try QueuePath.inspect(path, allowingLinks: readOnly)
         // (Salvage's read-only URI opens take no locks and create no -shm.)
-        if !(readOnly && uriParameters != nil) { try QueuePath.requireRoomForSharedMemory(path) }
+        if !(readOnly && (uriParameters != nil || state == .missing)) {
+            try QueuePath.requireRoomForSharedMemory(path)
+        }
         if readOnly, let uriParameters {
             name = "file:" + Connection.uriEscaped(path) + "?" + uriParameters
             flags |= SQLITE_OPEN_URI

@@ -73,7 +73,10 @@ enum QueuePath {
     static func requireRoomForSharedMemory(_ path: String) throws(QueueError) {
         guard access(path + "-shm", F_OK) != 0 else { return }
         var stats = statvfs()
-        guard statvfs(Connection.directoryName(of: path), &stats) == 0 else { return }
+        // A read-only filesystem is reported as such by the open (Connection.accessProblem), not as full.
+        guard statvfs(Connection.directoryName(of: path), &stats) == 0, stats.f_flag & UInt(ST_RDONLY) == 0 else {
+            return
+        }
         // Root may use the blocks reserved for it; everyone else only the available ones.
         let blocks = geteuid() == 0 ? stats.f_bfree : stats.f_bavail
         let free = Int64(blocks) * Int64(stats.f_frsize)
