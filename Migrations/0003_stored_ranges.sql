@@ -4,7 +4,7 @@
 -- writers at the INSERT, where the writer sees the error. SQLite cannot add a CHECK to a table, so the tables
 -- are rebuilt: rows are copied with each value brought into its range, an id out of range gets a new one, and
 -- the AUTOINCREMENT counter is carried over so that ids never repeat. The copy costs about a second per
--- 200,000 queued records, once (docs/SCHEMA.md).
+-- 100,000 queued records, once (docs/SCHEMA.md).
 CREATE TABLE records_v3 (
     id                  INTEGER PRIMARY KEY AUTOINCREMENT CHECK (id BETWEEN 1 AND 4611686018427387904),
     kind                TEXT    NOT NULL CHECK (kind IN ('event', 'attribute', 'purchase')),
