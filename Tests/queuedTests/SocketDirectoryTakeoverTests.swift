@@ -50,10 +50,15 @@ import EventQueueTestSupport
         return (status, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
     }
 
-    /// `runuser -u USER -- env (no socket or runtime variables) COMMAND...`.
+    /// `setpriv` to USER (exec, no fork: killing the pid kills the command; runuser forks and its child outlives
+    /// it), then `env` without socket or runtime variables, then COMMAND.
     static func `as`(_ user: String, _ command: [String]) -> [String] {
-        [
-            "/usr/sbin/runuser", "-u", user, "--", "/usr/bin/env", "-u", "XDG_RUNTIME_DIR", "-u", "EVENTQUEUE_SOCKET",
+        let entry = getpwnam(user)
+        let uid = entry?.pointee.pw_uid ?? 65_534
+        let gid = entry?.pointee.pw_gid ?? 65_534
+        return [
+            "/usr/bin/setpriv", "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "/usr/bin/env", "-u",
+            "XDG_RUNTIME_DIR", "-u", "EVENTQUEUE_SOCKET",
             "-u", "RUNTIME_DIRECTORY", "-u", "EVENTQUEUE_DB", "-u", "NOTIFY_SOCKET", "-u", "LISTEN_PID", "-u",
             "LISTEN_FDS",
         ] + command
@@ -135,8 +140,9 @@ import EventQueueTestSupport
                     users.victimBase + "/eventqueue/control.sock", "/tmp/eq-impostor-\(users.attacker).sock",
                 ] {
                     let impostor = Process()
-                    impostor.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-                    impostor.arguments = ["-u", users.attacker, "--", python, script, socketPath]
+                    let command = Self.as(users.attacker, [python, script, socketPath])
+                    impostor.executableURL = URL(fileURLWithPath: command[0])
+                    impostor.arguments = Array(command.dropFirst())
                     try processLaunchLock.withLock { try impostor.run() }
                     defer {
                         kill(impostor.processIdentifier, SIGKILL)
@@ -173,7 +179,7 @@ import EventQueueTestSupport
             try? FileManager.default.removeItem(atPath: users.victimBase)
 
             // 4. Without the attacker, the victim's own default directory works.
-            let started = try await Self.run(daemon, timeout: .seconds(3), in: scratch)
+            let started = try await Self.run(daemon, timeout: .seconds(10), in: scratch)
             #expect(started.status == nil, "the daemon should have kept running: \(started)")
             #expect(started.output.contains("queued ready"), "\(started.output)")
         }
