@@ -24,9 +24,9 @@ struct Queued: AsyncParsableCommand {
             /run/eventqueue/control.sock for root, else ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. \
             With systemd socket activation (LISTEN_FDS) the passed socket is served instead.
             Control socket (HTTP/1.1): POST /launch, POST /launch?wait=true (NDJSON progress and summary), \
-            GET /status, GET /metrics (Prometheus).
+            GET /status, GET /metrics (Prometheus). A socket directory another user owns or can write to is refused.
 
-            Exit status: 0 stopped cleanly (SIGTERM/SIGINT); 70 internal failure; 73 cannot open or create the queue file or the \
+            Exit status: 0 stopped cleanly (SIGTERM/SIGINT); 64 a numeric option out of its range; 70 internal failure; 73 cannot open or create the queue file or the \
             control socket; 74 I/O error; 75 queue busy; 78 bad configuration, or the queue file is not a queue, \
             corrupt, or from a newer EventQueue (the file is never modified or deleted).
             """

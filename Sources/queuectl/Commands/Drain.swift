@@ -14,7 +14,8 @@ struct Drain: AsyncParsableCommand {
             Exit status (--local, or --wait): 0 all delivered; 10 some records went dead in this pass; 11 records \
             remain (waiting for a retry, or the sink is unavailable); 12 the sink is misconfigured (nothing was \
             lost); 13 another drain pass holds the queue's drain lock. 69 no daemon listens on the socket; \
-            77 the daemon refused this user.
+            77 the daemon refused this user, or the socket is not trusted (its directory, file or listener \
+            belongs to someone other than root, you, or the queue file's owner).
             """
     )
 
