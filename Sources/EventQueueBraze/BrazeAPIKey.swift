@@ -1,3 +1,5 @@
+import EventQueueDelivery
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -25,6 +27,8 @@ public struct BrazeAPIKey: Sendable, Hashable, CustomStringConvertible, CustomDe
             throw .malformedKey(source: source)
         }
         self.secret = trimmed
+        // Never shown, even when a server echoes it back (issue 13, item 2).
+        ExternalText.registerSecret(trimmed)
     }
 
     public var description: String { "BrazeAPIKey(redacted)" }
@@ -64,11 +68,13 @@ public struct BrazeAPIKey: Sendable, Hashable, CustomStringConvertible, CustomDe
     }
 
     private static func readFile(_ path: String, source: String) throws(BrazeConfigurationError) -> String {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, forever, with no message.
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else {
             throw .unreadableKeyFile(source: source, reason: String(cString: strerror(errno)))
         }
         defer { close(descriptor) }
+        try checkKeyFile(descriptor, path: path, source: source)
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -83,6 +89,24 @@ public struct BrazeAPIKey: Sendable, Hashable, CustomStringConvertible, CustomDe
             guard bytes.count <= 64 * 1024 else { throw .malformedKey(source: source) }
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The opened key file must be a regular file (a FIFO, device or directory is the wrong path, and a FIFO
+    /// would hang the start) and not readable by others, as ssh insists for a private key. Group-readable is
+    /// allowed: systemd credentials are 0400 or 0440, and a deployment may share the key with an admin group.
+    static func checkKeyFile(_ descriptor: CInt, path: String, source: String) throws(BrazeConfigurationError) {
+        var info = stat()
+        guard fstat(descriptor, &info) == 0 else {
+            throw .unreadableKeyFile(source: source, reason: String(cString: strerror(errno)))
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw .notARegularKeyFile(source: source)
+        }
+        guard info.st_mode & 0o004 == 0 else {
+            throw .keyFileReadableByOthers(source: source, path: path, mode: info.st_mode & 0o7777)
+        }
+        // Back to blocking reads for the content (a regular file never blocks anyway).
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
     }
 
     private static func trimmed(_ text: String) -> String {
@@ -106,6 +130,10 @@ public enum BrazeConfigurationError: Error, Hashable, CustomStringConvertible {
     case malformedKey(source: String)
     /// The base URL is not an absolute `http(s)://` URL.
     case invalidBaseURL(String)
+    /// The key file is a FIFO, a device, a directory: anything but a regular file.
+    case notARegularKeyFile(source: String)
+    /// The key file can be read by every user of the machine.
+    case keyFileReadableByOthers(source: String, path: String, mode: mode_t)
 
     public var description: String {
         switch self {
@@ -119,6 +147,13 @@ public enum BrazeConfigurationError: Error, Hashable, CustomStringConvertible {
         case .malformedKey(let source):
             return "the Braze API key from \(source) is malformed (whitespace or control characters inside, or "
                 + "far too long); it must be the REST API key alone, on one line"
+        case .notARegularKeyFile(let source):
+            return "the Braze API key from \(source) is not a regular file (a FIFO, device or directory); "
+                + "put the key in a plain file"
+        case .keyFileReadableByOthers(let source, let path, let mode):
+            return "the Braze API key from \(source) is readable by every user (mode "
+                + "\(String(mode, radix: 8))); refused: run `chmod o-rwx \(path)` (0600 or 0640), and consider "
+                + "rotating the key"
         case .invalidBaseURL(let url):
             return "invalid Braze base URL '\(url)': expected e.g. https://rest.iad-01.braze.com"
         }

@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueDelivery
 
 /// What one `/users/track` answer means for the records of that request.
 enum BrazeAnswer: Sendable, Hashable {
@@ -6,7 +7,9 @@ enum BrazeAnswer: Sendable, Hashable {
     case accepted(errors: [ObjectError])
     /// 400 (and other 4xx that mean "this request is wrong"): nothing applied; `message` is Braze's.
     case badRequest(status: Int, message: String)
-    /// 401, 403, 404: the key or the URL is wrong; nothing will work until someone fixes it.
+    /// 401, 403, 404, and any 3xx: the key or the URL is wrong; nothing will work until someone fixes it. A
+    /// redirect from `/users/track` means the base URL is not the instance's REST endpoint (it is never followed:
+    /// the key would go with it).
     case misconfigured(status: Int, message: String)
     /// 429: not the records' fault; `afterMilliseconds` from `Retry-After` or `X-RateLimit-Reset`.
     case rateLimited(afterMilliseconds: Int64?)
@@ -29,6 +32,13 @@ enum BrazeAnswer: Sendable, Hashable {
             return .accepted(errors: objectErrors(in: body))
         case 401, 403, 404:
             return .misconfigured(status: status, message: message(in: body))
+        case 300..<400:
+            let location = headers.first { $0.name.lowercased() == "location" }?.value ?? "(no Location)"
+            return .misconfigured(
+                status: status,
+                message:
+                    "redirected to \(ExternalText.escaped(String(ExternalText.redacted(location).prefix(300)))), not followed "
+                    + "(the API key would go with it); fix the base URL")
         case 429:
             return .rateLimited(afterMilliseconds: retryHint(headers: headers, nowMilliseconds: nowMilliseconds))
         case 408, 500..<600:
@@ -54,15 +64,18 @@ enum BrazeAnswer: Sendable, Hashable {
         return nil
     }
 
-    /// Braze's `message` (a short, safe explanation), else the start of the body.
+    /// Braze's `message`, else the start of the body; sanitized (`ExternalText`): the server is outside, and may
+    /// echo the key or send terminal control sequences.
     static func message(in body: [UInt8]) -> String {
         if let object = try? JSONValue.parse(String(decoding: body, as: UTF8.self)).objectValue,
             let message = object["message"]?.stringValue
         {
-            return String(message.prefix(500))
+            return ExternalText.escaped(String(ExternalText.redacted(message).prefix(500)))
         }
         let text = String(decoding: body.prefix(200), as: UTF8.self)
-        return text.isEmpty ? "(no body)" : text
+        // Redact the whole body, not the cut: a cut may split the key and leave its first half.
+        let whole = ExternalText.redacted(String(decoding: body, as: UTF8.self))
+        return text.isEmpty ? "(no body)" : ExternalText.escaped(String(whole.prefix(200)))
     }
 
     /// The `errors` array of a 2xx response; entries without an array and index are ignored (they name no

@@ -41,7 +41,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         } catch {
             baseURLError = error
         }
-        name = "braze:" + base
+        name = "braze:" + BrazeBaseURL.displayed(base)
         endpoint = base + "/users/track"
         self.apiKey = apiKey
         batcher = BrazeBatcher(maxObjectsPerRequest: maxObjectsPerRequest)
@@ -52,10 +52,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     /// Checks that `baseURL` is an absolute `http(s)://` URL, so a typo is reported at startup rather than at
     /// the first delivery.
     public static func validate(baseURL: String) throws(BrazeConfigurationError) {
-        let schemes = ["https://", "http://"]
-        guard let scheme = schemes.first(where: { baseURL.hasPrefix($0) }), baseURL.count > scheme.count,
-            !baseURL.contains(where: { $0.isWhitespace || $0 == "?" || $0 == "#" })
-        else { throw .invalidBaseURL(baseURL) }
+        try BrazeBaseURL.check(baseURL)
     }
 
     public var description: String { "BrazeSink(\(name))" }

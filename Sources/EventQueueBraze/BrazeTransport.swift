@@ -16,7 +16,9 @@ final class BrazeTransport: Sendable {
     let client: HTTPClient
     let requestTimeout: TimeAmount
 
-    /// Answers larger than this are cut: Braze's are a few hundred bytes, even with an `errors` array.
+    /// Answers larger than this are cut (the rest is not read, and the connection is closed): Braze's are a few
+    /// hundred bytes, even with an `errors` array. A cut answer is still an answer: a 2xx whose body is too large
+    /// means delivered (sending the records again would duplicate them), only its `errors` cannot be read.
     static let maxResponseBytes = 1 << 20
 
     init(connectTimeout: Duration, requestTimeout: Duration) {
@@ -37,8 +39,18 @@ final class BrazeTransport: Sendable {
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await client.execute(request, deadline: .now() + requestTimeout, logger: logger)
-        var buffer = try await response.body.collect(upTo: Self.maxResponseBytes)
-        let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+        // Not `collect(upTo:)`: it throws on an over-size body, which made a delivered batch look failed and
+        // sent it again (issue 13, item 12).
+        var bytes: [UInt8] = []
+        for try await chunk in response.body {
+            bytes.append(contentsOf: chunk.readableBytesView.prefix(Self.maxResponseBytes - bytes.count))
+            if bytes.count >= Self.maxResponseBytes {
+                logger.warning(
+                    "the sink's answer is larger than the limit; the rest was not read",
+                    metadata: ["status": "\(response.status.code)", "limit_bytes": "\(Self.maxResponseBytes)"])
+                break
+            }
+        }
         return BrazeHTTPResponse(
             status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) }, body: bytes)
     }

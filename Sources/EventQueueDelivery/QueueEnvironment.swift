@@ -70,8 +70,10 @@ public enum QueueEnvironment {
     ) throws(ConfigurationError) -> QueueOptions {
         var options = QueueOptions()
         if let value = variable("EVENTQUEUE_BUSY_TIMEOUT_MS") {
-            guard let parsed = Int(value), parsed >= 0 else {
-                throw ConfigurationError(variable: "EVENTQUEUE_BUSY_TIMEOUT_MS", value: value, expected: "milliseconds")
+            guard let parsed = Int(value), OptionRange.busyTimeoutMilliseconds.contains(parsed) else {
+                throw ConfigurationError(
+                    variable: "EVENTQUEUE_BUSY_TIMEOUT_MS", value: value,
+                    expected: "milliseconds, 0 to \(OptionRange.busyTimeoutMilliseconds.upperBound)")
             }
             options.busyTimeoutMilliseconds = parsed
         }
@@ -82,8 +84,10 @@ public enum QueueEnvironment {
             options.durability = parsed
         }
         if let value = variable("EVENTQUEUE_MIN_FREE_BYTES") {
-            guard let parsed = Int64(value), parsed >= 0 else {
-                throw ConfigurationError(variable: "EVENTQUEUE_MIN_FREE_BYTES", value: value, expected: "bytes")
+            guard let parsed = Int64(value), OptionRange.minimumFreeBytes.contains(parsed) else {
+                throw ConfigurationError(
+                    variable: "EVENTQUEUE_MIN_FREE_BYTES", value: value,
+                    expected: "bytes, 0 to \(OptionRange.minimumFreeBytes.upperBound)")
             }
             options.minimumFreeBytes = parsed
         }

@@ -136,6 +136,13 @@ final class FakeBrazeCore: Sendable {
             ("X-RateLimit-Remaining", "\(max(0, Self.rateLimit - number))"),
             ("X-RateLimit-Reset", "\(nowSeconds + 3)"),
         ]
+        if let status = faults.hostileStatus {
+            let echoed = faults.hostileMessage.replacing("{authorization}", with: authorization ?? "")
+            return Self.message(status, echoed, headers)
+        }
+        if let location = faults.redirectLocation {
+            return Self.message(301, "Moved Permanently", headers + [("Location", location)])
+        }
         guard authorization == "Bearer " + apiKey else {
             return Self.message(401, "Invalid API Key", headers)
         }
@@ -170,12 +177,15 @@ final class FakeBrazeCore: Sendable {
                 }
                 state.stats.objectsReceived += objects.count
             }
-            return FakeBrazeAction(status: 201, headers: headers, body: Self.successBody(objects))
+            return FakeBrazeAction(
+                status: 201, headers: headers,
+                body: Self.successBody(objects, paddingBytes: max(0, faults.successPaddingBytes)))
         }
     }
 
-    static func successBody(_ objects: [FakeBrazeContract.CheckedObject]) -> [UInt8] {
+    static func successBody(_ objects: [FakeBrazeContract.CheckedObject], paddingBytes: Int = 0) -> [UInt8] {
         var response: [String: Any] = ["message": "success"]
+        if paddingBytes > 0 { response["padding"] = String(repeating: "x", count: paddingBytes) }
         for array in FakeBrazeContract.arrays {
             let sent = objects.filter { $0.array == array }
             if !sent.isEmpty { response["\(array)_processed"] = sent.filter { $0.error == nil }.count }

@@ -32,6 +32,17 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
     /// The combined per-request limit of some plans (50); `nil` for only the 75-per-array limit.
     public var maxObjectsPerRequest: Int?
 
+    /// A hostile sink: every request is answered with this status and `hostileMessage` as its `message`, where
+    /// `{authorization}` stands for the request's `Authorization` header (a server that echoes the key), e.g.
+    /// ESC sequences to test what reaches a terminal.
+    public var hostileStatus: Int?
+    /// The `message` of `hostileStatus` answers; `{authorization}` is replaced by the request's header.
+    public var hostileMessage: String = "echo: {authorization}"
+    /// 2xx answers carry this many bytes of padding (an over-size answer after a successful delivery).
+    public var successPaddingBytes: Int = 0
+    /// Every request is answered `301 Moved Permanently` with this `Location`.
+    public var redirectLocation: String?
+
     public init() {}
 
     /// No faults: a well-behaved Braze.
@@ -41,6 +52,7 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
         case seed, serverErrorRate, rateLimitNextRequests, rateLimitRate, rateLimitResetAfterSeconds
         case retryAfterSeconds, delayMilliseconds, dropConnectionRate, resetMidResponseRate, rejectMarker
         case poisonMarker, unauthorizedAfterRequests, maxObjectsPerRequest
+        case hostileStatus, hostileMessage, successPaddingBytes, redirectLocation
     }
 
     public init(from decoder: any Decoder) throws {
@@ -60,6 +72,11 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
         faults.poisonMarker = try container.decodeIfPresent(String.self, forKey: .poisonMarker)
         faults.unauthorizedAfterRequests = try container.decodeIfPresent(Int.self, forKey: .unauthorizedAfterRequests)
         faults.maxObjectsPerRequest = try container.decodeIfPresent(Int.self, forKey: .maxObjectsPerRequest)
+        faults.hostileStatus = try container.decodeIfPresent(Int.self, forKey: .hostileStatus)
+        faults.hostileMessage =
+            try container.decodeIfPresent(String.self, forKey: .hostileMessage) ?? faults.hostileMessage
+        faults.successPaddingBytes = try container.decodeIfPresent(Int.self, forKey: .successPaddingBytes) ?? 0
+        faults.redirectLocation = try container.decodeIfPresent(String.self, forKey: .redirectLocation)
         self = faults
     }
 }

@@ -14,11 +14,16 @@ struct ControlRoutes: Sendable {
         let (path, query) = Self.split(request.uri)
         switch (request.method, path) {
         case (.POST, "/launch"):
-            if query.contains("wait=true") || query.contains("wait=1") {
+            switch Result(catching: { () throws(LaunchQuery.Invalid) in try LaunchQuery.parse(query) }) {
+            case .success(.wait):
                 try await launchAndWait(writer)
-            } else {
+            case .success(.accept):
                 coordinator.launch()
                 try await writer.send(status: .accepted, contentType: "application/json", body: "{\"accepted\":true}\n")
+            case .failure(let invalid):
+                try await writer.send(
+                    status: .badRequest, contentType: "application/json",
+                    body: DaemonJSON.failure(invalid.message).serialized + "\n")
             }
         case (.GET, "/status"):
             try await status(writer)

@@ -12,22 +12,48 @@ struct ControlServer: Service {
     let routes: ControlRoutes
     let logger: Logger
 
+    /// Caps connections and times out idle and slow clients, shared by every listening socket.
+    var limiter = ConnectionLimiter()
+
     func run() async throws {
-        let listener = socket.listener
+        let listeners = socket.listeners
         try await withGracefulShutdownHandler {
-            try await listener.executeThenClose { connections in
-                try await withThrowingDiscardingTaskGroup { group in
-                    for try await connection in connections {
-                        group.addTask { await serve(connection) }
-                    }
+            // Every socket passed by systemd is served, each with its own peer policy.
+            try await withThrowingDiscardingTaskGroup { group in
+                for listener in listeners {
+                    group.addTask { try await accept(on: listener) }
                 }
             }
         } onGracefulShutdown: {
-            listener.channel.close(promise: nil)
+            for listener in listeners { listener.listener.channel.close(promise: nil) }
         }
     }
 
-    private func serve(_ connection: ControlConnection) async {
+    private func accept(on listener: ControlListener) async throws {
+        try await listener.listener.executeThenClose { connections in
+            try await withThrowingDiscardingTaskGroup { group in
+                for try await connection in connections {
+                    guard let ticket = limiter.admit(connection.channel.channel) else {
+                        logger.notice("control socket full of busy connections; closed a new one")
+                        continue
+                    }
+                    group.addTask {
+                        await withDiscardingTaskGroup { timing in
+                            timing.addTask {
+                                try? await Task.sleep(for: limiter.requestTimeout)
+                                limiter.expire(ticket)
+                            }
+                            await serve(connection, policy: listener.policy, ticket: ticket)
+                            limiter.release(ticket)
+                            timing.cancelAll()
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    private func serve(_ connection: ControlConnection, policy: PeerPolicy, ticket: UInt64) async {
         do {
             try await connection.channel.executeThenClose { inbound, outbound in
                 var head: HTTPRequestHead?
@@ -37,8 +63,9 @@ struct ControlServer: Service {
                     case .body: continue
                     case .end:
                         guard let request = head else { continue }
+                        limiter.requestReceived(ticket)
                         let writer = ResponseWriter(outbound: outbound)
-                        if socket.policy.allows(connection.peer) {
+                        if policy.allows(connection.peer) {
                             try await routes.respond(to: request, writer: writer)
                         } else {
                             logger.notice(

@@ -13,15 +13,21 @@ struct ControlConnection: Sendable {
     var peer: PeerCredentials
 }
 
-/// The listening control socket: bound to a path, or passed by systemd (socket activation).
-struct ControlSocket: Sendable {
+/// One listening socket and who may use it.
+struct ControlListener: Sendable {
     let listener: NIOAsyncChannel<ControlConnection, Never>
     let policy: PeerPolicy
+}
+
+/// The listening control socket: bound to a path, or passed by systemd (socket activation; every socket passed
+/// is served).
+struct ControlSocket: Sendable {
+    let listeners: [ControlListener]
     /// The path to remove at shutdown; `nil` when systemd owns the socket.
     let ownedPath: String?
     let description: String
 
-    /// Serves on fd 3 when systemd passed a socket (`LISTEN_PID` is us, `LISTEN_FDS` >= 1); otherwise removes a
+    /// Serves fds 3... when systemd passed sockets (`LISTEN_PID` is us, `LISTEN_FDS` >= 1); otherwise removes a
     /// stale socket at `path` (only if it is a socket), binds, and makes it 0660.
     static func open(path: String, group: any EventLoopGroup) async throws(DaemonFailure) -> ControlSocket {
         let bootstrap = ServerBootstrap(group: group)
@@ -34,16 +40,26 @@ struct ControlSocket: Sendable {
                 return ControlConnection(channel: http, peer: peer)
             }
         }
-        if let activated = activatedDescriptor() {
-            do {
-                let listener = try await bootstrap.bind(activated, childChannelInitializer: initializer)
-                let group = groupOfSocket(descriptor: activated) ?? getgid()
-                return ControlSocket(
-                    listener: listener, policy: PeerPolicy(daemonUID: getuid(), socketGID: group), ownedPath: nil,
-                    description: "fd 3 (socket activation)")
-            } catch {
-                throw .socket(path: "fd 3 from systemd", reason: "\(error)")
+        if let activated = try ActivatedSockets.take() {
+            var listeners: [ControlListener] = []
+            for descriptor in activated {
+                do {
+                    let listener = try await bootstrap.bind(descriptor, childChannelInitializer: initializer)
+                    let group = groupOfSocket(descriptor: descriptor) ?? getgid()
+                    listeners.append(
+                        ControlListener(
+                            listener: listener, policy: PeerPolicy(daemonUID: getuid(), socketGID: group)))
+                } catch {
+                    for opened in listeners { try? await opened.listener.channel.close() }
+                    throw .socket(path: "fd \(descriptor) from systemd", reason: "\(error)")
+                }
             }
+            let names = activated.map { "fd \($0)" }.joined(separator: ", ")
+            return ControlSocket(listeners: listeners, ownedPath: nil, description: names + " (socket activation)")
+        }
+        // Never bind in a directory another user controls (issue 13, item 1).
+        if let problem = SocketDirectory.problem(socketPath: path, trustedOwners: [getuid()], trustedGroup: getgid()) {
+            throw .socket(path: path, reason: "refused: \(problem)")
         }
         try removeStaleSocket(at: path)
         let listener: NIOAsyncChannel<ControlConnection, Never>
@@ -60,8 +76,8 @@ struct ControlSocket: Sendable {
         var info = stat()
         let group = stat(path, &info) == 0 ? info.st_gid : getgid()
         return ControlSocket(
-            listener: listener, policy: PeerPolicy(daemonUID: getuid(), socketGID: group), ownedPath: path,
-            description: path)
+            listeners: [ControlListener(listener: listener, policy: PeerPolicy(daemonUID: getuid(), socketGID: group))],
+            ownedPath: path, description: path)
     }
 
     /// Removes the socket file this daemon created (never anything else at that path).
@@ -69,17 +85,6 @@ struct ControlSocket: Sendable {
         guard let ownedPath else { return }
         var info = stat()
         if lstat(ownedPath, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK { unlink(ownedPath) }
-    }
-
-    private static func activatedDescriptor() -> CInt? {
-        guard let pid = QueueEnvironment.variable("LISTEN_PID").flatMap(Int32.init), pid == getpid(),
-            let count = QueueEnvironment.variable("LISTEN_FDS").flatMap(Int.init), count >= 1
-        else { return nil }
-        // Children must not think the socket is theirs.
-        unsetenv("LISTEN_PID")
-        unsetenv("LISTEN_FDS")
-        unsetenv("LISTEN_FDNAMES")
-        return 3
     }
 
     /// The group of the file an activated socket is bound to, for the peer policy.

@@ -27,6 +27,8 @@ struct Daemon {
             options.verifyIntegrityOnOpen = true
             store = try QueueStore(path: configuration.databasePath, options: options)
         } catch {
+            // The sink's HTTP client must be shut down before it is released (a debug build traps otherwise).
+            await baseSink.close()
             throw .queue(error)
         }
         let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -34,6 +36,7 @@ struct Daemon {
         do {
             socket = try await ControlSocket.open(path: configuration.socketPath, group: eventLoops)
         } catch {
+            await baseSink.close()
             await store.close()
             try? await eventLoops.shutdownGracefully()
             throw error

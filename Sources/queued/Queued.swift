@@ -24,9 +24,9 @@ struct Queued: AsyncParsableCommand {
             /run/eventqueue/control.sock for root, else ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. \
             With systemd socket activation (LISTEN_FDS) the passed socket is served instead.
             Control socket (HTTP/1.1): POST /launch, POST /launch?wait=true (NDJSON progress and summary), \
-            GET /status, GET /metrics (Prometheus).
+            GET /status, GET /metrics (Prometheus). A socket directory another user owns or can write to is refused.
 
-            Exit status: 0 stopped cleanly (SIGTERM/SIGINT); 70 internal failure; 73 cannot open or create the queue file or the \
+            Exit status: 0 stopped cleanly (SIGTERM/SIGINT); 64 a numeric option out of its range; 70 internal failure; 73 cannot open or create the queue file or the \
             control socket; 74 I/O error; 75 queue busy; 78 bad configuration, or the queue file is not a queue, \
             corrupt, or from a newer EventQueue (the file is never modified or deleted).
             """
@@ -70,7 +70,25 @@ struct Queued: AsyncParsableCommand {
     @Option(name: .customLong("braze-max-objects"), help: "At most N objects per Braze request, all arrays combined.")
     var brazeMaxObjects: Int?
 
+    /// Every numeric option within its range (`OptionRange`), before anything uses it: exit 64 with the range.
+    func validate() throws {
+        let problems = [
+            OptionRange.problem("--batch-size", batchSize, OptionRange.batchSize),
+            OptionRange.problem("--lease-seconds", leaseSeconds, OptionRange.leaseSeconds),
+            OptionRange.problem("--max-attempts", maxAttempts, OptionRange.maxAttempts),
+            OptionRange.problem("--shutdown-timeout", shutdownTimeout, OptionRange.shutdownTimeoutSeconds),
+            drainInterval.flatMap { OptionRange.problem("--drain-interval", $0, OptionRange.drainIntervalSeconds) },
+            brazeMaxObjects.flatMap { OptionRange.problem("--braze-max-objects", $0, OptionRange.brazeMaxObjects) },
+        ]
+        if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
+    }
+
     func run() async throws {
+        if leaseSeconds > OptionRange.longestLeaseSeconds {
+            writeNotice(
+                "queued: note: --lease-seconds \(leaseSeconds) is above the \(OptionRange.longestLeaseSeconds) s "
+                    + "a lease can last; using \(OptionRange.longestLeaseSeconds)\n")
+        }
         let configuration: DaemonConfiguration
         do {
             configuration = try makeConfiguration()
@@ -84,6 +102,11 @@ struct Queued: AsyncParsableCommand {
         } catch {
             throw error.exit()
         }
+    }
+
+    private func writeNotice(_ text: String) {
+        var line = text
+        line.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
     }
 
     private func makeConfiguration() throws(ConfigurationProblem) -> DaemonConfiguration {
@@ -116,7 +139,8 @@ struct Queued: AsyncParsableCommand {
             brazeMaxObjects: brazeMaxObjects,
             socketPath: QueueEnvironment.socketPath(explicit: socket),
             drainOptions: DrainOptions(
-                batchSize: batchSize, leaseMilliseconds: Int64(leaseSeconds) * 1000, maxAttempts: maxAttempts),
+                batchSize: batchSize, leaseMilliseconds: OptionRange.leaseMilliseconds(seconds: leaseSeconds),
+                maxAttempts: maxAttempts),
             drainOnStart: drainOnStart,
             drainInterval: drainInterval.map { Duration.milliseconds(Int64($0 * 1000)) },
             shutdownTimeout: .milliseconds(Int64(shutdownTimeout * 1000)),

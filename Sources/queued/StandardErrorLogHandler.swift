@@ -8,7 +8,8 @@ import Logging
 
 /// One line per message on stderr. Under systemd (`JOURNAL_STREAM` set) each line starts with the syslog
 /// priority `<N>`, which journald strips and stores as the entry's level; elsewhere lines carry a timestamp and
-/// the level in words. Nothing here ever formats a secret: callers log names and counts, never keys.
+/// the level in words. Callers log names and counts, never keys; `ExternalText` also redacts any registered
+/// secret that text from outside carries in.
 struct StandardErrorLogHandler: LogHandler {
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level
@@ -39,7 +40,9 @@ struct StandardErrorLogHandler: LogHandler {
         for key in merged.keys.sorted() {
             line += " \(key)=\(merged[key].map { "\($0)" } ?? "")"
         }
-        line = String(line.map { $0 == "\n" || $0 == "\r" ? " " : $0 }) + "\n"
+        // Messages and metadata carry text from outside (a sink's answer, a path): registered secrets are
+        // redacted and every control character escaped, so nothing here rewrites a terminal or leaks a key.
+        line = ExternalText.sanitized(line, newlinesAsSpace: true) + "\n"
         line.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
     }
 

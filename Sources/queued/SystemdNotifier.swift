@@ -17,7 +17,8 @@ struct SystemdNotifier: Sendable {
         var interval: Duration?
         if let usec = QueueEnvironment.variable("WATCHDOG_USEC").flatMap(UInt64.init), usec > 0 {
             let forUs = QueueEnvironment.variable("WATCHDOG_PID").flatMap(Int32.init).map { $0 == getpid() } ?? true
-            if forUs { interval = .microseconds(Int64(usec / 2)) }
+            // At most an hour: any value parses, none may trap.
+            if forUs { interval = .microseconds(Int64(min(usec / 2, 3_600_000_000))) }
         }
         watchdogInterval = interval
     }

@@ -16,6 +16,8 @@ import Testing
         func write(_ name: String, _ content: String) throws -> String {
             let file = path + "/" + name
             try content.write(toFile: file, atomically: true, encoding: .utf8)
+            // Key files readable by others are refused (issue 13, item 4).
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
             return file
         }
 

@@ -32,7 +32,7 @@ import EventQueueTestSupport
 
     /// A key file the daemon cannot use stops it with exit 78 and a message that names the file and what is
     /// wrong, and never the file's content: not the key, not a part of it.
-    @Test(arguments: ["space inside", "too large", "a directory", "empty"])
+    @Test(arguments: ["space inside", "too large", "a directory", "empty", "world-readable", "a FIFO"])
     func aBadKeyFileIsRefusedWithoutEchoingTheKey(_ problem: String) async throws {
         let scratch = Scratch()
         let key = BrazeFault.makeKey()
@@ -49,10 +49,20 @@ import EventQueueTestSupport
         case "a directory":
             try FileManager.default.createDirectory(atPath: keyFile, withIntermediateDirectories: false)
             secrets = [key]
+        case "world-readable":
+            try Data((key + "\n").utf8).write(to: URL(fileURLWithPath: keyFile))
+            chmod(keyFile, 0o644)
+            secrets = [key]
+        case "a FIFO":
+            // Used to hang the start with no message (issue 13, item 4).
+            mkfifo(keyFile, 0o600)
+            secrets = [key]
         default:
             try Data(" \n\t\n".utf8).write(to: URL(fileURLWithPath: keyFile))
             secrets = [key]
         }
+        // Each case fails for its own reason, not for the mode (files readable by others are refused).
+        if problem != "world-readable" { chmod(keyFile, 0o600) }
         let daemon = try await DaemonProcess(
             scratch: scratch, db: scratch.file("queue.db"),
             arguments: ["--sink", "braze:http://127.0.0.1:9", "--api-key-file", keyFile],

@@ -41,7 +41,9 @@ final class BusyWait {
         let now = Self.monotonicNanoseconds()
         if attempt <= 0 { startedAt = now }
         let elapsed = now &- startedAt
-        let timeout = UInt64(max(0, timeoutMilliseconds)) * 1_000_000
+        // Saturating: a timeout from a command line or the environment must never trap (issue 13, item 9).
+        let (product, overflow) = UInt64(max(0, timeoutMilliseconds)).multipliedReportingOverflow(by: 1_000_000)
+        let timeout = overflow ? UInt64.max : product
         guard elapsed < timeout else { return false }
         let base =
             elapsed >= Self.eagerAfterNanoseconds

@@ -14,7 +14,8 @@ struct Drain: AsyncParsableCommand {
             Exit status (--local, or --wait): 0 all delivered; 10 some records went dead in this pass; 11 records \
             remain (waiting for a retry, or the sink is unavailable); 12 the sink is misconfigured (nothing was \
             lost); 13 another drain pass holds the queue's drain lock. 69 no daemon listens on the socket; \
-            77 the daemon refused this user.
+            77 the daemon refused this user, or the socket is not trusted (its directory, file or listener \
+            belongs to someone other than root, you, or the queue file's owner).
             """
     )
 
@@ -47,9 +48,28 @@ struct Drain: AsyncParsableCommand {
 
     @OptionGroup var queue: QueueOptionGroup
 
+    /// Every numeric option within its range (`OptionRange`): exit 64 with the range, never a trap.
+    func validate() throws {
+        let problems = [
+            OptionRange.problem("--batch-size", batchSize, OptionRange.batchSize),
+            OptionRange.problem("--lease-seconds", leaseSeconds, OptionRange.leaseSeconds),
+            OptionRange.problem("--max-attempts", maxAttempts, OptionRange.maxAttempts),
+        ]
+        if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
+    }
+
     func run() async throws {
+        if local, leaseSeconds > OptionRange.longestLeaseSeconds {
+            writeStandardError(
+                "queuectl: note: --lease-seconds \(leaseSeconds) is above the \(OptionRange.longestLeaseSeconds) s "
+                    + "a lease can last; using \(OptionRange.longestLeaseSeconds)\n")
+        }
         guard local else {
-            try await RemoteDrain(socketPath: QueueEnvironment.socketPath(explicit: socket), json: json).run(wait: wait)
+            let queuePath =
+                queue.db ?? QueueEnvironment.variable("EVENTQUEUE_DB") ?? QueueEnvironment.defaultDatabasePath()
+            try await RemoteDrain(
+                socketPath: QueueEnvironment.socketPath(explicit: socket), json: json, queuePath: queuePath
+            ).run(wait: wait)
             return
         }
         guard batchSize >= 1, leaseSeconds >= 1, maxAttempts >= 1 else {
@@ -71,7 +91,8 @@ struct Drain: AsyncParsableCommand {
         let drainer = Drainer(
             store: store, sink: destination,
             options: DrainOptions(
-                batchSize: batchSize, leaseMilliseconds: Int64(leaseSeconds) * 1000, maxAttempts: maxAttempts),
+                batchSize: batchSize, leaseMilliseconds: OptionRange.leaseMilliseconds(seconds: leaseSeconds),
+                maxAttempts: maxAttempts),
             logger: logger)
         let summary: DrainSummary
         do {
@@ -107,8 +128,8 @@ struct Drain: AsyncParsableCommand {
         if let remaining {
             text += "; now pending \(remaining.pending), leased \(remaining.leased), dead \(remaining.dead)"
         }
-        if let halt { text += "; stopped early: \(halt)" }
-        if let lockOwner { text += "; not run: another drainer holds the lock (\(lockOwner))" }
+        if let halt { text += "; stopped early: " + ExternalText.escaped(halt) }
+        if let lockOwner { text += "; not run: another drainer holds the lock (\(ExternalText.escaped(lockOwner)))" }
         return text + "\n"
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventQueue
+import EventQueueDelivery
 
 struct Peek: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -26,7 +27,10 @@ func printRecords(_ records: [QueuedRecord], json: Bool) {
     var text = ""
     for record in records {
         text += "\(record.id)\t\(record.kind.rawValue)\t\(record.state.rawValue)\tattempts=\(record.attempts)\t"
-        text += ISO8601.format(unixMilliseconds: record.createdAtMilliseconds) + "\t" + record.payload
+        // The payload and last_error were written by other users or came from the sink: escaped, so no control
+        // sequence reaches the terminal.
+        text += ISO8601.format(unixMilliseconds: record.createdAtMilliseconds) + "\t"
+        text += ExternalText.escaped(record.payload)
         if let error = record.lastError { text += "\tlast_error=" + error.replacingNewlines() }
         text += "\n"
     }

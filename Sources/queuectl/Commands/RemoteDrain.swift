@@ -6,12 +6,19 @@ import EventQueueDelivery
 struct RemoteDrain {
     let socketPath: String
     let json: Bool
+    /// The queue file the caller means; its owner is the daemon's user (see `SocketTrust`).
+    var queuePath: String?
 
     static let unavailable: Int32 = 69
     static let refused: Int32 = 77
 
     func run(wait: Bool) async throws {
         let client = DaemonClient(socketPath: socketPath)
+        do {
+            try SocketTrust(socketPath: socketPath, queuePath: queuePath).verify()
+        } catch {
+            throw fail("refusing to talk to \(socketPath): \(error)", status: Self.refused)
+        }
         do {
             if wait {
                 try await follow(client)

@@ -57,8 +57,10 @@ func writeStandardOutput(_ text: String) {
 }
 
 extension String {
-    /// Errors are one line: embedded newlines would break log scraping.
+    /// Errors are one line: embedded newlines would break log scraping. Every other control character is
+    /// escaped too (`\x1B`): messages carry text from outside (a sink's answer, a row another writer stored),
+    /// which must not rewrite the terminal.
     func replacingNewlines() -> String {
-        String(self.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+        ExternalText.escaped(self, newlinesAsSpace: true)
     }
 }

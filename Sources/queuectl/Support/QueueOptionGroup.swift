@@ -15,6 +15,16 @@ struct QueueOptionGroup: ParsableArguments {
 
     var path: String { QueueEnvironment.databasePath(explicit: db) }
 
+    /// `--busy-timeout` within its range (`OptionRange`): a huge value used to overflow in `BusyWait`.
+    func validate() throws {
+        if let busyTimeoutMilliseconds,
+            let problem = OptionRange.problem(
+                "--busy-timeout", busyTimeoutMilliseconds, OptionRange.busyTimeoutMilliseconds)
+        {
+            throw ValidationError(problem + " milliseconds")
+        }
+    }
+
     func options() throws -> QueueOptions {
         var parsedDurability: QueueOptions.Durability?
         if let durability {

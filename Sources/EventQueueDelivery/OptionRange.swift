@@ -1,0 +1,39 @@
+/// The accepted ranges of every numeric option and environment variable of `queued` and `queuectl`, in one
+/// place (issue 13, item 9).
+///
+/// Before, `--shutdown-timeout 1e300` or `--lease-seconds 9223372036854775807` reached arithmetic that traps
+/// (SIGILL, exit 132). Every value is now checked against its range in `validate()`, before anything uses it, and
+/// the message names the range (exit 64). The ranges are wide: they only exclude values that cannot mean
+/// anything (a lease of 292 million years) or that would overflow.
+public enum OptionRange {
+    public static let batchSize = 1...10_000
+    /// Seconds. Leases are stored at most 15 minutes ahead (`ClockHorizon`); 901 to 86,400 are accepted and
+    /// used as 900, with one notice on stderr.
+    public static let leaseSeconds = 1...86_400
+    public static let longestLeaseSeconds = 900
+    public static let maxAttempts = 1...1_000_000
+    public static let brazeMaxObjects = 1...1_000
+    /// Milliseconds (`--busy-timeout`, `EVENTQUEUE_BUSY_TIMEOUT_MS`): up to one hour.
+    public static let busyTimeoutMilliseconds = 0...3_600_000
+    /// Bytes (`EVENTQUEUE_MIN_FREE_BYTES`): up to 1 PiB.
+    public static let minimumFreeBytes: ClosedRange<Int64> = 0...(1 << 50)
+    /// Seconds, fractions allowed.
+    public static let shutdownTimeoutSeconds = 0.0...3_600.0
+    public static let drainIntervalSeconds = 0.01...604_800.0
+
+    /// `nil` when `value` is in `range`, else the message: `--NAME must be LOW to HIGH (got VALUE)`.
+    public static func problem<T: Comparable>(_ name: String, _ value: T, _ range: ClosedRange<T>) -> String? {
+        range.contains(value) ? nil : "\(name) must be \(range.lowerBound) to \(range.upperBound) (got \(value))"
+    }
+
+    /// The same for a floating-point value: NaN and infinities are out of every range.
+    public static func problem(_ name: String, _ value: Double, _ range: ClosedRange<Double>) -> String? {
+        value.isFinite && range.contains(value)
+            ? nil : "\(name) must be \(range.lowerBound) to \(range.upperBound) seconds (got \(value))"
+    }
+
+    /// A lease in milliseconds, at most 900 s, whatever `seconds` is (never traps).
+    public static func leaseMilliseconds(seconds: Int) -> Int64 {
+        Int64(min(max(seconds, 1), longestLeaseSeconds)) * 1000
+    }
+}

@@ -1,0 +1,96 @@
+import EventQueueDelivery
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Whether `queuectl drain` may believe what answers on the control socket (issue 13, item 1).
+///
+/// A daemon's answer is only worth something if the daemon is ours. The socket and the process behind it must
+/// belong to one of:
+/// - root (a root daemon, or systemd's socket activation, whose listening socket systemd made);
+/// - the caller (a daemon started by the same user);
+/// - the owner of the queue file (`--db`, `$EVENTQUEUE_DB` or the default path): the daemon's service user;
+/// - the owner of the socket's directory, when root handed that directory out (its parent is root's and
+///   writable by nobody else, as `/run/eventqueue` under systemd's `RuntimeDirectory=`).
+///
+/// Checked: every directory on the way (`SocketDirectory`: no directory another user can write to, no symbolic
+/// link another user made), the socket file's owner (`lstat`, never following a link), and the peer of an actual
+/// connection (`SO_PEERCRED`, which the kernel fills and nobody can forge). A socket another user planted fails
+/// at least one of them.
+struct SocketTrust {
+    let socketPath: String
+    let queuePath: String?
+
+    struct Untrusted: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// The uids a genuine daemon may run as.
+    func trustedOwners() -> Set<uid_t> {
+        var owners: Set<uid_t> = [0, getuid()]
+        var info = stat()
+        if let queuePath, stat(queuePath, &info) == 0 { owners.insert(info.st_uid) }
+        let directory = SocketDirectory.parent(of: socketPath)
+        let grandparent = SocketDirectory.parent(of: directory)
+        var directoryInfo = stat()
+        var parentInfo = stat()
+        if lstat(directory, &directoryInfo) == 0, directoryInfo.st_mode & S_IFMT == S_IFDIR,
+            stat(grandparent, &parentInfo) == 0, parentInfo.st_uid == 0, parentInfo.st_mode & 0o022 == 0
+        {
+            owners.insert(directoryInfo.st_uid)
+        }
+        return owners
+    }
+
+    /// Throws `Untrusted` when the directory, the socket file or the listening process is not one of ours.
+    /// A missing socket is not this check's business (the connect reports it).
+    func verify() throws(Untrusted) {
+        let owners = trustedOwners()
+        if let problem = SocketDirectory.problem(socketPath: socketPath, trustedOwners: owners) {
+            throw Untrusted(description: "the control socket's directory is not safe: \(problem)")
+        }
+        var info = stat()
+        guard lstat(socketPath, &info) == 0 else { return }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            throw Untrusted(
+                description: "\(socketPath) is not a socket (a symbolic link or another file); it is not followed")
+        }
+        guard owners.contains(info.st_uid) else {
+            throw Untrusted(
+                description: "\(socketPath) belongs to uid \(info.st_uid), which is not root, you, or the queue "
+                    + "file's owner: another user may be impersonating the daemon; its answers are not trusted")
+        }
+        if let peer = Self.peerUID(socketPath), !owners.contains(peer) {
+            throw Untrusted(
+                description: "the process listening on \(socketPath) runs as uid \(peer), which is not root, you, "
+                    + "or the queue file's owner: another user may be impersonating the daemon")
+        }
+    }
+
+    /// The uid of the process that listens on `path` (`SO_PEERCRED` of a connection), or `nil` when nothing
+    /// answers.
+    static func peerUID(_ path: String) -> uid_t? {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { return nil }
+        // struct ucred: pid, uid, gid.
+        var credentials: (Int32, UInt32, UInt32) = (0, UInt32.max, UInt32.max)
+        var length = socklen_t(MemoryLayout.size(ofValue: credentials))
+        guard getsockopt(descriptor, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return nil }
+        return credentials.1
+    }
+}

@@ -1,0 +1,44 @@
+import Testing
+
+@testable import EventQueueDelivery
+
+/// Text from outside is redacted and escaped before it is logged, stored or shown (issue 13, items 2 and 3).
+@Suite struct ExternalTextTests {
+    @Test func registeredSecretsAreRedactedInEverySpelling() {
+        let secret = "sk-unit-\(UInt64.random(in: 0...UInt64.max))/tail"
+        ExternalText.registerSecret(secret)
+        let echoed = "Invalid key: Bearer \(secret) (and JSON-escaped: \(secret.replacing("/", with: "\\/")))"
+        let redacted = ExternalText.redacted(echoed)
+        #expect(!redacted.contains(secret))
+        #expect(!redacted.contains(secret.replacing("/", with: "\\/")))
+        #expect(redacted == "Invalid key: Bearer [redacted] (and JSON-escaped: [redacted])")
+        // Too short to be a secret: never registered, never mangles ordinary words.
+        ExternalText.registerSecret("abc")
+        #expect(ExternalText.redacted("abc abc") == "abc abc")
+    }
+
+    @Test func everyControlCharacterIsEscaped() {
+        let hostile = "a\u{1B}[2J\u{1B}]0;owned\u{07}b\u{0}c\u{7F}d\u{9B}e\u{202E}f\tg\nh\ri"
+        let escaped = ExternalText.escaped(hostile)
+        #expect(escaped == "a\\x1B[2J\\x1B]0;owned\\x07b\\x00c\\x7Fd\\x9Be\\u{202E}f\\tg\\nh\\ri")
+        #expect(!escaped.unicodeScalars.contains(where: ExternalText.needsEscape))
+        #expect(ExternalText.escaped("x\ny\rz", newlinesAsSpace: true) == "x y z")
+        // Ordinary text, including non-ASCII, is unchanged.
+        #expect(ExternalText.escaped("Grüße, 東京 ✓") == "Grüße, 東京 ✓")
+    }
+}
+
+/// Numeric options are range-checked with the range in the message, and nothing traps (issue 13, item 9).
+@Suite struct OptionRangeTests {
+    @Test func rangesNameTheRangeAndRefuseNonFiniteValues() {
+        #expect(
+            OptionRange.problem("--batch-size", 0, OptionRange.batchSize) == "--batch-size must be 1 to 10000 (got 0)")
+        #expect(OptionRange.problem("--batch-size", 100, OptionRange.batchSize) == nil)
+        #expect(OptionRange.problem("--shutdown-timeout", 1e300, OptionRange.shutdownTimeoutSeconds) != nil)
+        #expect(OptionRange.problem("--shutdown-timeout", .nan, OptionRange.shutdownTimeoutSeconds) != nil)
+        #expect(OptionRange.problem("--drain-interval", .infinity, OptionRange.drainIntervalSeconds) != nil)
+        #expect(OptionRange.leaseMilliseconds(seconds: Int.max) == 900_000)
+        #expect(OptionRange.leaseMilliseconds(seconds: Int.min) == 1000)
+        #expect(OptionRange.leaseMilliseconds(seconds: 60) == 60_000)
+    }
+}
