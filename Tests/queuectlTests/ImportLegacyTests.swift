@@ -80,6 +80,50 @@ import EventQueueTestSupport
         #expect(profile["plays"] == "12")
     }
 
+    /// The recipe's own types, encoded by Foundation itself: what an app really wrote.
+    enum UserAttribute: Codable {
+        case email(String)
+        case lastName(String)
+        case dateOfBirth(Date)
+        case pushSubscriptionState(Subscription)
+        case favoriteTeam(String)
+        enum Subscription: Codable { case optedIn, subscribed, unsubscribed }
+    }
+
+    @Test func readsAStoreWrittenByFoundationWithPropertyListEncoderItems() async throws {
+        let scratch = Scratch()
+        let encoder = PropertyListEncoder()
+        let items: [UserAttribute] = [
+            .email("bob@example.com"), .lastName("Smith"), .dateOfBirth(Date(timeIntervalSince1970: 631_152_000)),
+            .pushSubscriptionState(.unsubscribed), .favoriteTeam("Hearts"),
+        ]
+        let store: [String: Any] = [
+            "pending_user_attributes": try items.map { try encoder.encode($0) },
+            "pending_custom_events": [["event_name": "opened", "at": Date(timeIntervalSince1970: 0)]],
+        ]
+        let path = scratch.file("suite.plist")
+        try PropertyListSerialization.data(fromPropertyList: store, format: .binary, options: 0)
+            .write(to: URL(fileURLWithPath: path))
+        let db = scratch.queuePath
+        let result = try await queuectl(["import-legacy", path, "--braze-id", "b1", "--json"], db: db, in: scratch)
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = try Self.summary(result)
+        #expect(summary["format"] as? String == "binary property list")
+        #expect(summary["imported"] as? Int == 5)
+        #expect(summary["dead_lettered"] as? Int == 1, "favoriteTeam is no standard field")
+        let out = scratch.file("out.jsonl")
+        _ = try await queuectl(["drain", "--local", "--sink", "jsonl:\(out)"], db: db, in: scratch)
+        var fields: [String: String] = [:]
+        for line in try DeliveredLine.parse(file: out) {
+            for (key, value) in line.object where key != "braze_id" { fields[key] = "\(value)" }
+        }
+        #expect(fields["email"] == "bob@example.com")
+        #expect(fields["last_name"] == "Smith")
+        #expect(fields["dob"] == "1990-01-01")
+        #expect(fields["push_subscribe"] == "unsubscribed")
+        #expect(fields["properties"]?.contains("1970-01-01T00:00:00.000Z") == true, "\(fields)")
+    }
+
     @Test func dryRunChangesNothingAndCountsTheSame() async throws {
         let scratch = Scratch()
         let store = try Self.copy("store.xml", in: scratch)
