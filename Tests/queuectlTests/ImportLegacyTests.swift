@@ -188,6 +188,20 @@ import EventQueueTestSupport
         #expect(try Self.summary(again)["imported"] as? Int == 1)
     }
 
+    @Test func clearingThroughASymlinkRewritesTheStoreAndKeepsTheLink() async throws {
+        let scratch = Scratch()
+        let store = try Self.copy("store.xml", in: scratch)
+        let link = scratch.file("link.plist")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: store)
+        let result = try await queuectl(
+            ["import-legacy", link, "--external-id", "u1", "--clear-source"], db: scratch.queuePath, in: scratch)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: link) == store)
+        let data = try Data(contentsOf: URL(fileURLWithPath: store))
+        let after = try PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any] ?? [:]
+        #expect((after["pending_custom_events"] as? [Any])?.isEmpty == true)
+    }
+
     @Test func aStoreThatChangesBeforeTheClearIsLeftAlone() async throws {
         let scratch = Scratch()
         let store = try Self.copy("store.xml", in: scratch)

@@ -16,8 +16,9 @@ enum LegacySourceClearing {
         case storeChanged
     }
 
-    /// A test seam: a shell command run after the import committed and before the store is checked again, so
-    /// a test can change the store at exactly that point (as a still-running old writer would).
+    /// A test seam, honoured by debug builds only: a shell command run after the import committed and before the
+    /// store is checked again, so a test can change the store at exactly that point (as a still-running old
+    /// writer would).
     static let testHookVariable = "EVENTQUEUE_TEST_BEFORE_CLEAR"
 
     static func clear(store: LegacyStore, outcomes: [LegacyImportSummary.Outcome]) throws -> Result {
@@ -37,20 +38,26 @@ enum LegacySourceClearing {
                 "cannot write the store \(store.path) back (\(error.localizedDescription)); nothing was removed",
                 status: ExitStatus.cannotCreate)
         }
-        let temporary = try writeTemporary(bytes, beside: store)
+        // Replace the file itself, not a symlink to it.
+        let target =
+            realpath(store.path, nil).map { pointer in
+                defer { free(pointer) }
+                return String(cString: pointer)
+            } ?? store.path
+        let temporary = try writeTemporary(bytes, beside: target, of: store)
         // Last look, right before the rename: the shorter this gap, the smaller the recipe's race.
         guard try unchanged(store) else {
             unlink(temporary)
             return .storeChanged
         }
-        guard rename(temporary, store.path) == 0 else {
+        guard rename(temporary, target) == 0 else {
             let reason = String(cString: strerror(errno))
             unlink(temporary)
             throw fail(
                 "cannot replace the store \(store.path): \(reason); nothing was removed",
                 status: ExitStatus.cannotCreate)
         }
-        syncDirectory(of: store.path)
+        syncDirectory(of: target)
         return .cleared(count)
     }
 
@@ -61,9 +68,9 @@ enum LegacySourceClearing {
 
     /// The new store in a temporary file next to the old one (same filesystem, so the rename is atomic), with
     /// its mode (and, as root, its owner), synced to disk.
-    static func writeTemporary(_ bytes: [UInt8], beside store: LegacyStore) throws -> String {
-        let directory = directoryName(store.path)
-        let base = String(store.path.split(separator: "/").last ?? "store")
+    static func writeTemporary(_ bytes: [UInt8], beside storePath: String, of store: LegacyStore) throws -> String {
+        let directory = directoryName(storePath)
+        let base = String(storePath.split(separator: "/").last ?? "store")
         var template = Array("\(directory)/.\(base).eventqueue-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
         let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -107,6 +114,13 @@ enum LegacySourceClearing {
     }
 
     static func runTestHook() {
+        #if DEBUG
+            runTestHookInDebugBuilds()
+        #endif
+    }
+
+    /// Debug builds only (the tests'): a release binary never runs a command named by its environment.
+    static func runTestHookInDebugBuilds() {
         guard let command = ProcessInfo.processInfo.environment[testHookVariable], !command.isEmpty else { return }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
