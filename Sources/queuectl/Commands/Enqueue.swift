@@ -7,7 +7,8 @@ struct Enqueue: ParsableCommand {
         discussion: """
             NDJSON: one Braze object per line plus "type" (event, attribute or purchase) and an optional \
             "idempotency_key", e.g. {"type":"event","external_id":"u1","name":"song_liked"}. \
-            Prints the id of each record, one per line.
+            Prints the id of each record, one per line (with --dead-letter-invalid, dead letters too, the first 20 also \
+            named on stderr). The input is read as it is enqueued, so its size does not matter.
             """,
         subcommands: [EnqueueEvent.self, EnqueueAttribute.self, EnqueuePurchase.self]
     )
