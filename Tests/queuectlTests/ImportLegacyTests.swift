@@ -233,6 +233,24 @@ import EventQueueTestSupport
         #expect(summary["cleared"] as? Int == 12)
     }
 
+    @Test func anEntryThatWouldChangeTheUserIsSetAside() async throws {
+        let scratch = Scratch()
+        let path = scratch.file("store.json")
+        try Data(#"{"pending_custom_attributes": [{"external_id": "someone-else", "plan": "pro"}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        let db = scratch.queuePath
+        let result = try await queuectl(["import-legacy", path, "--external-id", "u1", "--json"], db: db, in: scratch)
+        #expect(result.status == 0, "\(result.stderr)")
+        let summary = try Self.summary(result)
+        #expect(summary["imported"] as? Int == 0)
+        #expect(summary["dead_lettered"] as? Int == 1)
+        let dead = try await queuectl(["dead", "list", "--json"], db: db, in: scratch)
+        let list = try JSONSerialization.jsonObject(with: Data(dead.stdout.utf8)) as? [[String: Any]] ?? []
+        let object = list.first?["object"] as? [String: Any]
+        #expect(object?["external_id"] as? String == "u1" && object?["plan"] as? String == "pro")
+        #expect((list.first?["last_error"] as? String)?.contains("sets external_id") == true)
+    }
+
     @Test func unreadableAndMalformedStoresAreRefused() async throws {
         let scratch = Scratch()
         let db = scratch.queuePath

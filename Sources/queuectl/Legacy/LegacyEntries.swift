@@ -98,9 +98,27 @@ enum LegacyEntries {
         guard case .value(.object(let object), let binary) = item else {
             return .unrecognized("a custom attribute entry must be a dictionary")
         }
+        let identityKey = user.brazeMember.key
+        if object[identityKey] != nil {
+            var others = object
+            others[identityKey] = nil
+            return .deadLetter(
+                Record.attributes(others, user: user, idempotencyKey: key),
+                reason: identityConflict(identityKey, keptTheRest: true))
+        }
         let record = Record.attributes(object, user: user, idempotencyKey: key)
         if !binary.isEmpty { return .deadLetter(record, reason: binaryReason(binary)) }
         return .record(record)
+    }
+
+    /// An entry that sets the very field that names the user given to the import would, merged into one Braze
+    /// object, replace that user: the entry's attributes would go to someone else.
+    static func identityConflict(_ key: String, keptTheRest: Bool) -> String {
+        "sets \(key), the field that names the user given to import-legacy, so it would change whose record this "
+            + "is; "
+            + (keptTheRest
+                ? "kept without it: retry to set the rest for that user, or purge the dead letter"
+                : "import it with another identity, or purge the dead letter")
     }
 
     static func binaryReason(_ paths: [String]) -> String {
@@ -146,6 +164,10 @@ enum LegacyEntries {
         guard let value else {
             let record = Record.attribute(field, .null, user: user, idempotencyKey: key)
             return .deadLetter(record, reason: "\(caseName) carries no value (expected one, as {\"_0\": value})")
+        }
+        if field == user.brazeMember.key {
+            let record = Record.attribute(field, normalize(field: field, value), user: user, idempotencyKey: key)
+            return .deadLetter(record, reason: identityConflict(field, keptTheRest: false))
         }
         return .record(Record.attribute(field, normalize(field: field, value), user: user, idempotencyKey: key))
     }
