@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "eventqueue-bench", targets: ["eventqueue-bench"]),
         .executable(name: "eventqueue-minimal-writer", targets: ["eventqueue-minimal-writer"]),
         .executable(name: "eventqueue-storm-writer", targets: ["eventqueue-storm-writer"]),
+        .executable(name: "eventqueue-example-writer", targets: ["eventqueue-example-writer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -126,6 +127,12 @@ let package = Package(
             name: "eventqueue-storm-writer",
             dependencies: ["EventQueue"],
             path: "Benchmarks/eventqueue-storm-writer"
+        ),
+        // The Swift writer of docs/WRITERS.md, built with everything so that it keeps compiling.
+        .executableTarget(
+            name: "eventqueue-example-writer",
+            dependencies: ["EventQueue"],
+            path: "Examples/SwiftWriter"
         ),
         // Helpers the test targets share: temporary directories, running the built binaries.
         .target(name: "EventQueueTestSupport", path: "Tests/EventQueueTestSupport"),

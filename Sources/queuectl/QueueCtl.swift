@@ -17,7 +17,9 @@ struct QueueCtl: AsyncParsableCommand {
             66 input file missing; 73 cannot open or create the queue file; 74 disk full or I/O error; \
             75 queue busy, retry; 78 not a queue file, corrupt, or schema too new.
             """,
-        subcommands: [Enqueue.self, Drain.self, Status.self, Peek.self, Dead.self, Check.self, Salvage.self]
+        subcommands: [
+            Enqueue.self, Drain.self, Status.self, Peek.self, Dead.self, Check.self, Salvage.self, ImportLegacy.self,
+        ]
     )
 
     /// Like ArgumentParser's `main`, except that a usage error is one line on stderr (scripts and log scrapers
@@ -33,7 +35,7 @@ struct QueueCtl: AsyncParsableCommand {
         } catch {
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) }
-            let message = self.message(for: error)
+            let message = unknownRecordKindMessage(CommandLine.arguments) ?? self.message(for: error)
             if !message.isEmpty {
                 writeStandardError("queuectl: error: \(message.replacingNewlines()) (see `queuectl --help`)\n")
             }

@@ -7,13 +7,22 @@ struct Enqueue: ParsableCommand {
         discussion: """
             NDJSON: one Braze object per line plus "type" (event, attribute or purchase) and an optional \
             "idempotency_key", e.g. {"type":"event","external_id":"u1","name":"song_liked"}. \
-            Prints the id of each record, one per line.
+            Prints the id of each record, one per line (with --dead-letter-invalid, dead letters too, the first 20 also \
+            named on stderr). The input is read as it is enqueued, so its size does not matter.
             """,
         subcommands: [EnqueueEvent.self, EnqueueAttribute.self, EnqueuePurchase.self]
     )
 
     @Option(help: "Read NDJSON records from PATH (- for stdin) and enqueue them in one transaction.")
     var ndjson: String?
+
+    @Flag(
+        name: .customLong("dead-letter-invalid"),
+        help: """
+            With --ndjson: keep a line that breaks a rule as a dead letter with the reason (and its line number) \
+            instead of refusing the whole input. A line that is not a record naming a user still refuses it.
+            """)
+    var deadLetterInvalid = false
 
     @OptionGroup var queue: QueueOptionGroup
 
@@ -23,20 +32,34 @@ struct Enqueue: ParsableCommand {
                 "say what to enqueue: `queuectl enqueue event|attribute|purchase ...` or "
                     + "`queuectl enqueue --ndjson PATH`", status: ExitStatus.usage)
         }
-        let records = try NDJSONInput.read(ndjson)
+        let input = try NDJSONInput(path: ndjson)
         let writer = try queue.openWriter()
         defer { writer.close() }
-        let ids: [Int64]
+        let result: NDJSONEnqueue.Result
         do {
-            ids = try writer.enqueue(contentsOf: records.map(\.record))
-        } catch {
-            if case .invalidRecord(var validation) = error, let index = validation.index {
-                validation.line = records[index].line
-                throw fail(validation.description, status: ExitStatus.invalidInput)
-            }
+            result = try NDJSONEnqueue.run(input: input, writer: writer, deadLetterInvalid: deadLetterInvalid)
+        } catch let error as QueueError {
             throw fail(error)
         }
-        writeStandardOutput(ids.map(String.init).joined(separator: "\n") + (ids.isEmpty ? "" : "\n"))
+        result.print()
+    }
+}
+
+/// After a usage error: `queuectl enqueue bogus x --external-id u1` fails on the first option after the unknown
+/// kind ("Unknown option '--external-id'"); name the kind instead. Only consulted when parsing already failed.
+func unknownRecordKindMessage(_ arguments: [String]) -> String? {
+    guard let enqueue = arguments.firstIndex(of: "enqueue"), enqueue + 1 < arguments.count else { return nil }
+    let kind = arguments[enqueue + 1]
+    guard !kind.hasPrefix("-"), !["event", "attribute", "purchase", "help"].contains(kind) else { return nil }
+    return "unknown record kind \"\(kind)\": give event, attribute or purchase, or --ndjson PATH"
+}
+
+/// Refuses `enqueue --ndjson FILE event ...`: the subcommand would run and the file be ignored.
+func refuseNDJSONWithSubcommand(_ parent: Enqueue) throws {
+    if parent.ndjson != nil || parent.deadLetterInvalid {
+        throw fail(
+            "--ndjson (and --dead-letter-invalid) cannot be combined with event, attribute or purchase: "
+                + "enqueue either a file or one record", status: ExitStatus.usage)
     }
 }
 
@@ -88,16 +111,28 @@ struct PropertyOptions: ParsableArguments {
     func object() throws -> JSONObject {
         var object = JSONObject()
         if let properties {
-            guard let parsed = try? JSONValue.parse(properties), let parsedObject = parsed.objectValue else {
+            let parsed: JSONValue
+            do {
+                parsed = try JSONValue.parse(properties)
+            } catch {
+                throw fail("--properties must be a JSON object: \(error)", status: ExitStatus.invalidInput)
+            }
+            guard let parsedObject = parsed.objectValue else {
                 throw fail("--properties must be a JSON object", status: ExitStatus.invalidInput)
             }
             object = parsedObject
         }
+        var seen: Set<String> = []
         for prop in props {
             guard let equals = prop.firstIndex(of: "="), equals != prop.startIndex else {
                 throw fail("--prop must be KEY=VALUE (got \"\(prop)\")", status: ExitStatus.usage)
             }
-            object[String(prop[..<equals])] = CommandLineValue.parse(String(prop[prop.index(after: equals)...]))
+            let key = String(prop[..<equals])
+            guard seen.insert(key).inserted else {
+                throw fail(
+                    "--prop \(key) is given more than once: give each property once", status: ExitStatus.usage)
+            }
+            object[key] = CommandLineValue.parse(String(prop[prop.index(after: equals)...]))
         }
         return object
     }
@@ -126,7 +161,10 @@ struct EnqueueEvent: ParsableCommand {
     @OptionGroup var user: IdentityOptions
     @OptionGroup var queue: QueueOptionGroup
 
+    @ParentCommand var parent: Enqueue
+
     func run() throws {
+        try refuseNDJSONWithSubcommand(parent)
         let record = Record.event(
             name, user: try user.identity(), properties: try properties.object(), time: properties.time,
             idempotencyKey: properties.idempotencyKey)
@@ -146,7 +184,10 @@ struct EnqueueAttribute: ParsableCommand {
     @OptionGroup var user: IdentityOptions
     @OptionGroup var queue: QueueOptionGroup
 
+    @ParentCommand var parent: Enqueue
+
     func run() throws {
+        try refuseNDJSONWithSubcommand(parent)
         let record = Record.attribute(
             key, CommandLineValue.parse(value), user: try user.identity(), idempotencyKey: idempotencyKey)
         try enqueueOne(record, queue: queue)
@@ -164,7 +205,10 @@ struct EnqueuePurchase: ParsableCommand {
     @OptionGroup var user: IdentityOptions
     @OptionGroup var queue: QueueOptionGroup
 
+    @ParentCommand var parent: Enqueue
+
     func run() throws {
+        try refuseNDJSONWithSubcommand(parent)
         guard let number = JSONNumber(text: price) else {
             throw fail("--price must be a number (got \"\(price)\")", status: ExitStatus.invalidInput)
         }

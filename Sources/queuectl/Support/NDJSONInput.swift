@@ -1,62 +1,180 @@
+import ArgumentParser
 import EventQueue
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
-/// Reads NDJSON records from a file or stdin, remembering each record's line number for error messages.
-enum NDJSONInput {
-    struct Line {
-        var line: Int
-        var record: Record
+/// Reads NDJSON input (a file or stdin) one line at a time, so memory is bounded by the longest line allowed
+/// whatever the input's size, and remembers each line's number for error messages.
+///
+/// A line longer than a record may be stops the reading at once (the rest is never read: `--ndjson /dev/zero`
+/// fails after 256 KiB). Input that is not a regular file (a pipe, a terminal, a FIFO) is first copied to an
+/// unlinked temporary file: the enqueue holds the queue's write lock while it reads, and a slow producer must
+/// not make every other writer wait on it.
+final class NDJSONInput {
+    /// The longest line read: a record may be at most 256 KiB, plus a `\r`.
+    static let maximumLineBytes = 256 * 1024 + 1
+
+    let path: String
+    private let fd: Int32
+    private var buffer: [UInt8]
+    private var start = 0
+    private var end = 0
+    private var atEOF = false
+    private(set) var lineNumber = 0
+
+    /// Opens `path` (`-`: stdin), spooling non-regular input first (checking line lengths as it goes).
+    init(path: String) throws {
+        self.path = path
+        buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var source: Int32
+        if path == "-" {
+            source = STDIN_FILENO
+        } else {
+            source = open(path, O_RDONLY | O_CLOEXEC)
+            guard source >= 0 else {
+                throw fail("cannot read \(path): \(String(cString: strerror(errno)))", status: ExitStatus.inputMissing)
+            }
+        }
+        var info = stat()
+        if fstat(source, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
+            fd = source
+            return
+        }
+        defer { if source != STDIN_FILENO { close(source) } }
+        fd = try Self.spool(source, path: path)
     }
 
-    static func read(_ path: String) throws -> [Line] {
-        let bytes = try readAll(path)
-        var lines: [Line] = []
-        var lineNumber = 0
-        for slice in bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
+    deinit {
+        if fd != STDIN_FILENO { close(fd) }
+    }
+
+    /// The next non-blank line (without its `\n` or `\r\n`) with its 1-based number, or `nil` at the end.
+    func next() throws -> (line: Int, text: String)? {
+        while let bytes = try nextLine() {
             lineNumber += 1
-            var content = slice
+            var content = bytes[...]
             if content.last == UInt8(ascii: "\r") { content = content.dropLast() }
             if content.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
             guard let text = String(validating: content, as: UTF8.self) else {
                 throw fail(
                     "line \(lineNumber): invalid record: record is not valid UTF-8", status: ExitStatus.invalidInput)
             }
-            do {
-                lines.append(Line(line: lineNumber, record: try Record(jsonLine: text)))
-            } catch {
-                var located = error
-                located.line = lineNumber
-                throw fail(located.description, status: ExitStatus.invalidInput)
-            }
+            return (lineNumber, text)
         }
-        return lines
+        return nil
     }
 
-    private static func readAll(_ path: String) throws -> [UInt8] {
-        let fd: Int32
-        if path == "-" {
-            fd = STDIN_FILENO
-        } else {
-            fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else {
-                throw fail("cannot read \(path): \(String(cString: strerror(errno)))", status: ExitStatus.inputMissing)
-            }
-        }
-        defer { if fd != STDIN_FILENO { close(fd) } }
-        var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+    /// The bytes of the next line, or `nil` at the end; throws on a line over `maximumLineBytes`.
+    private func nextLine() throws -> [UInt8]? {
+        var searchFrom = start
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw fail("cannot read \(path): \(String(cString: strerror(errno)))", status: ExitStatus.inputMissing)
+            if let newline = buffer[searchFrom..<end].firstIndex(of: UInt8(ascii: "\n")) {
+                let line = Array(buffer[start..<newline])
+                start = newline + 1
+                return line
             }
-            if count == 0 { break }
-            result.append(contentsOf: chunk[0..<count])
+            if end - start > Self.maximumLineBytes { throw tooLong(lineNumber + 1) }
+            if atEOF {
+                guard end > start else { return nil }
+                let line = Array(buffer[start..<end])
+                start = end
+                return line
+            }
+            // Compact, grow if the line needs it, then read more.
+            if start > 0 {
+                buffer.withUnsafeMutableBufferPointer { pointer in
+                    guard let base = pointer.baseAddress else { return }
+                    memmove(base, base + start, end - start)
+                }
+                end -= start
+                start = 0
+            }
+            if end == buffer.count { buffer.append(contentsOf: repeatElement(0, count: buffer.count)) }
+            searchFrom = end
+            let count = try Self.read(fd, into: &buffer, at: end, path: path)
+            if count == 0 { atEOF = true } else { end += count }
         }
-        return result
+    }
+
+    private func tooLong(_ line: Int) -> ExitCode {
+        fail(
+            "line \(line): invalid record: record must be at most \(Self.maximumLineBytes - 1) bytes (the line is "
+                + "longer; stopped reading there, nothing was enqueued)", status: ExitStatus.invalidInput)
+    }
+
+    private static func read(_ fd: Int32, into buffer: inout [UInt8], at offset: Int, path: String) throws -> Int {
+        while true {
+            let count = buffer.withUnsafeMutableBytes { raw in
+                Glibc.read(fd, raw.baseAddress.map { $0 + offset }, raw.count - offset)
+            }
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw fail("cannot read \(path): \(String(cString: strerror(errno)))", status: ExitStatus.inputMissing)
+        }
+    }
+
+    /// Copies `source` to an unlinked temporary file and returns it opened at its start. Stops at the first line
+    /// longer than a record may be, so an endless input (a `/dev/zero`) neither fills memory nor the disk.
+    private static func spool(_ source: Int32, path: String) throws -> Int32 {
+        let directory = QueueEnvironmentTemporaryDirectory.path
+        var template = Array((directory + "/queuectl-ndjson-XXXXXX").utf8CString)
+        let spoolFD = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
+        guard spoolFD >= 0 else {
+            throw fail(
+                "cannot spool \(path) to \(directory) (set TMPDIR to a writable directory): "
+                    + String(cString: strerror(errno)), status: ExitStatus.ioError)
+        }
+        template.withUnsafeBufferPointer { _ = $0.baseAddress.map { unlink($0) } }
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        var currentLine = 0
+        var lineNumber = 1
+        do {
+            while true {
+                let count = try read(source, into: &chunk, at: 0, path: path)
+                if count == 0 { break }
+                for byte in chunk[0..<count] {
+                    if byte == UInt8(ascii: "\n") {
+                        currentLine = 0
+                        lineNumber += 1
+                    } else {
+                        currentLine += 1
+                        if currentLine > maximumLineBytes {
+                            throw fail(
+                                "line \(lineNumber): invalid record: record must be at most \(maximumLineBytes - 1) "
+                                    + "bytes (the line is longer; stopped reading there, nothing was enqueued)",
+                                status: ExitStatus.invalidInput)
+                        }
+                    }
+                }
+                var written = 0
+                while written < count {
+                    let result = chunk.withUnsafeBytes { raw in
+                        write(spoolFD, raw.baseAddress.map { $0 + written }, count - written)
+                    }
+                    if result < 0, errno == EINTR { continue }
+                    guard result > 0 else {
+                        throw fail(
+                            "cannot spool \(path) to \(directory) (set TMPDIR to a directory with room): "
+                                + String(cString: strerror(errno)), status: ExitStatus.ioError)
+                    }
+                    written += result
+                }
+            }
+        } catch {
+            close(spoolFD)
+            throw error
+        }
+        lseek(spoolFD, 0, SEEK_SET)
+        return spoolFD
+    }
+}
+
+/// `$TMPDIR`, else `/tmp`.
+enum QueueEnvironmentTemporaryDirectory {
+    static var path: String {
+        if let value = getenv("TMPDIR"), case let text = String(cString: value), !text.isEmpty { return text }
+        return "/tmp"
     }
 }

@@ -1,0 +1,93 @@
+/// What `retryDeadChecked` did.
+public struct DeadRetryReport: Sendable, Hashable {
+    /// Dead letters made pending again.
+    public var retried: [Int64] = []
+    /// Dead letters whose payload still breaks a rule: left dead, `last_error` updated to the rule they break now.
+    public var stillInvalid: [(id: Int64, reason: String)] = []
+
+    public static func == (lhs: DeadRetryReport, rhs: DeadRetryReport) -> Bool {
+        lhs.retried == rhs.retried && lhs.stillInvalid.map(\.id) == rhs.stillInvalid.map(\.id)
+            && lhs.stillInvalid.map(\.reason) == rhs.stillInvalid.map(\.reason)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(retried)
+        for item in stillInvalid {
+            hasher.combine(item.id)
+            hasher.combine(item.reason)
+        }
+    }
+}
+
+extension QueueConsumer {
+    /// Makes dead letters pending again, as `retryDead`, but only those whose payload now passes Braze's rules
+    /// (with `time` filled in as the consumer would). One whose payload is still invalid (a dead letter set aside
+    /// at enqueue or import, not yet fixed) stays dead with its current reason: retrying it would only have the
+    /// next drain dead-letter it again, and would hide it from `dead list` in between. `nil` means all.
+    public func retryDeadChecked(ids: [Int64]?) throws(QueueError) -> DeadRetryReport {
+        let connection = file.connection
+        return try connection.transaction(operation: "retrying dead letters") { () throws(QueueError) in
+            let select = try connection.statement(
+                """
+                SELECT id, kind, payload, created_at_ms FROM records
+                WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1))) ORDER BY id
+                """, operation: "retrying dead letters")
+            select.bind(1, ids.map(Self.jsonArray))
+            var valid: [Int64] = []
+            var invalid: [(id: Int64, reason: String)] = []
+            while try select.step() {
+                let id = select.int64(0)
+                let kind = select.text(1).flatMap(RecordKind.init(rawValue:)) ?? .event
+                let reason: String?
+                if let payload = select.validatedText(2) {
+                    reason = Self.problem(payload: payload, kind: kind, createdAt: select.int64(3))
+                } else {
+                    reason = "payload is not valid UTF-8"
+                }
+                if let reason {
+                    invalid.append((id, reason))
+                } else {
+                    valid.append(id)
+                }
+            }
+            select.reset()
+            let retry = try connection.statement(
+                """
+                UPDATE records SET state = 'pending', attempts = 0, next_attempt_at_ms = 0, dead_at_ms = NULL
+                WHERE state = 'dead' AND id = ?1
+                """, operation: "retrying dead letters")
+            for id in valid {
+                retry.bind(1, id)
+                try retry.run()
+            }
+            let keep = try connection.statement(
+                "UPDATE records SET last_error = ?2 WHERE id = ?1", operation: "retrying dead letters")
+            for item in invalid {
+                keep.bind(1, item.id)
+                keep.bind(2, "still invalid at retry: " + item.reason)
+                try keep.run()
+            }
+            return DeadRetryReport(retried: valid, stillInvalid: invalid)
+        }
+    }
+
+    /// Why a payload would be dead-lettered again at delivery, or `nil` when it would be sent.
+    static func problem(payload: String, kind: RecordKind, createdAt: Int64) -> String? {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(payload)
+        } catch {
+            return "payload is not valid JSON: \(error)"
+        }
+        guard var object = value.objectValue else { return "payload must be a JSON object" }
+        if kind != .attribute, object["time"] == nil {
+            object["time"] = .string(ISO8601.format(unixMilliseconds: createdAt))
+        }
+        do {
+            _ = try RecordValidator.validate(kind: kind, object: object)
+            return nil
+        } catch {
+            return error.description
+        }
+    }
+}

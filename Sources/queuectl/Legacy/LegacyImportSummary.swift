@@ -1,0 +1,125 @@
+import EventQueue
+
+/// What `import-legacy` did, entry by entry, and its text and `--json` forms.
+struct LegacyImportSummary {
+    struct Outcome {
+        var entry: LegacyEntry
+        /// `nil` for an unrecognized entry (left in the store).
+        var result: BatchOutcome?
+
+        init(entry: LegacyEntry, result: BatchOutcome?) {
+            self.entry = entry
+            self.result = result
+        }
+
+        /// A dry run without a queue: what the entry would become, from the checks alone.
+        init(entry: LegacyEntry, checkedOnly: Bool) {
+            self.entry = entry
+            switch entry.plan {
+            case .record(let record):
+                do {
+                    _ = try RecordValidator.validate(kind: record.kind, object: record.object)
+                    result = .enqueued(id: 0)
+                } catch {
+                    result = .deadLettered(id: 0, reason: entry.label + ": " + error.description)
+                }
+            case .deadLetter(_, let reason): result = .deadLettered(id: 0, reason: entry.label + ": " + reason)
+            case .unrecognized: result = nil
+            }
+        }
+
+        /// True when the entry is in the queue once the import committed: only these may be cleared.
+        var committed: Bool { result != nil }
+    }
+
+    let store: LegacyStore
+    let dryRun: Bool
+    var outcomes: [Outcome] = []
+    /// Entries removed from the store by `--clear-source`; `nil` when not asked or not done.
+    var cleared: Int?
+    var clearRefused = false
+
+    init(store: LegacyStore, dryRun: Bool) {
+        self.store = store
+        self.dryRun = dryRun
+    }
+
+    var imported: Int { outcomes.count(where: { if case .enqueued = $0.result { true } else { false } }) }
+    var deadLettered: Int { outcomes.count(where: { if case .deadLettered = $0.result { true } else { false } }) }
+    var alreadyQueued: Int { outcomes.count(where: { if case .alreadyKnown = $0.result { true } else { false } }) }
+    var unrecognized: [Outcome] { outcomes.filter { $0.result == nil } }
+    var skippedKeys: [String] {
+        store.keys.filter { !LegacyStore.sections.contains($0) && $0 != LegacyStore.generationKey }
+    }
+
+    var text: String {
+        let verb = dryRun ? "would import" : "imported"
+        var text =
+            "\(verb) \(imported) entries from \(store.path) (\(store.format.rawValue)), dead-lettered \(deadLettered), "
+            + "already in the queue \(alreadyQueued), skipped \(skippedKeys.count) app settings keys, "
+            + "unrecognized \(unrecognized.count)\n"
+        for outcome in outcomes {
+            if case .deadLettered(let id, let reason) = outcome.result {
+                text += dryRun ? "  dead letter: " : "  dead letter \(id): "
+                text += ValidationPrinting.printable(reason) + "\n"
+            }
+        }
+        if !skippedKeys.isEmpty {
+            text += "  skipped: " + skippedKeys.map(ValidationPrinting.printable).joined(separator: ", ") + "\n"
+        }
+        for outcome in unrecognized {
+            if case .unrecognized(let why) = outcome.entry.plan {
+                text += "  unrecognized, left in the store: \(outcome.entry.label): \(why)\n"
+            }
+        }
+        if let cleared { text += "cleared \(cleared) entries from \(store.path)\n" }
+        return text
+    }
+
+    var json: JSONValue {
+        var entries: [JSONValue] = []
+        for outcome in outcomes {
+            var object: JSONObject = ["entry": .string(outcome.entry.label)]
+            switch outcome.result {
+            case .enqueued(let id):
+                object["outcome"] = "imported"
+                object["id"] = dryRun ? .null : JSONOutput.number(id)
+            case .deadLettered(let id, let reason):
+                object["outcome"] = "dead_lettered"
+                object["id"] = dryRun ? .null : JSONOutput.number(id)
+                object["reason"] = .string(reason)
+            case .alreadyKnown(let id):
+                object["outcome"] = "already_queued"
+                object["id"] = JSONOutput.number(id)
+            case nil:
+                object["outcome"] = "unrecognized"
+                if case .unrecognized(let why) = outcome.entry.plan { object["reason"] = .string(why) }
+            }
+            entries.append(.object(object))
+        }
+        return .object([
+            "store": .string(store.path),
+            "format": .string(store.format.rawValue),
+            "dry_run": .bool(dryRun),
+            "imported": JSONOutput.number(imported),
+            "dead_lettered": JSONOutput.number(deadLettered),
+            "already_queued": JSONOutput.number(alreadyQueued),
+            "skipped": JSONOutput.number(skippedKeys.count),
+            "skipped_keys": .array(skippedKeys.map(JSONValue.string)),
+            "unrecognized": JSONOutput.number(unrecognized.count),
+            "cleared": cleared.map(JSONOutput.number) ?? .null,
+            "entries": .array(entries),
+        ])
+    }
+}
+
+/// Control characters in text from the store written as `\u{1B}`, as validation errors are.
+enum ValidationPrinting {
+    static func printable(_ text: String) -> String {
+        String(
+            text.unicodeScalars.map { scalar -> String in
+                scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+                    ? "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}" : String(scalar)
+            }.joined())
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+
+/// `import-legacy --clear-source`: removes the imported entries from the old store, without losing an entry an
+/// old writer added meanwhile.
+///
+/// The recipe's writers read the whole store, change it and write it back, so the store can change under us at
+/// any time. We remove only entries that are committed to the queue, and only from the version of the store we
+/// imported: the file is read again (identity, size, modification time and every byte) right before an atomic
+/// rename of the rewritten store over it, and if anything differs nothing is removed. The window left is between
+/// that last read and the rename (microseconds); an old writer that read the store before our rename and writes
+/// after it would lose our removal, not an entry of its own, and the next import would find those entries
+/// already queued.
+enum LegacySourceClearing {
+    enum Result {
+        case cleared(Int)
+        case storeChanged
+    }
+
+    /// A test seam, honoured by debug builds only: a shell command run after the import committed and before the
+    /// store is checked again, so a test can change the store at exactly that point (as a still-running old
+    /// writer would).
+    static let testHookVariable = "EVENTQUEUE_TEST_BEFORE_CLEAR"
+
+    static func clear(store: LegacyStore, outcomes: [LegacyImportSummary.Outcome]) throws -> Result {
+        var removed: [String: Set<Int>] = [:]
+        for outcome in outcomes where outcome.committed {
+            removed[outcome.entry.section, default: []].insert(outcome.entry.index)
+        }
+        let count = removed.values.reduce(0) { $0 + $1.count }
+        guard count > 0 else { return .cleared(0) }
+        runTestHook()
+        guard try unchanged(store) else { return .storeChanged }
+        let bytes: [UInt8]
+        do {
+            bytes = try store.rewritten(removing: removed)
+        } catch {
+            throw fail(
+                "cannot write the store \(store.path) back (\(error.localizedDescription)); nothing was removed",
+                status: ExitStatus.cannotCreate)
+        }
+        // Replace the file itself, not a symlink to it.
+        let target =
+            realpath(store.path, nil).map { pointer in
+                defer { free(pointer) }
+                return String(cString: pointer)
+            } ?? store.path
+        let temporary = try writeTemporary(bytes, beside: target, of: store)
+        // Last look, right before the rename: the shorter this gap, the smaller the recipe's race.
+        guard try unchanged(store) else {
+            unlink(temporary)
+            return .storeChanged
+        }
+        guard rename(temporary, target) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(temporary)
+            throw fail(
+                "cannot replace the store \(store.path): \(reason); nothing was removed",
+                status: ExitStatus.cannotCreate)
+        }
+        syncDirectory(of: target)
+        return .cleared(count)
+    }
+
+    static func unchanged(_ store: LegacyStore) throws -> Bool {
+        guard let (bytes, identity, _) = try? LegacyStore.readFile(store.path) else { return false }
+        return identity == store.identity && bytes == store.bytes
+    }
+
+    /// The new store in a temporary file next to the old one (same filesystem, so the rename is atomic), with
+    /// its mode (and, as root, its owner), synced to disk.
+    static func writeTemporary(_ bytes: [UInt8], beside storePath: String, of store: LegacyStore) throws -> String {
+        let directory = directoryName(storePath)
+        let base = String(storePath.split(separator: "/").last ?? "store")
+        var template = Array("\(directory)/.\(base).eventqueue-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
+        let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard fd >= 0 else {
+            throw fail(
+                "cannot create a file in \(directory) to rewrite the store: \(String(cString: strerror(errno))); "
+                    + "nothing was removed", status: ExitStatus.cannotCreate)
+        }
+        defer { close(fd) }
+        var failure: String?
+        var offset = 0
+        while offset < bytes.count && failure == nil {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset) }
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { failure = String(cString: strerror(errno)) } else { offset += written }
+        }
+        if failure == nil, fchmod(fd, store.mode) != 0 { failure = String(cString: strerror(errno)) }
+        if failure == nil, geteuid() == 0, fchown(fd, store.owner.uid, store.owner.gid) != 0 {
+            failure = String(cString: strerror(errno))
+        }
+        if failure == nil, fsync(fd) != 0 { failure = String(cString: strerror(errno)) }
+        if let failure {
+            unlink(path)
+            throw fail(
+                "cannot write the rewritten store to \(path): \(failure); nothing was removed",
+                status: ExitStatus.cannotCreate)
+        }
+        return path
+    }
+
+    static func directoryName(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    static func syncDirectory(of path: String) {
+        let fd = open(directoryName(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+
+    static func runTestHook() {
+        #if DEBUG
+            runTestHookInDebugBuilds()
+        #endif
+    }
+
+    /// Debug builds only (the tests'): a release binary never runs a command named by its environment.
+    static func runTestHookInDebugBuilds() {
+        guard let command = ProcessInfo.processInfo.environment[testHookVariable], !command.isEmpty else { return }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        do {
+            try process.run()
+            process.waitUntilExit()
+        } catch {
+            writeStandardError("queuectl: warning: \(testHookVariable) could not run: \(error)\n")
+        }
+    }
+}
