@@ -56,14 +56,20 @@ struct Drain: AsyncParsableCommand {
             throw fail("--batch-size, --lease-seconds and --max-attempts must be at least 1", status: ExitStatus.usage)
         }
         let spec: SinkSpec
-        let destination: any Sink
         do {
             spec = try SinkSpec(parsing: sink)
-            destination = try spec.makeSink()
         } catch {
             throw fail(error.description, status: ExitStatus.usage)
         }
-        let path = queue.path
+        let path = try queue.existingPath()
+        let destination: any Sink
+        do {
+            destination = try spec.makeSink()
+        } catch {
+            // A well-formed sink that cannot work (a jsonl file that cannot be opened): "the sink is
+            // misconfigured, nothing lost", the same 12 as a daemon pass that halts on its sink's configuration.
+            throw fail(error.description, status: DrainResult.sinkMisconfigured.exitCode)
+        }
         let options = try queue.options()
         let store = try withQueue { () throws(QueueError) in try QueueStore(path: path, options: options) }
         var logger = Logger(label: "queuectl.drain")

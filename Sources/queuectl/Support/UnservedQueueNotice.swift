@@ -1,0 +1,56 @@
+import EventQueueDelivery
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A writer that creates a queue no daemon serves is told so on stderr, once (when the queue is created): a
+/// per-user queue is legitimate for single-user setups and `--local` drains, but records that nobody will ever
+/// deliver must not go unnoticed (a writer without the system configuration, or a mistyped `--db`).
+enum UnservedQueueNotice {
+    private static let created = Mutex<String?>(nil)
+
+    /// Remembers that this command created the queue at `path`; ``flush()`` decides after the command succeeded.
+    static func queueCreated(at path: String) {
+        created.withLock { $0 = path }
+    }
+
+    /// Prints the notice when this command created a queue that no daemon on this machine serves.
+    static func flush() {
+        guard let path = created.withLock({ $0 }) else { return }
+        let socket = QueueEnvironment.variable("EVENTQUEUE_SOCKET") ?? QueueEnvironment.defaultSocketPath()
+        let system = SystemConfiguration.load()
+        // The system daemon serves the system queue only: a listening socket says nothing about another file.
+        let otherQueueThanSystems =
+            system?.socketPath == socket && system?.databasePath.map { $0 != path } == true
+        if someoneListens(at: socket), !otherQueueThanSystems { return }
+        let installed =
+            system?.databasePath.map { "the system queue is \($0) (\(SystemConfiguration.path))" }
+            ?? "no system installation (\(SystemConfiguration.path)) names a queue"
+        writeStandardError(
+            "queuectl: notice: created queue \(path), which no queued daemon on this machine serves (no daemon "
+                + "for it on \(socket)); its records wait there until `queuectl drain --local --db \(path)` or a "
+                + "daemon on it delivers them; \(installed)\n")
+    }
+
+    /// Whether a process accepts connections on the Unix socket at `path` (systemd, for an activated daemon).
+    private static func someoneListens(at path: String) -> Bool {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return connected == 0
+    }
+}
