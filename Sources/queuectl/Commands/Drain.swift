@@ -8,7 +8,8 @@ struct Drain: AsyncParsableCommand {
         abstract: "Ask the queued daemon to drain (or, with --local, deliver in this process).",
         discussion: """
             Without --local the launch goes to the daemon's control socket: --socket, else $EVENTQUEUE_SOCKET, \
-            else $RUNTIME_DIRECTORY/control.sock, else /run/eventqueue/control.sock for root, else \
+            else $RUNTIME_DIRECTORY/control.sock, else EVENTQUEUE_SOCKET in /etc/eventqueue/eventqueue.conf, else \
+            /run/eventqueue/control.sock for root, else \
             ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. Without --wait it exits 0 once the \
             daemon accepted the launch; with --wait it shows progress on stderr and the pass summary on stdout.
             Exit status (--local, or --wait): 0 all delivered; 10 some records went dead in this pass; 11 records \

@@ -34,8 +34,35 @@ enum UnservedQueueNotice {
                 + "daemon on it delivers them; \(installed)\n")
     }
 
-    /// Whether a process accepts connections on the Unix socket at `path` (systemd, for an activated daemon).
+    /// Whether a process (or systemd, for an activated daemon) listens on the Unix socket at `path`. Read from
+    /// the kernel's socket table, never by connecting: a connection to `queued.socket` would start the daemon.
     private static func someoneListens(at path: String) -> Bool {
+        if let table = readSocketTable() {
+            // "Num RefCount Protocol Flags Type St Inode Path": flags 00010000 (__SO_ACCEPTCON) is a listener.
+            return table.split(separator: "\n").contains { line in
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                return fields.count >= 8 && fields[3] == "00010000" && fields[7...].joined(separator: " ") == path
+            }
+        }
+        return connects(to: path)
+    }
+
+    private static func readSocketTable() -> String? {
+        let descriptor = open("/proc/net/unix", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes.append(contentsOf: chunk.prefix(count))
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func connects(to path: String) -> Bool {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
