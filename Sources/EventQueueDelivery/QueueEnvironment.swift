@@ -7,12 +7,14 @@ import EventQueue
 /// Where the queue file is and how to open it when the command line does not say: the environment variables
 /// and defaults shared by `queuectl` and the daemon, so both always find the same file.
 ///
-/// - `EVENTQUEUE_DB`: the queue file. Default: `$STATE_DIRECTORY/queue.db` under systemd, else
+/// - `EVENTQUEUE_DB`: the queue file. Default: `$STATE_DIRECTORY/queue.db` under systemd, else the system
+///   installation's (`EVENTQUEUE_DB` in ``SystemConfiguration``, `/etc/eventqueue/eventqueue.conf`), else
 ///   `/var/lib/eventqueue/queue.db` for root, else `${XDG_STATE_HOME:-~/.local/state}/eventqueue/queue.db`.
 /// - `EVENTQUEUE_BUSY_TIMEOUT_MS` (default 5000), `EVENTQUEUE_DURABILITY` (`full` or `normal`),
 ///   `EVENTQUEUE_MIN_FREE_BYTES` (writers' free-space reserve, default 16 MiB; 0 disables).
 /// - `EVENTQUEUE_SOCKET`: the daemon's control socket. Default: `$RUNTIME_DIRECTORY/control.sock` under systemd,
-///   else `/run/eventqueue/control.sock` for root, else
+///   else the system installation's (`EVENTQUEUE_SOCKET` in ``SystemConfiguration``), else
+///   `/run/eventqueue/control.sock` for root, else
 ///   `${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock`.
 public enum QueueEnvironment {
     public static func variable(_ name: String) -> String? {
@@ -28,6 +30,7 @@ public enum QueueEnvironment {
             let first = state.split(separator: ":").first.map(String.init) ?? state
             return first + "/queue.db"
         }
+        if let system = SystemConfiguration.load()?.databasePath { return system }
         if getuid() == 0 { return "/var/lib/eventqueue/queue.db" }
         let base = variable("XDG_STATE_HOME") ?? ((variable("HOME") ?? ".") + "/.local/state")
         return base + "/eventqueue/queue.db"
@@ -35,11 +38,14 @@ public enum QueueEnvironment {
 
     /// Resolves the queue path: the explicit one, else `EVENTQUEUE_DB`, else the default (whose directory is
     /// created, since nobody chose it by hand). An explicit path's directory must already exist.
-    public static func databasePath(explicit: String?) -> String {
+    ///
+    /// `createDirectory: false` is for commands that only inspect a queue: they must never create anything.
+    /// The system installation's path is never created here either: the package's tmpfiles.d entry owns it.
+    public static func databasePath(explicit: String?, createDirectory: Bool = true) -> String {
         if let explicit { return explicit }
         if let fromEnvironment = variable("EVENTQUEUE_DB") { return fromEnvironment }
         let path = defaultDatabasePath()
-        createDirectories(for: path)
+        if createDirectory, path != SystemConfiguration.load()?.databasePath { createDirectories(for: path) }
         return path
     }
 
@@ -49,6 +55,7 @@ public enum QueueEnvironment {
             let first = runtime.split(separator: ":").first.map(String.init) ?? runtime
             return first + "/control.sock"
         }
+        if let system = SystemConfiguration.load()?.socketPath { return system }
         if getuid() == 0 { return "/run/eventqueue/control.sock" }
         let base = variable("XDG_RUNTIME_DIR") ?? "/tmp/eventqueue-\(getuid())"
         return base + "/eventqueue/control.sock"
@@ -60,7 +67,7 @@ public enum QueueEnvironment {
         if let explicit { return explicit }
         if let fromEnvironment = variable("EVENTQUEUE_SOCKET") { return fromEnvironment }
         let path = defaultSocketPath()
-        createDirectories(for: path)
+        if path != SystemConfiguration.load()?.socketPath { createDirectories(for: path) }
         return path
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EventQueue
 
 #if canImport(Glibc)
     import Glibc
@@ -10,13 +11,15 @@ struct QueueCtl: AsyncParsableCommand {
         commandName: "queuectl",
         abstract: "Administer an EventQueue file: enqueue, drain, inspect, dead letters.",
         discussion: """
-            The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else \
-            /var/lib/eventqueue/queue.db for root, else ~/.local/state/eventqueue/queue.db.
+            The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else EVENTQUEUE_DB in \
+            /etc/eventqueue/eventqueue.conf ($EVENTQUEUE_CONFIG), else /var/lib/eventqueue/queue.db for root, else \
+            ~/.local/state/eventqueue/queue.db. --db and --socket may also come before the subcommand.
             Exit status: 0 success; 1 check found problems or an id was not found; 10/11/12/13 drain results \
             (some dead / records remain / sink misconfigured / another drainer); 64 usage; 65 invalid record or input; \
             66 input file missing; 73 cannot open or create the queue file; 74 disk full or I/O error; \
             75 queue busy, retry; 78 not a queue file, corrupt, or schema too new.
             """,
+        version: EventQueueVersion.string,
         subcommands: [
             Enqueue.self, Drain.self, Status.self, Peek.self, Dead.self, Check.self, Salvage.self, ImportLegacy.self,
         ]
@@ -26,12 +29,13 @@ struct QueueCtl: AsyncParsableCommand {
     /// read errors line by line); `--help` and `--version` print as usual.
     static func main() async {
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(GlobalOptions.hoisted(Array(CommandLine.arguments.dropFirst())))
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
+            UnservedQueueNotice.flush()
         } catch {
             let code = exitCode(for: error)
             if code == .success { exit(withError: error) }

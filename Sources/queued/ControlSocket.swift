@@ -66,7 +66,7 @@ struct ControlSocket: Sendable {
         do {
             listener = try await bootstrap.bind(unixDomainSocketPath: path, childChannelInitializer: initializer)
         } catch {
-            throw .socket(path: path, reason: "\(error)")
+            throw DaemonFailure.bindFailure(path: path, error: error)
         }
         guard chmod(path, 0o660) == 0 else {
             let reason = String(cString: strerror(errno))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventQueue
+import NIOCore
 
 #if canImport(Glibc)
     import Glibc
@@ -45,8 +46,41 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
         case .service(let message):
             return "stopped after an internal failure: \(message); see the log above, and report it"
         case .socket(let path, let reason):
+            // A reason that carries its own advice ("another daemon is listening on it; stop that one...") is not
+            // followed by a generic one that does not fit it.
+            guard !reason.contains(";") else { return "cannot listen on control socket \(path): \(reason)" }
             return "cannot listen on control socket \(path): \(reason); check the directory exists and is "
                 + "writable, or pass --socket PATH"
+        }
+    }
+
+    /// Binding `path` failed with `error` (NIO's `IOError` reads "bind(descriptor:ptr:bytes:): ... (errno: 2)"):
+    /// the cause in words, naming the directory, and what to do.
+    static func bindFailure(path: String, error: any Error) -> DaemonFailure {
+        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
+            .joined(separator: "/")
+        let shownDirectory = directory.isEmpty ? (path.hasPrefix("/") ? "/" : ".") : directory
+        guard let code = (error as? IOError)?.errnoCode else { return .socket(path: path, reason: "\(error)") }
+        switch code {
+        case ENOENT, ENOTDIR:
+            return .socket(
+                path: path,
+                reason: "the directory \(shownDirectory) does not exist; create it, or pass --socket PATH in an "
+                    + "existing directory")
+        case EACCES, EPERM, EROFS:
+            return .socket(
+                path: path,
+                reason: "user \(geteuid()) may not create a socket in \(shownDirectory) "
+                    + "(\(String(cString: strerror(code)))); fix the directory's permissions, or pass --socket PATH")
+        case ENAMETOOLONG, EINVAL:
+            return .socket(
+                path: path,
+                reason: "the path is too long for a Unix socket (at most 107 bytes); pass a shorter --socket")
+        case EADDRINUSE:
+            return .socket(
+                path: path, reason: "something else is bound there; stop it, or pass --socket PATH")
+        default:
+            return .socket(path: path, reason: String(cString: strerror(code)))
         }
     }
 

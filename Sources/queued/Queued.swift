@@ -18,10 +18,11 @@ struct Queued: AsyncParsableCommand {
             Launches: SIGUSR1; POST /launch on the control socket (what `queuectl drain` sends); --drain-on-start; \
             --drain-interval. Launches during a pass are coalesced into one more pass after it.
 
-            The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else \
-            /var/lib/eventqueue/queue.db for root, else ~/.local/state/eventqueue/queue.db.
+            The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else EVENTQUEUE_DB in \
+            /etc/eventqueue/eventqueue.conf ($EVENTQUEUE_CONFIG), else /var/lib/eventqueue/queue.db for root, else \
+            ~/.local/state/eventqueue/queue.db.
             The control socket is --socket, else $EVENTQUEUE_SOCKET, else $RUNTIME_DIRECTORY/control.sock, else \
-            /run/eventqueue/control.sock for root, else ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. \
+            EVENTQUEUE_SOCKET in that file, else /run/eventqueue/control.sock for root, else ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. \
             With systemd socket activation (LISTEN_FDS) the passed socket is served instead.
             Control socket (HTTP/1.1): POST /launch, POST /launch?wait=true (NDJSON progress and summary), \
             GET /status, GET /metrics (Prometheus). A socket directory another user owns or can write to is refused.
@@ -29,7 +30,8 @@ struct Queued: AsyncParsableCommand {
             Exit status: 0 stopped cleanly (SIGTERM/SIGINT); 64 a numeric option out of its range; 70 internal failure; 73 cannot open or create the queue file or the \
             control socket; 74 I/O error; 75 queue busy; 78 bad configuration, or the queue file is not a queue, \
             corrupt, or from a newer EventQueue (the file is never modified or deleted).
-            """
+            """,
+        version: EventQueueVersion.string
     )
 
     @Option(help: "The queue file (default: $EVENTQUEUE_DB, else the default path above).")

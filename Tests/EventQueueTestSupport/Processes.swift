@@ -34,8 +34,8 @@ public func run(
     let id = UUID().uuidString
     let outPath = scratch.file("out-\(id)")
     let errPath = scratch.file("err-\(id)")
-    FileManager.default.createFile(atPath: outPath, contents: nil)
-    FileManager.default.createFile(atPath: errPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
     let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
     let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
     process.standardOutput = out
@@ -44,7 +44,7 @@ public func run(
     defer { try? input?.close() }  // not left to deinit: a test that runs thousands of processes ran out of fds
     if let stdin {
         let inPath = scratch.file("in-\(id)")
-        FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
+        _ = FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
         input = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
         process.standardInput = input
     } else {

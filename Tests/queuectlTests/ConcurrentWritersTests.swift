@@ -23,7 +23,7 @@ import EventQueueTestSupport
         let users = 3
 
         // The queue exists before foreign writers connect (docs/SCHEMA.md).
-        #expect(try await queuectl(["status"], db: db, in: scratch).status == 0)
+        try QueueWriter(path: db).close()  // status and check never create a queue
 
         var expected: Set<String> = []
         var writers: [String] = []

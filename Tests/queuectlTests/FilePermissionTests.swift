@@ -42,9 +42,10 @@ import EventQueueTestSupport
         let db = scratch.file("gone/q.db")
         for arguments in [["enqueue", "event", "e", "--external-id", "u1"], ["status"], ["check"]] {
             let result = try await queuectl(arguments, db: db, in: scratch)
-            if arguments == ["check"] {
-                // check never creates anything: it reports the missing file as a problem.
-                #expect(result.status == 1 && result.stdout.contains("problem: \(db): No such file or directory"))
+            if arguments != ["enqueue", "event", "e", "--external-id", "u1"] {
+                // Inspecting commands never create anything: no queue there is 66, "no queue at PATH".
+                #expect(result.status == 66, "\(arguments): \(result.stderr)")
+                expectOneLine(result, naming: db, saying: "no queue at \(db)")
                 continue
             }
             #expect(result.status == 73, "\(arguments): \(result.stderr)")

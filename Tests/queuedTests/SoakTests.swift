@@ -1,5 +1,6 @@
 import FakeBraze
 import Foundation
+import EventQueue
 import Testing
 import EventQueueTestSupport
 
@@ -29,7 +30,7 @@ import EventQueueTestSupport
         let scratch = Scratch()
         let db = scratch.file("queue.db")
         let key = BrazeFault.makeKey()
-        #expect(try await queuectl(["status"], db: db, in: scratch).status == 0)
+        try QueueWriter(path: db).close()  // status and check never create a queue
 
         var faults = FakeBrazeFaults()
         faults.seed = UInt64.random(in: 1...UInt64.max)

@@ -50,18 +50,39 @@ public enum QueueCheck {
         }
         let connection: Connection
         do {
-            connection = try Connection(path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds, readOnly: true)
+            connection = try Connection(
+                path: path, busyTimeoutMilliseconds: busyTimeoutMilliseconds,
+                readOnly: !leavesNoFilesBehindReadWrite(path))
         } catch {
-            report.problems.append(error.description)
+            report.problems.append(problem(for: error))
             return report
         }
         defer { connection.close() }
         do {
             try inspect(connection, into: &report)
         } catch {
-            report.problems.append(error.description)
+            report.problems.append(problem(for: error))
         }
         return report
+    }
+
+    /// Whether to inspect through a read-write connection (that writes nothing) rather than a read-only one, so
+    /// that the directory is left exactly as found. A read-only connection to a WAL file creates `-wal` and `-shm`
+    /// when they are missing and, unable to checkpoint, leaves them behind: files owned by whoever ran the check,
+    /// which the next writer of another primary group could not open. A read-write connection that is the last
+    /// to close removes them again. It is used only when there is no `-wal` (so closing has nothing to
+    /// checkpoint into the file) and this user may write the file.
+    private static func leavesNoFilesBehindReadWrite(_ path: String) -> Bool {
+        access(path + "-wal", F_OK) != 0 && access(path + "-shm", F_OK) != 0 && access(path, R_OK | W_OK) == 0
+    }
+
+    /// An error as a problem line of the check itself (the generic message would say to run the check).
+    private static func problem(for error: QueueError) -> String {
+        if case .corrupt(let path, let detail) = error {
+            return "queue file \(path) is corrupt (\(detail)); restore it, or copy its readable records out with "
+                + "`queuectl salvage \(path) NEW` (EventQueue never overwrites or deletes it)"
+        }
+        return error.description
     }
 
     private static func inspect(_ connection: Connection, into report: inout CheckReport) throws(QueueError) {

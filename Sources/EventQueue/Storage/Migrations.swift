@@ -34,5 +34,13 @@ public enum Migrations {
                     "PRAGMA user_version = \(migration.version)", operation: "recording schema version")
             }
         }
+        if current == 0 {
+            // A new file: move the schema out of the WAL at once, so that the file's size and its WAL's mean
+            // what they say ("4096 bytes (wal 53592 bytes)" for an empty queue did not). Never waits: a busy
+            // file is checkpointed later by whoever closes it last.
+            _ = try? connection.withBusyTimeout(milliseconds: 0) { () throws(QueueError) in
+                try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the new schema")
+            }
+        }
     }
 }

@@ -11,10 +11,15 @@ struct Check: ParsableCommand {
 
     func run() throws {
         let busyTimeout = try queue.options().busyTimeoutMilliseconds
-        let report = QueueCheck.run(path: queue.path, busyTimeoutMilliseconds: busyTimeout)
+        let report = QueueCheck.run(path: try queue.existingPath(), busyTimeoutMilliseconds: busyTimeout)
         if json {
             var facts = JSONObject()
-            for fact in report.facts { facts[fact.name] = .string(fact.value) }
+            for fact in report.facts {
+                // Counts and sizes are JSON numbers; names (journal_mode) and the octal file_mode stay strings.
+                let isOctal = fact.value.count > 1 && fact.value.hasPrefix("0")
+                facts[fact.name] =
+                    isOctal ? .string(fact.value) : Int64(fact.value).map(JSONOutput.number) ?? .string(fact.value)
+            }
             let object: JSONValue = [
                 "path": .string(report.path),
                 "healthy": .bool(report.isHealthy),

@@ -8,7 +8,8 @@ struct Drain: AsyncParsableCommand {
         abstract: "Ask the queued daemon to drain (or, with --local, deliver in this process).",
         discussion: """
             Without --local the launch goes to the daemon's control socket: --socket, else $EVENTQUEUE_SOCKET, \
-            else $RUNTIME_DIRECTORY/control.sock, else /run/eventqueue/control.sock for root, else \
+            else $RUNTIME_DIRECTORY/control.sock, else EVENTQUEUE_SOCKET in /etc/eventqueue/eventqueue.conf, else \
+            /run/eventqueue/control.sock for root, else \
             ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. Without --wait it exits 0 once the \
             daemon accepted the launch; with --wait it shows progress on stderr and the pass summary on stdout.
             Exit status (--local, or --wait): 0 all delivered; 10 some records went dead in this pass; 11 records \
@@ -76,14 +77,20 @@ struct Drain: AsyncParsableCommand {
             throw fail("--batch-size, --lease-seconds and --max-attempts must be at least 1", status: ExitStatus.usage)
         }
         let spec: SinkSpec
-        let destination: any Sink
         do {
             spec = try SinkSpec(parsing: sink)
-            destination = try spec.makeSink()
         } catch {
             throw fail(error.description, status: ExitStatus.usage)
         }
-        let path = queue.path
+        let path = try queue.existingPath()
+        let destination: any Sink
+        do {
+            destination = try spec.makeSink()
+        } catch {
+            // A well-formed sink that cannot work (a jsonl file that cannot be opened): "the sink is
+            // misconfigured, nothing lost", the same 12 as a daemon pass that halts on its sink's configuration.
+            throw fail(error.description, status: DrainResult.sinkMisconfigured.exitCode)
+        }
         let options = try queue.options()
         let store = try withQueue { () throws(QueueError) in try QueueStore(path: path, options: options) }
         var logger = Logger(label: "queuectl.drain")

@@ -2,6 +2,10 @@ import ArgumentParser
 import EventQueue
 import EventQueueDelivery
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `--db` and the open options every subcommand takes.
 struct QueueOptionGroup: ParsableArguments {
     @Option(name: .long, help: "The queue file (default: $EVENTQUEUE_DB, else the documented default path).")
@@ -23,6 +27,20 @@ struct QueueOptionGroup: ParsableArguments {
         {
             throw ValidationError(problem + " milliseconds")
         }
+    }
+
+    /// The queue path for a command that only reads or administers an existing queue: exit 66 ("no queue at
+    /// PATH") when there is none, so that a mistyped `--db` never creates an empty queue (or its directory).
+    func existingPath() throws -> String {
+        let path = QueueEnvironment.databasePath(explicit: db, createDirectory: false)
+        // Only a missing file (or directory) is "no queue": a directory this user may not enter is the open's
+        // error to explain (73, naming the permissions).
+        guard access(path, F_OK) == 0 || (errno != ENOENT && errno != ENOTDIR) else {
+            throw fail(
+                "no queue at \(path): check --db or $EVENTQUEUE_DB (enqueueing a record creates a queue)",
+                status: ExitStatus.inputMissing)
+        }
+        return path
     }
 
     func options() throws -> QueueOptions {
@@ -48,8 +66,12 @@ struct QueueOptionGroup: ParsableArguments {
     /// call pays the same at 10 records pending as at 10 million. Damage is found on the pages a write touches;
     /// the whole-file check is `queuectl check` and `queued`'s start.
     func openWriter() throws -> QueueWriter {
+        let path = self.path
+        let existed = access(path, F_OK) == 0
         do {
-            return try QueueWriter(path: path, options: try options())
+            let writer = try QueueWriter(path: path, options: try options())
+            if !existed { UnservedQueueNotice.queueCreated(at: path) }
+            return writer
         } catch let error as QueueError {
             throw fail(error)
         }
@@ -57,7 +79,7 @@ struct QueueOptionGroup: ParsableArguments {
 
     func openConsumer() throws -> QueueConsumer {
         do {
-            return try QueueConsumer(path: path, options: try options())
+            return try QueueConsumer(path: try existingPath(), options: try options())
         } catch let error as QueueError {
             throw fail(error)
         }

@@ -22,8 +22,8 @@ final class ChildProcess: @unchecked Sendable {
         let id = UUID().uuidString.prefix(8)
         stdoutPath = logDirectory + "/\(URL(fileURLWithPath: executable).lastPathComponent)-\(id).out"
         stderrPath = logDirectory + "/\(URL(fileURLWithPath: executable).lastPathComponent)-\(id).err"
-        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         process.standardInput = FileHandle.nullDevice

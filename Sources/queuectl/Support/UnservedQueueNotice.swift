@@ -1,0 +1,83 @@
+import EventQueueDelivery
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A writer that creates a queue no daemon serves is told so on stderr, once (when the queue is created): a
+/// per-user queue is legitimate for single-user setups and `--local` drains, but records that nobody will ever
+/// deliver must not go unnoticed (a writer without the system configuration, or a mistyped `--db`).
+enum UnservedQueueNotice {
+    private static let created = Mutex<String?>(nil)
+
+    /// Remembers that this command created the queue at `path`; ``flush()`` decides after the command succeeded.
+    static func queueCreated(at path: String) {
+        created.withLock { $0 = path }
+    }
+
+    /// Prints the notice when this command created a queue that no daemon on this machine serves.
+    static func flush() {
+        guard let path = created.withLock({ $0 }) else { return }
+        let socket = QueueEnvironment.variable("EVENTQUEUE_SOCKET") ?? QueueEnvironment.defaultSocketPath()
+        let system = SystemConfiguration.load()
+        // The system daemon serves the system queue only: a listening socket says nothing about another file.
+        let otherQueueThanSystems =
+            system?.socketPath == socket && system?.databasePath.map { $0 != path } == true
+        if someoneListens(at: socket), !otherQueueThanSystems { return }
+        let installed =
+            system?.databasePath.map { "the system queue is \($0) (\(SystemConfiguration.path))" }
+            ?? "no system installation (\(SystemConfiguration.path)) names a queue"
+        writeStandardError(
+            "queuectl: notice: created queue \(path), which no queued daemon on this machine serves (no daemon "
+                + "for it on \(socket)); its records wait there until `queuectl drain --local --db \(path)` or a "
+                + "daemon on it delivers them; \(installed)\n")
+    }
+
+    /// Whether a process (or systemd, for an activated daemon) listens on the Unix socket at `path`. Read from
+    /// the kernel's socket table, never by connecting: a connection to `queued.socket` would start the daemon.
+    private static func someoneListens(at path: String) -> Bool {
+        if let table = readSocketTable() {
+            // "Num RefCount Protocol Flags Type St Inode Path": flags 00010000 (__SO_ACCEPTCON) is a listener.
+            return table.split(separator: "\n").contains { line in
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                return fields.count >= 8 && fields[3] == "00010000" && fields[7...].joined(separator: " ") == path
+            }
+        }
+        return connects(to: path)
+    }
+
+    private static func readSocketTable() -> String? {
+        let descriptor = open("/proc/net/unix", O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }
+            bytes.append(contentsOf: chunk.prefix(count))
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func connects(to path: String) -> Bool {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        return connected == 0
+    }
+}

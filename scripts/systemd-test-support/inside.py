@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Helpers that scripts/systemd-test runs inside the booted container (Debian's python3, no extra packages).
+
+  inside.py foreign-writer DB MARKER COUNT PAUSE_MS   a docs/SCHEMA.md writer: one INSERT per record, one
+                                                       connection held open for the whole run
+  inside.py http-get SOCKET PATH                      GET over the control socket; prints the body
+  inside.py delivered FILE                            prints the delivered markers of a jsonl sink file, one a line
+  inside.py wait-lines FILE N TIMEOUT                 waits until FILE has at least N lines
+  inside.py count DB                                  prints the records left in the queue file (read-only)
+"""
+import json
+import os
+import socket
+import sqlite3
+import sys
+import time
+
+
+def foreign_writer(db, marker, count, pause_ms):
+    connection = sqlite3.connect(db, timeout=10, isolation_level=None)
+    connection.execute("PRAGMA busy_timeout = 10000")
+    for index in range(int(count)):
+        payload = {"external_id": f"{marker}-user{index % 3}", "name": "foreign", "properties": {"marker": f"{marker}-{index}"}}
+        connection.execute(
+            "INSERT INTO records (kind, payload, idempotency_key) VALUES (?, ?, ?) "
+            "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
+            ("event", json.dumps(payload), None))
+        time.sleep(int(pause_ms) / 1000)
+    connection.close()
+
+
+def http_get(path_to_socket, path):
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect(path_to_socket)
+    client.sendall(f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode())
+    data = b""
+    while True:
+        chunk = client.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    sys.stdout.write(data.decode(errors="replace"))
+
+
+def delivered(path):
+    with open(path) as handle:
+        for line in handle:
+            record = json.loads(line)
+            marker = record["object"].get("properties", {}).get("marker")
+            print(marker if marker else f"id-{record['id']}")
+
+
+def wait_lines(path, n, timeout):
+    deadline = time.monotonic() + float(timeout)
+    while time.monotonic() < deadline:
+        try:
+            with open(path) as handle:
+                if sum(1 for _ in handle) >= int(n):
+                    return
+        except FileNotFoundError:
+            pass
+        time.sleep(0.01)
+    sys.exit(f"{path} did not reach {n} lines within {timeout} s")
+
+
+def count(db):
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    print(connection.execute("SELECT count(*) FROM records").fetchone()[0])
+
+
+commands = {"foreign-writer": foreign_writer, "http-get": http_get, "delivered": delivered,
+            "wait-lines": wait_lines, "count": count}
+commands[sys.argv[1]](*sys.argv[2:])
