@@ -70,6 +70,16 @@ struct Queued: AsyncParsableCommand {
     @Option(name: .customLong("braze-max-objects"), help: "At most N objects per Braze request, all arrays combined.")
     var brazeMaxObjects: Int?
 
+    @Option(
+        name: .customLong("max-in-flight"),
+        help: "Batches (requests) delivered at once; 1 delivers one after another. A user is never in two at once.")
+    var maxInFlight: Int = DrainOptions.defaultMaxInFlight
+
+    @Option(
+        name: .customLong("max-requests-per-second"),
+        help: "At most N Braze requests start in any 1 s (this host's share of the workspace limit; default: none).")
+    var maxRequestsPerSecond: Int?
+
     func run() async throws {
         let configuration: DaemonConfiguration
         do {
@@ -97,6 +107,12 @@ struct Queued: AsyncParsableCommand {
         if let brazeMaxObjects, brazeMaxObjects < 1 {
             throw ConfigurationProblem("--braze-max-objects must be at least 1")
         }
+        guard (1...1024).contains(maxInFlight) else {
+            throw ConfigurationProblem("--max-in-flight must be between 1 and 1024")
+        }
+        if let maxRequestsPerSecond, maxRequestsPerSecond < 1 {
+            throw ConfigurationProblem("--max-requests-per-second must be at least 1")
+        }
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ConfigurationProblem(
                 "--log-level \"\(logLevel)\" is not a level: use trace, debug, info, notice, warning, error or critical"
@@ -114,9 +130,11 @@ struct Queued: AsyncParsableCommand {
             sinkSpec: sink,
             apiKeyFile: apiKeyFile,
             brazeMaxObjects: brazeMaxObjects,
+            maxRequestsPerSecond: maxRequestsPerSecond,
             socketPath: QueueEnvironment.socketPath(explicit: socket),
             drainOptions: DrainOptions(
-                batchSize: batchSize, leaseMilliseconds: Int64(leaseSeconds) * 1000, maxAttempts: maxAttempts),
+                batchSize: batchSize, leaseMilliseconds: Int64(leaseSeconds) * 1000, maxAttempts: maxAttempts,
+                maxInFlight: maxInFlight),
             drainOnStart: drainOnStart,
             drainInterval: drainInterval.map { Duration.milliseconds(Int64($0 * 1000)) },
             shutdownTimeout: .milliseconds(Int64(shutdownTimeout * 1000)),

@@ -77,23 +77,14 @@ extension QueueConsumer {
         try release.run()
     }
 
-    /// True when `owner` (a consumer id, `host:pid:random`) names a process on this host that no longer exists.
+    /// True when `owner` (a consumer id, `host:pid:random[@start]`) names a process on this host that no longer
+    /// exists, or whose pid now belongs to a process started later.
     static func isDeadProcessOnThisHost(_ owner: String) -> Bool {
-        guard let pid = localProcessID(owner) else { return false }
-        return kill(pid, 0) != 0 && errno == ESRCH
+        ProcessIdentity.isRunning(owner: owner) == false
     }
 
     /// True when `owner` names a process on this host that is running.
     static func isLiveProcessOnThisHost(_ owner: String) -> Bool {
-        guard let pid = localProcessID(owner) else { return false }
-        return kill(pid, 0) == 0 || errno == EPERM
-    }
-
-    /// The pid in `owner` when it names a process on this host.
-    private static func localProcessID(_ owner: String) -> pid_t? {
-        let parts = owner.split(separator: ":")
-        guard parts.count >= 3, let pid = pid_t(parts[parts.count - 2]), pid > 0 else { return nil }
-        let host = parts.dropLast(2).joined(separator: ":")
-        return host == hostName() ? pid : nil
+        ProcessIdentity.isRunning(owner: owner) == true
     }
 }

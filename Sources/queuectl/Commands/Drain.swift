@@ -39,6 +39,11 @@ struct Drain: AsyncParsableCommand {
     @Option(name: .customLong("max-attempts"), help: "Failed attempts before a record is dead-lettered.")
     var maxAttempts: Int = 10
 
+    @Option(
+        name: .customLong("max-in-flight"),
+        help: "With --local: batches delivered at once (capped by the sink; jsonl and null take one at a time).")
+    var maxInFlight: Int = DrainOptions.defaultMaxInFlight
+
     @Flag(help: "Print the summary as JSON.")
     var json = false
 
@@ -52,8 +57,10 @@ struct Drain: AsyncParsableCommand {
             try await RemoteDrain(socketPath: QueueEnvironment.socketPath(explicit: socket), json: json).run(wait: wait)
             return
         }
-        guard batchSize >= 1, leaseSeconds >= 1, maxAttempts >= 1 else {
-            throw fail("--batch-size, --lease-seconds and --max-attempts must be at least 1", status: ExitStatus.usage)
+        guard batchSize >= 1, leaseSeconds >= 1, maxAttempts >= 1, maxInFlight >= 1 else {
+            throw fail(
+                "--batch-size, --lease-seconds, --max-attempts and --max-in-flight must be at least 1",
+                status: ExitStatus.usage)
         }
         let spec: SinkSpec
         let destination: any Sink
@@ -71,7 +78,8 @@ struct Drain: AsyncParsableCommand {
         let drainer = Drainer(
             store: store, sink: destination,
             options: DrainOptions(
-                batchSize: batchSize, leaseMilliseconds: Int64(leaseSeconds) * 1000, maxAttempts: maxAttempts),
+                batchSize: batchSize, leaseMilliseconds: Int64(leaseSeconds) * 1000, maxAttempts: maxAttempts,
+                maxInFlight: maxInFlight),
             logger: logger)
         let summary: DrainSummary
         do {
