@@ -35,13 +35,14 @@ public struct Drainer: Sendable {
     /// Batches handed to the sink at once: the option, capped by what the sink serves.
     public var effectiveMaxInFlight: Int { max(1, min(options.maxInFlight, sink.maxConcurrentDeliveries)) }
 
-    /// Records per claim. One batch at a time: `batchSize`. Several: `batchSize` rounded down to whole
-    /// requests of the sink (at least one), so every request goes out full and a batch is one request or a few.
+    /// Records per claim. One batch at a time: `batchSize`. Several: a `batchSize` above one request of the
+    /// sink is rounded down to whole requests (the default 100 claims 75 for Braze), so every request goes out
+    /// full and a batch is one request or a few; a smaller one is taken as asked.
     public var claimSize: Int {
-        guard effectiveMaxInFlight > 1, let perRequest = sink.recordsPerRequest, perRequest > 0 else {
-            return options.batchSize
-        }
-        return max(perRequest, options.batchSize / perRequest * perRequest)
+        guard effectiveMaxInFlight > 1, let perRequest = sink.recordsPerRequest, perRequest > 0,
+            options.batchSize > perRequest
+        else { return options.batchSize }
+        return options.batchSize / perRequest * perRequest
     }
 
     /// Runs one pass. `progress` is called after every settled batch; `shouldStop` is checked before every claim

@@ -144,7 +144,7 @@ struct ConcurrentDrainTests {
         #expect(
             Drainer(
                 store: store, sink: sink, options: DrainOptions(batchSize: 10, maxInFlight: 16), logger: quietLogger
-            ).claimSize == 75)
+            ).claimSize == 10)
         // One at a time: the batch size as given.
         #expect(
             Drainer(
