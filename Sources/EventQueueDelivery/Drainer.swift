@@ -231,6 +231,13 @@ public struct Drainer: Sendable {
         }
         pass.pendingAck = nil
         pass.summary.delivered += acked
+        if let pending, acked < pending.ids.count {
+            // The lease lapsed (a stall longer than the lease) and someone else holds those records now: this
+            // late ack changed nothing for them, and they will be delivered again by their new holder.
+            logger.warning(
+                "late ack discarded: the lease of some delivered records had lapsed",
+                metadata: ["acked": "\(acked)", "delivered": "\(pending.ids.count)"])
+        }
         if pass.progressDue {
             pass.progressDue = false
             if let progress { await progress(pass.summary) }
