@@ -54,8 +54,9 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         endpoint = base + "/users/track"
         self.apiKey = apiKey
         batcher = BrazeBatcher(maxObjectsPerRequest: maxObjectsPerRequest)
-        transport = BrazeTransport(connectTimeout: connectTimeout, requestTimeout: requestTimeout)
         maxConcurrentDeliveries = max(1, maxInFlight)
+        transport = BrazeTransport(
+            connectTimeout: connectTimeout, requestTimeout: requestTimeout, maxConnections: maxConcurrentDeliveries)
         governor = BrazeRateGovernor(
             maxWindow: maxConcurrentDeliveries, maxRequestsPerSecond: maxRequestsPerSecond, logger: logger,
             wallMilliseconds: { WallClock.nowMilliseconds() })

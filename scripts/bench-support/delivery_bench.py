@@ -145,7 +145,7 @@ def main():
     parser.add_argument("--users", type=int, default=2_000)
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--sweep", default="1,2,4,8,16,32,64")
-    parser.add_argument("--only", default="all", help="all, targets, sweep")
+    parser.add_argument("--only", default="all", help="all, targets, sweep, short (sweep, loopback, cap, kill)")
     parser.add_argument("--out", default="docs/bench-raw/delivery.json")
     args = parser.parse_args()
     template_dir = tempfile.mkdtemp(prefix="eq-delivery-template-", dir=args.dir)
@@ -157,6 +157,12 @@ def main():
         if args.only in ("all", "targets"):
             for delay, in_flight, extra in [(50, 16, ()), (150, 16, ()), (150, 32, ()), (0, 1, ()), (0, 16, ()),
                                             (50, 16, ("--max-requests-per-second", "100"))]:
+                results["runs"].append(one_run(args, template, delay, in_flight, extra))
+            results["kill"].append(kill_restart(args, template, 50, 16))
+        if args.only == "short":
+            for in_flight in [int(n) for n in args.sweep.split(",")]:
+                results["sweep"].append(one_run(args, template, 50, in_flight))
+            for delay, in_flight, extra in [(0, 1, ()), (0, 16, ()), (50, 16, ("--max-requests-per-second", "100"))]:
                 results["runs"].append(one_run(args, template, delay, in_flight, extra))
             results["kill"].append(kill_restart(args, template, 50, 16))
         if args.only in ("all", "sweep"):
