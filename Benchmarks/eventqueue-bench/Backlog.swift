@@ -23,13 +23,17 @@ func runBacklogChild(_ arguments: [String]) async -> Never {
         var acks: [Double] = []
         for _ in 0..<batches {
             var start = now()
-            let claim = try await store.claim(limit: 100, leaseMilliseconds: 60_000)
+            let claim = try await store.withConsumer { consumer throws(QueueError) in
+                try consumer.claim(limit: 100, leaseMilliseconds: 60_000)
+            }
             claims.append(Double(now() - start) / 1000)
             let outgoing = claim.records.compactMap { try? OutgoingRecord.prepare($0).get() }
             let report = await sink.deliver(outgoing)
             let delivered = outgoing.filter { report.outcomes[$0.id] == .delivered }.map(\.id)
             start = now()
-            _ = try await store.ack(delivered, lease: claim.lease)
+            _ = try await store.withConsumer { consumer throws(QueueError) in
+                try consumer.ack(delivered, lease: claim.lease)
+            }
             acks.append(Double(now() - start) / 1000)
         }
         await store.close()

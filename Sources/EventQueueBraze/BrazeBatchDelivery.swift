@@ -7,8 +7,9 @@ import EventQueueDelivery
 /// later records) read in one place. Requests go one after another: per-user order depends on an earlier
 /// request being answered before a later one is sent.
 struct BrazeBatchDelivery {
-    /// Sends one request and interprets the answer.
-    let post: (BrazeRequestBody) async -> BrazeAnswer
+    /// Sends one request and interprets the answer; `nil` when it was not sent (the delivery was cancelled):
+    /// its records and the rest get no outcome, so the drain loop hands them back untouched.
+    let post: (BrazeRequestBody) async -> BrazeAnswer?
 
     private(set) var outcomes: [Int64: DeliveryOutcome] = [:]
     private(set) var halt: SinkHalt?
@@ -18,14 +19,15 @@ struct BrazeBatchDelivery {
     /// Users with a record waiting for a retry: their later records must not overtake it.
     private var heldUsers: Set<String> = []
     private(set) var requestsSent = 0
+    private var cancelled = false
 
     static let waitingReason = "waiting for an earlier record of the same user"
 
-    init(post: @escaping (BrazeRequestBody) async -> BrazeAnswer) {
+    init(post: @escaping (BrazeRequestBody) async -> BrazeAnswer?) {
         self.post = post
     }
 
-    var stopped: Bool { halt != nil || stopRetry != nil }
+    var stopped: Bool { halt != nil || stopRetry != nil || cancelled }
 
     /// Sends `requests` in order and fills in `outcomes` and `halt`.
     mutating func run(_ requests: [[OutgoingRecord]]) async {
@@ -55,8 +57,12 @@ struct BrazeBatchDelivery {
         }
         guard !sendable.isEmpty, !stopped else { return }
         let body = BrazeRequestBody(sendable)
+        guard let answer = await post(body) else {
+            cancelled = true
+            return
+        }
         requestsSent += 1
-        switch await post(body) {
+        switch answer {
         case .accepted(let errors):
             var refused: [Int64: String] = [:]
             for error in errors {

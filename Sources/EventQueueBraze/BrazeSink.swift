@@ -7,7 +7,8 @@ import NIOCore
 /// Delivers records to Braze's `POST /users/track`.
 ///
 /// A batch becomes as few requests as Braze's limits and per-user ordering allow (see `BrazeBatcher`), sent one
-/// after another. Each answer is mapped to per-record outcomes: Braze's partial success (`errors`) rejects only
+/// after another. Several batches are delivered at once (the drain loop's `maxInFlight`; they never share a
+/// user), all paced by one `BrazeRateGovernor`. Each answer is mapped to per-record outcomes: Braze's partial success (`errors`) rejects only
 /// the objects it names; a 400 is bisected down to the offending records so one bad record never blocks or
 /// dead-letters its neighbours; 401/403/404 halt the pass (nothing is counted against the records); 429, 5xx
 /// and network failures retry. The API key never appears in logs, errors or descriptions.
@@ -19,19 +20,27 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     private let apiKey: BrazeAPIKey
     private let batcher: BrazeBatcher
     private let transport: BrazeTransport
+    private let governor: BrazeRateGovernor
+    private let observer: (any BrazeRequestObserver)?
     private let logger: Logger
+    /// See `Sink.maxConcurrentDeliveries`: the drain loop's `--max-in-flight` is the cap.
+    public let maxConcurrentDeliveries: Int
 
     /// - Parameters:
     ///   - baseURL: the REST endpoint of the account's instance, e.g. `https://rest.iad-01.braze.com` (never
     ///     hard-coded: it differs per instance).
     ///   - maxObjectsPerRequest: the combined limit of some plans (50); `nil` for only the 75-per-array limit.
     ///   - requestTimeout: the deadline for one request, answer body included; a timeout is retried.
+    ///   - maxInFlight: requests in flight at most (the send window's ceiling; a 429 halves the window).
+    ///   - maxRequestsPerSecond: this host's share of the workspace's rate limit; `nil` for no cap of our own.
     ///
     /// An unusable `baseURL` does not throw here (check it first with `validate(baseURL:)`); every batch then
     /// halts with a configuration error, so records are kept untouched.
     public init(
         baseURL: String, apiKey: BrazeAPIKey, maxObjectsPerRequest: Int? = nil,
-        connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(30), logger: Logger
+        connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(30),
+        maxInFlight: Int = 16, maxRequestsPerSecond: Int? = nil, observer: (any BrazeRequestObserver)? = nil,
+        logger: Logger
     ) {
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
@@ -45,8 +54,25 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         endpoint = base + "/users/track"
         self.apiKey = apiKey
         batcher = BrazeBatcher(maxObjectsPerRequest: maxObjectsPerRequest)
-        transport = BrazeTransport(connectTimeout: connectTimeout, requestTimeout: requestTimeout)
+        maxConcurrentDeliveries = max(1, maxInFlight)
+        transport = BrazeTransport(
+            connectTimeout: connectTimeout, requestTimeout: requestTimeout, maxConnections: maxConcurrentDeliveries)
+        governor = BrazeRateGovernor(
+            maxWindow: maxConcurrentDeliveries, maxRequestsPerSecond: maxRequestsPerSecond, logger: logger,
+            wallMilliseconds: { WallClock.nowMilliseconds() })
+        self.observer = observer
         self.logger = logger
+    }
+
+    /// One full request: 75 objects (an array's limit), or the combined limit when set.
+    public var recordsPerRequest: Int? { batcher.maxObjectsPerRequest ?? batcher.maxObjectsPerArray }
+
+    /// The send window, requests in flight and rate-limit waits, for `/metrics`.
+    public func rateStatus() async -> BrazeRateStatus {
+        let snapshot = await governor.snapshot
+        return BrazeRateStatus(
+            requestsInFlight: snapshot.inFlight, window: snapshot.window, rateLimitWaits: snapshot.rateLimitWaits,
+            rateLimitWaitSeconds: Double(snapshot.rateLimitWaitMilliseconds) / 1000)
     }
 
     /// Checks that `baseURL` is an absolute `http(s)://` URL, so a typo is reported at startup rather than at
@@ -84,10 +110,14 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         return DeliveryReport(outcomes: delivery.outcomes, halt: delivery.halt)
     }
 
-    private func post(_ body: BrazeRequestBody) async -> BrazeAnswer {
+    /// Sends one request once the governor lets it start; `nil` when the delivery was cancelled before.
+    private func post(_ body: BrazeRequestBody) async -> BrazeAnswer? {
+        guard await governor.acquire() else { return nil }
         let started = ContinuousClock.now
         let objects = body.idsByArray.values.reduce(0) { $0 + $1.count }
-        let answer: BrazeAnswer
+        var answer: BrazeAnswer
+        var feedback = BrazeRateGovernor.Feedback.noAnswer
+        var status: Int?
         do {
             let response = try await transport.send(
                 method: "POST", url: endpoint,
@@ -96,6 +126,13 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
             answer = BrazeAnswer.interpret(
                 status: response.status, headers: response.headers, body: response.body,
                 nowMilliseconds: WallClock.nowMilliseconds())
+            status = response.status
+            let rate = BrazeRateHeaders(response.headers)
+            if case .rateLimited(let hint) = answer {
+                feedback = .rateLimited(hintMilliseconds: hint)
+            } else {
+                feedback = .answered(remaining: rate.remaining, resetAtMilliseconds: rate.resetAtMilliseconds)
+            }
             logger.debug(
                 "braze request answered",
                 metadata: [
@@ -105,6 +142,9 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         } catch {
             answer = .transient(reason: "request to \(name) failed: \(Self.describe(error))")
         }
+        // A 429's records wait as long as the governor pauses every request (never less than its floor).
+        if let pause = await governor.release(feedback) { answer = .rateLimited(afterMilliseconds: pause) }
+        observer?.requestFinished(status: status, latency: ContinuousClock.now - started)
         switch answer {
         case .accepted(let errors) where !errors.isEmpty:
             logger.warning("braze refused some objects", metadata: ["refused": "\(errors.count)"])
@@ -117,7 +157,8 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
             logger.warning(
                 "braze refused the key or URL", metadata: ["status": "\(status)", "message": "\(message)"])
         case .rateLimited(let after):
-            logger.warning("braze rate limit", metadata: ["retry_after_ms": "\(after.map { "\($0)" } ?? "none")"])
+            // Logged once per streak by the governor; per request only at debug level.
+            logger.debug("braze rate limit", metadata: ["retry_after_ms": "\(after.map { "\($0)" } ?? "none")"])
         case .transient(let reason):
             logger.warning(
                 "braze request failed",
@@ -139,4 +180,14 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         }
         return "\(error)"
     }
+}
+
+/// How a `BrazeSink` is pacing itself, for `/metrics`.
+public struct BrazeRateStatus: Sendable, Hashable {
+    public var requestsInFlight: Int
+    /// Requests allowed in flight now: `maxInFlight`, halved by each 429, grown back by one per answer.
+    public var window: Int
+    /// Requests that waited for a brake (a 429's pause, `Remaining: 0`, `--max-requests-per-second`).
+    public var rateLimitWaits: Int
+    public var rateLimitWaitSeconds: Double
 }

@@ -21,11 +21,14 @@ final class BrazeTransport: Sendable {
     /// means delivered (sending the records again would duplicate them), only its `errors` cannot be read.
     static let maxResponseBytes = 1 << 20
 
-    init(connectTimeout: Duration, requestTimeout: Duration) {
+    /// - Parameter maxConnections: HTTP/1.1 connections kept to the host; at least the requests in flight
+    ///   (AsyncHTTPClient's default of 8 would queue the 9th request of `--max-in-flight 16` behind the others).
+    init(connectTimeout: Duration, requestTimeout: Duration, maxConnections: Int = 8) {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: TimeAmount(connectTimeout), read: TimeAmount(requestTimeout)))
         configuration.httpVersion = .automatic
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, maxConnections)
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         self.requestTimeout = TimeAmount(requestTimeout)
     }

@@ -16,11 +16,21 @@ public struct DrainOptions: Sendable, Hashable {
     public var haltAfterFailedBatches: Int
     /// Checkpoint the WAL and vacuum freed pages after the pass, so the files shrink again.
     public var maintenanceAfterPass: Bool
+    /// Batches handed to the sink at once (`--max-in-flight`), capped by the sink's own
+    /// `maxConcurrentDeliveries`. 1 delivers one batch after another. A SIGKILL redelivers at most the records
+    /// of these batches (`maxInFlight` × the claim size), which were in flight or delivered but not yet acked.
+    public var maxInFlight: Int
+
+    /// The default of `--max-in-flight`: enough requests to hide a 50-150 ms round trip to Braze (16 × 75
+    /// objects per round trip), few enough that a crash redelivers little.
+    public static let defaultMaxInFlight = 16
 
     public init(
         batchSize: Int = 100, leaseMilliseconds: Int64 = 60_000, maxAttempts: Int = 10,
-        backoff: Backoff = Backoff(), haltAfterFailedBatches: Int = 3, maintenanceAfterPass: Bool = true
+        backoff: Backoff = Backoff(), haltAfterFailedBatches: Int = 3, maintenanceAfterPass: Bool = true,
+        maxInFlight: Int = 1
     ) {
+        self.maxInFlight = max(1, maxInFlight)
         self.batchSize = max(1, batchSize)
         self.leaseMilliseconds = min(max(1_000, leaseMilliseconds), ClockHorizon.longestWaitMilliseconds)
         self.maxAttempts = max(1, maxAttempts)
@@ -39,6 +49,8 @@ public struct DrainSummary: Sendable, Hashable {
     /// Records dead-lettered in this pass (rejected, or out of attempts).
     public var dead = 0
     public var batches = 0
+    /// Records handed to the sink and not settled yet (in progress reports; 0 in the final summary).
+    public var inFlight = 0
     /// Set when the pass stopped early because the sink asked it to, or the destination looked down.
     public var halt: SinkHalt?
     /// The queue after the pass.

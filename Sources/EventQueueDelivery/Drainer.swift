@@ -1,11 +1,24 @@
 import EventQueue
 import Logging
 
-/// The drain loop: claim a batch under a lease, hand it to the sink, and record each record's outcome; repeat
-/// until nothing is claimable. Records enqueued while the pass runs are delivered by the same pass.
+/// The drain loop: claim batches under a lease, hand up to `maxInFlight` of them to the sink at once, and settle
+/// each as it comes back; repeat until nothing is claimable. Records enqueued while the pass runs are delivered
+/// by the same pass.
 ///
-/// Crash-safe by construction: a record is deleted only after the sink reported it delivered, so a crash at any
-/// point redelivers at most the batch that was between "sink accepted" and "ack committed".
+/// Why the concurrency lives here and not in the sink: the queue already refuses to claim a user's record while
+/// an earlier record of that user is leased or waiting for a retry (`QueueConsumer.claim`). So two batches in
+/// flight never share a user, and a user's later record can never overtake one that waits for a retry, whatever
+/// the sink does; per-user order across concurrent requests costs nothing extra. A sink then stays one simple
+/// call per batch (`Sink.deliver`), delivering its batch in order; it only says how many calls it serves at
+/// once (`maxConcurrentDeliveries`: files 1, Braze many) and, if it wants, how many records fill one request.
+///
+/// Crash-safe by construction: a record is deleted only after the sink reported it delivered, and each batch
+/// is acked as soon as it comes back, so a crash at any point redelivers at most the batches in flight
+/// (`maxInFlight` × the claim size).
+///
+/// Reading guide: `runPass` opens deliveries and waits for them; `settle` is the one place that writes a
+/// batch's outcomes (the ack included) and the one place that reports progress; `Settlement` decides each
+/// record's next state; `PassState` is the pass's state, in one value.
 public struct Drainer: Sendable {
     public let store: QueueStore
     public let sink: any Sink
@@ -19,33 +32,59 @@ public struct Drainer: Sendable {
         self.logger = logger
     }
 
-    /// Runs one pass. `progress` is called after every batch; `shouldStop` is checked before every claim (a
-    /// graceful shutdown stops claiming but lets the batch in flight finish). When the task is cancelled, the
-    /// outcomes the sink did report are applied and the records it reported nothing for are released at once.
+    /// Batches handed to the sink at once: the option, capped by what the sink serves.
+    public var effectiveMaxInFlight: Int { max(1, min(options.maxInFlight, sink.maxConcurrentDeliveries)) }
+
+    /// Records per claim. One batch at a time: `batchSize`. Several: a `batchSize` above one request of the
+    /// sink is rounded down to whole requests (the default 100 claims 75 for Braze), so every request goes out
+    /// full and a batch is one request or a few; a smaller one is taken as asked.
+    public var claimSize: Int {
+        guard effectiveMaxInFlight > 1, let perRequest = sink.recordsPerRequest, perRequest > 0,
+            options.batchSize > perRequest
+        else { return options.batchSize }
+        return options.batchSize / perRequest * perRequest
+    }
+
+    /// Runs one pass. `progress` is called after every settled batch; `shouldStop` is checked before every claim
+    /// (a graceful shutdown stops claiming but lets the batches in flight finish). When the task is cancelled,
+    /// the outcomes the sink did report are applied and the records it reported nothing for are released at once.
     public func drain(
         progress: (@Sendable (DrainSummary) async -> Void)? = nil,
         shouldStop: @Sendable () -> Bool = { false }
     ) async throws(QueueError) -> DrainSummary {
-        var summary = DrainSummary()
-        if let holder = try await store.acquireDrainLock(leaseMilliseconds: options.leaseMilliseconds) {
+        let leaseMilliseconds = options.leaseMilliseconds
+        let (holder, takenOver) = try await store.withConsumer { consumer throws(QueueError) in
+            if let holder = try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds) {
+                return (Optional(holder), 0)
+            }
+            // A daemon killed on this host left its batches leased: hand them back now rather than after the
+            // lease (a minute by default); those users' later records wait for them.
+            return (nil, try consumer.releaseLeasesOfDeadProcesses())
+        }
+        if let holder {
             logger.info("another drainer holds the drain lock", metadata: ["owner": "\(holder.owner)"])
+            var summary = DrainSummary()
             summary.lockHolder = holder
             summary.remaining = try await store.stats()
             return summary
         }
-        // When the last claim ran: the next retry is counted from it. A record that came due between that
-        // claim and the statistics below was not claimed, and counting from "now" would call it neither due
-        // later nor claimed: no pass would be scheduled for it.
-        var lastClaimAt: Int64?
+        if takenOver > 0 {
+            logger.notice(
+                "released the records leased by a process that no longer runs on this host",
+                metadata: ["records": "\(takenOver)"])
+        }
+        var pass = PassState()
         do {
-            try await runPass(&summary, lastClaimAt: &lastClaimAt, progress: progress, shouldStop: shouldStop)
+            try await runPass(&pass, progress: progress, shouldStop: shouldStop)
         } catch {
-            try? await store.releaseDrainLock()
+            try? await store.withConsumer { consumer throws(QueueError) in try consumer.releaseDrainLock() }
             throw error
         }
-        try await store.releaseDrainLock()
+        try await store.withConsumer { consumer throws(QueueError) in try consumer.releaseDrainLock() }
         try await maintain()
-        summary.remaining = try await store.stats(now: lastClaimAt)
+        var summary = pass.summary
+        summary.inFlight = 0
+        summary.remaining = try await store.stats(now: pass.lastClaimAt)
         logger.info(
             "drain pass finished",
             metadata: [
@@ -55,95 +94,237 @@ public struct Drainer: Sendable {
         return summary
     }
 
-    private func runPass(
-        _ summary: inout DrainSummary, lastClaimAt: inout Int64?, progress: (@Sendable (DrainSummary) async -> Void)?,
-        shouldStop: @Sendable () -> Bool
-    ) async throws(QueueError) {
+    /// The state of one pass, in one value.
+    struct PassState {
+        var summary = DrainSummary()
+        /// When the last claim ran: the next retry is counted from it. A record that came due between that
+        /// claim and the final statistics was not claimed, and counting from "now" would call it neither due
+        /// later nor claimed: no pass would be scheduled for it.
+        var lastClaimAt: Int64?
+        /// Deliveries handed to the sink and not settled yet.
+        var deliveriesInFlight = 0
+        /// The last claim found nothing; claim again only once a batch settles (its users may be free now).
+        var exhausted = false
         var failedBatchesInARow = 0
-        // The lock was just taken. Renewing it is a write transaction, so it is renewed once a third of its lease
-        // has passed rather than before every batch (a slow delivery renews it meanwhile: deliverRenewingLease).
         var lockRenewedAt = ContinuousClock.now
-        let renewLockAfter = Duration.milliseconds(options.leaseMilliseconds / 3)
-        // The delivered records of the batch just delivered: acked together with the next claim, in one
-        // transaction (QueueConsumer.ackAndClaim), or on their own when the pass ends.
-        var unacked: PendingAck?
-        do {
-            while !shouldStop(), !Task.isCancelled {
-                if ContinuousClock.now - lockRenewedAt >= renewLockAfter {
-                    if let holder = try await store.acquireDrainLock(leaseMilliseconds: options.leaseMilliseconds) {
-                        // Only possible if this pass stalled for longer than the lease and another drainer took over.
-                        summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
-                        break
+        /// The delivered records of a batch that settled: acked together with the next claim, in one transaction
+        /// (`QueueConsumer.ackAndClaim`), or on their own when no claim follows at once.
+        var pendingAck: (ids: [Int64], lease: Lease)?
+        /// A batch settled since progress was last reported.
+        var progressDue = false
+
+        var stopping: Bool { summary.halt != nil }
+    }
+
+    /// Opens deliveries while there is room and something to claim, then settles each as it finishes.
+    private func runPass(
+        _ pass: inout PassState, progress: (@Sendable (DrainSummary) async -> Void)?, shouldStop: @Sendable () -> Bool
+    ) async throws(QueueError) {
+        let maxInFlight = effectiveMaxInFlight
+        let (sink, store, logger, leaseMilliseconds) = (self.sink, self.store, self.logger, options.leaseMilliseconds)
+        let failure: QueueError? = await withTaskGroup(of: LeasedDelivery.Finished.self) { group in
+            do throws(QueueError) {
+                while true {
+                    while pass.deliveriesInFlight < maxInFlight, !pass.exhausted, !pass.stopping, !shouldStop(),
+                        !Task.isCancelled
+                    {
+                        try await renewLockIfDue(&pass)
+                        if pass.stopping { break }
+                        guard let delivery = try await claimNext(&pass, progress: progress) else {
+                            pass.exhausted = true
+                            break
+                        }
+                        pass.deliveriesInFlight += 1
+                        pass.summary.inFlight += delivery.records.count
+                        group.addTask {
+                            await delivery.run(
+                                sink: sink, store: store, leaseMilliseconds: leaseMilliseconds, logger: logger)
+                        }
                     }
-                    lockRenewedAt = ContinuousClock.now
+                    // No claim follows at once: ack what was delivered now, not with a later claim.
+                    try await commit(&pass, progress: progress)
+                    guard let finished = await group.next() else { break }
+                    pass.deliveriesInFlight -= 1
+                    pass.summary.inFlight -= finished.delivery.records.count
+                    pass.exhausted = false
+                    try await settle(finished, pass: &pass, progress: progress)
                 }
-                lastClaimAt = WallClock.nowMilliseconds()
-                let claim = try await claimNext(acking: &unacked, summary: &summary, progress: progress)
-                if claim.records.isEmpty { break }
-                summary.batches += 1
-                let batch = try await deliver(claim, summary: &summary)
-                if !batch.delivered.isEmpty { unacked = PendingAck(ids: batch.delivered, lease: claim.lease) }
-                // A long pass (a big backlog) keeps the WAL in check as it goes, not only at the end.
-                try await store.truncateWALIfLarger(than: Self.walCheckpointThreshold)
-                // Progress once per batch: now if nothing waits for an ack, else once the ack commits (claimNext,
-                // or the end of the pass).
-                if unacked == nil, let progress { await progress(summary) }
-                if let halt = batch.halt {
-                    summary.halt = halt
-                    logger.warning("drain pass stopped early", metadata: ["reason": "\(halt)"])
-                    break
+                return nil
+            } catch {
+                // A claim or an ack failed (a busy file, an I/O error). Stop the deliveries in flight, hand their
+                // records back, and try to ack what was delivered so it is not delivered again.
+                group.cancelAll()
+                while let finished = await group.next() {
+                    pass.summary.inFlight -= finished.delivery.records.count
+                    try? await settle(finished, pass: &pass, progress: nil)
                 }
-                failedBatchesInARow = batch.allFailed ? failedBatchesInARow + 1 : 0
-                if failedBatchesInARow >= options.haltAfterFailedBatches {
-                    summary.halt = SinkHalt(
-                        kind: .unavailable,
-                        reason: "\(failedBatchesInARow) batches in a row failed; last error: \(batch.lastError ?? "?")")
-                    logger.warning(
-                        "drain pass stopped early", metadata: ["reason": "\(summary.halt.map { "\($0)" } ?? "")"])
-                    break
-                }
+                try? await commit(&pass, progress: nil)
+                return error
             }
-        } catch {
-            // The combined transaction rolled back (a busy file, an I/O error): the delivered batch is still
-            // unacked. Try to ack it on its own so it is not delivered again; then report the error.
-            if let pending = unacked, let acked = try? await store.ack(pending.ids, lease: pending.lease) {
-                summary.delivered += acked
-            }
-            throw error
         }
-        if let pending = unacked {
-            summary.delivered += try await store.ack(pending.ids, lease: pending.lease)
-            if let progress { await progress(summary) }
-        }
+        if let failure { throw failure }
     }
 
-    /// Claims the next batch, acking the last batch's deliveries in the same transaction when there are any.
+    /// Renews the drain lock once a third of its lease has passed (it is a write transaction: not before every
+    /// claim). Deliveries in flight renew it too (`LeasedDelivery`).
+    private func renewLockIfDue(_ pass: inout PassState) async throws(QueueError) {
+        guard ContinuousClock.now - pass.lockRenewedAt >= .milliseconds(options.leaseMilliseconds / 3) else { return }
+        let leaseMilliseconds = options.leaseMilliseconds
+        if let holder = try await store.withConsumer({ consumer throws(QueueError) in
+            try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds)
+        }) {
+            // Only possible if this pass stalled for longer than the lease and another drainer took over.
+            pass.summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
+            return
+        }
+        pass.lockRenewedAt = ContinuousClock.now
+    }
+
+    /// Claims the next batch (acking the last settled batch's deliveries in the same transaction: `commit`),
+    /// dead-letters what cannot be sent, and returns the rest as a delivery; `nil` when nothing is claimable.
     private func claimNext(
-        acking unacked: inout PendingAck?, summary: inout DrainSummary,
-        progress: (@Sendable (DrainSummary) async -> Void)?
-    ) async throws(QueueError) -> Claim {
-        guard let pending = unacked else {
-            return try await store.claim(limit: options.batchSize, leaseMilliseconds: options.leaseMilliseconds)
+        _ pass: inout PassState, progress: (@Sendable (DrainSummary) async -> Void)?
+    ) async throws(QueueError) -> LeasedDelivery? {
+        while true {
+            guard let claim = try await commit(&pass, claiming: claimSize, progress: progress) else { return nil }
+            pass.summary.batches += 1
+            var outgoing: [OutgoingRecord] = []
+            var invalid: [(id: Int64, reason: String)] = []
+            for claimed in claim.records {
+                switch OutgoingRecord.prepare(claimed) {
+                case .success(let record): outgoing.append(record)
+                case .failure(let error): invalid.append((claimed.id, "rejected before delivery: \(error)"))
+                }
+            }
+            for (id, reason) in invalid {
+                pass.summary.dead += try await store.withConsumer { consumer throws(QueueError) in
+                    try consumer.reject([id], lease: claim.lease, reason: reason)
+                }
+            }
+            if !outgoing.isEmpty { return LeasedDelivery(claim: claim, records: outgoing) }
         }
-        let result = try await store.ackAndClaim(
-            pending.ids, lease: pending.lease, limit: options.batchSize, leaseMilliseconds: options.leaseMilliseconds)
-        unacked = nil
-        summary.delivered += result.acked
-        if let progress { await progress(summary) }
-        return result.next
     }
 
-    /// Delivered records waiting for their ack.
-    private struct PendingAck {
-        var ids: [Int64]
-        var lease: Lease
+    /// The one place that acks, and the one place that reports progress: commits the delivered records of the
+    /// batch that settled last, together with the next claim when `claiming` is given (one transaction:
+    /// `QueueConsumer.ackAndClaim`), then reports progress if a batch settled since the last report. Returns the
+    /// claim, `nil` when nothing was claimable (or none was asked for).
+    @discardableResult
+    private func commit(
+        _ pass: inout PassState, claiming limit: Int? = nil, progress: (@Sendable (DrainSummary) async -> Void)?
+    ) async throws(QueueError) -> Claim? {
+        let pending = pass.pendingAck
+        let leaseMilliseconds = options.leaseMilliseconds
+        let now = WallClock.nowMilliseconds()
+        if limit != nil { pass.lastClaimAt = now }
+        let (acked, claim) = try await store.withConsumer { consumer throws(QueueError) -> (Int, Claim?) in
+            guard let limit else {
+                guard let pending else { return (0, nil) }
+                return (try consumer.ack(pending.ids, lease: pending.lease, now: now), nil)
+            }
+            guard let pending else {
+                return (0, try consumer.claim(limit: limit, leaseMilliseconds: leaseMilliseconds, now: now))
+            }
+            let result = try consumer.ackAndClaim(
+                pending.ids, lease: pending.lease, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now)
+            return (result.acked, result.next)
+        }
+        pass.pendingAck = nil
+        pass.summary.delivered += acked
+        if let pending, acked < pending.ids.count {
+            // The lease lapsed (a stall longer than the lease) and someone else holds those records now: this
+            // late ack changed nothing for them, and they will be delivered again by their new holder.
+            logger.warning(
+                "late ack discarded: the lease of some delivered records had lapsed",
+                metadata: ["acked": "\(acked)", "delivered": "\(pending.ids.count)"])
+        }
+        if pass.progressDue {
+            pass.progressDue = false
+            if let progress { await progress(pass.summary) }
+        }
+        guard let claim, !claim.records.isEmpty else { return nil }
+        return claim
+    }
+
+    /// Writes one finished batch's outcomes: dead-letters, retries and releases now; the delivered records
+    /// become the pending ack, committed by `commit` right after (with the next claim when one follows at once).
+    private func settle(
+        _ finished: LeasedDelivery.Finished, pass: inout PassState,
+        progress: (@Sendable (DrainSummary) async -> Void)?
+    ) async throws(QueueError) {
+        let settlement = Settlement(
+            records: finished.delivery.records, report: finished.report, cancelled: finished.cancelled)
+        let lease = finished.delivery.claim.lease
+        // At most one batch waits for its ack: an earlier one is committed before this one takes its place.
+        try await commit(&pass, progress: progress)
+        pass.pendingAck = settlement.delivered.isEmpty ? nil : (settlement.delivered, lease)
+        pass.progressDue = true
+        if !settlement.rejected.isEmpty || !settlement.retries.isEmpty || !settlement.released.isEmpty {
+            let attempts = Dictionary(
+                finished.delivery.records.map { ($0.id, $0.attempts) }, uniquingKeysWith: { first, _ in first })
+            let written = try await write(settlement, lease: lease, attempts: attempts)
+            pass.summary.dead += written.dead
+            pass.summary.retried += written.retried
+        }
+        if let halt = settlement.halt, pass.summary.halt == nil {
+            pass.summary.halt = halt
+            logger.warning("drain pass stopped early", metadata: ["reason": "\(halt)"])
+        }
+        pass.failedBatchesInARow = settlement.allFailed ? pass.failedBatchesInARow + 1 : 0
+        if pass.failedBatchesInARow >= options.haltAfterFailedBatches, pass.summary.halt == nil {
+            let halt = SinkHalt(
+                kind: .unavailable,
+                reason:
+                    "\(pass.failedBatchesInARow) batches in a row failed; last error: \(settlement.lastError ?? "?")")
+            pass.summary.halt = halt
+            logger.warning("drain pass stopped early", metadata: ["reason": "\(halt)"])
+        }
+        // A long pass (a big backlog) keeps the WAL in check as it goes, not only at the end.
+        try await store.withConsumer { consumer throws(QueueError) in
+            _ = try consumer.truncateWALIfLarger(than: Self.walCheckpointThreshold)
+        }
+    }
+
+    /// Dead-letters, retries and releases the records of a settlement in one visit to the store.
+    private func write(
+        _ settlement: Settlement, lease: Lease, attempts: [Int64: Int]
+    ) async throws(QueueError) -> (dead: Int, retried: Int) {
+        let (backoff, maxAttempts) = (options.backoff, options.maxAttempts)
+        var waits: [Settlement.RetryGroup: Int64] = [:]
+        for (group, ids) in settlement.retries {
+            // Failed attempts so far, from the claimed row: clamped, as the file is input like any other.
+            let previous = ids.compactMap { attempts[$0] }.max() ?? 0
+            let attempt = previous >= Int(Int32.max) ? Int(Int32.max) : previous + 1
+            // A sink's hint (a Retry-After header) is outside input: keep it within the clock horizon so no
+            // hint can overflow the clock arithmetic or park a record for good.
+            waits[group] = min(
+                max(1, group.afterMilliseconds ?? backoff.delay(attempt: attempt)), Self.longestRetryWait)
+        }
+        return try await store.withConsumer { consumer throws(QueueError) in
+            let now = WallClock.nowMilliseconds()
+            var (dead, retried) = (0, 0)
+            for (reason, ids) in settlement.rejected {
+                dead += try consumer.reject(ids, lease: lease, reason: reason, now: now)
+            }
+            for (group, ids) in settlement.retries {
+                let nacked = try consumer.nack(
+                    ids, lease: lease, reason: group.reason, retryAt: now &+ (waits[group] ?? 1),
+                    countsAsAttempt: group.countsAsAttempt, maxAttempts: maxAttempts, now: now)
+                retried += nacked.retried.count
+                dead += nacked.dead.count
+            }
+            _ = try consumer.release(settlement.released, lease: lease)
+            return (dead, retried)
+        }
     }
 
     /// Forgets old idempotency keys, vacuums and truncates the WAL. It runs after the drain lock is released:
     /// releasing the lock is a write, and a write after the checkpoint would leave a `-wal` behind at rest.
     private func maintain() async throws(QueueError) {
         guard options.maintenanceAfterPass else { return }
-        let maintenance = try await store.checkpointAndVacuum()
+        let maintenance = try await store.withConsumer { consumer throws(QueueError) in
+            try consumer.checkpointAndVacuum()
+        }
         logger.debug(
             "checkpointed and vacuumed",
             metadata: [
@@ -152,152 +333,10 @@ public struct Drainer: Sendable {
             ])
     }
 
-    private struct BatchResult {
-        /// Delivered by the sink and not acked yet: the caller acks them with the next claim.
-        var delivered: [Int64] = []
-        var halt: SinkHalt?
-        var allFailed = false
-        var lastError: String?
-    }
-
-    /// Delivers one claimed batch and applies every outcome. When every record was delivered the ack is left to
-    /// the caller (`BatchResult.delivered`), which commits it with the next claim.
-    private func deliver(_ claim: Claim, summary: inout DrainSummary) async throws(QueueError) -> BatchResult {
-        var outgoing: [OutgoingRecord] = []
-        var invalid: [(id: Int64, reason: String)] = []
-        for claimed in claim.records {
-            switch OutgoingRecord.prepare(claimed) {
-            case .success(let record): outgoing.append(record)
-            case .failure(let error): invalid.append((claimed.id, "rejected before delivery: \(error)"))
-            }
-        }
-        for (id, reason) in invalid {
-            summary.dead += try await store.reject([id], lease: claim.lease, reason: reason)
-        }
-        guard !outgoing.isEmpty else { return BatchResult() }
-
-        let report = await deliverRenewingLease(outgoing, lease: claim.lease)
-        let cancelled = Task.isCancelled
-        var result = BatchResult(halt: report.halt)
-        var delivered: [Int64] = []
-        var rejected: [String: [Int64]] = [:]
-        var retries: [RetryGroup: [Int64]] = [:]
-        for record in outgoing {
-            switch report.outcomes[record.id] {
-            case .delivered:
-                delivered.append(record.id)
-            case .rejected(let reason):
-                rejected[reason, default: []].append(record.id)
-            case .retry(let reason, let after, let counts):
-                retries[RetryGroup(reason: reason, after: after, counts: counts), default: []].append(record.id)
-            case nil:
-                if cancelled {
-                    // The pass was cancelled (a shutdown that ran out of time): hand the records back untouched
-                    // now rather than leaving them leased until the lease expires.
-                    retries[
-                        RetryGroup(reason: "delivery cancelled", after: nil, counts: false, release: true),
-                        default: []
-                    ].append(record.id)
-                } else if report.halt?.kind == .configuration {
-                    retries[
-                        RetryGroup(reason: report.halt?.reason ?? "", after: nil, counts: false, release: true),
-                        default: []
-                    ].append(record.id)
-                } else {
-                    let reason = report.halt?.reason ?? "the sink reported no outcome"
-                    retries[RetryGroup(reason: reason, after: nil, counts: true), default: []].append(record.id)
-                }
-            }
-        }
-        if rejected.isEmpty, retries.isEmpty {
-            // All delivered, the common case: the caller acks them together with the next claim.
-            result.delivered = delivered
-            return result
-        }
-        // Mixed outcomes: ack the delivered ones first, on their own, as nothing below may undo that.
-        summary.delivered += try await store.ack(delivered, lease: claim.lease)
-        for (reason, ids) in rejected {
-            summary.dead += try await store.reject(ids, lease: claim.lease, reason: reason)
-        }
-        let attempts = Dictionary(outgoing.map { ($0.id, $0.attempts) }, uniquingKeysWith: { first, _ in first })
-        for (group, ids) in retries {
-            result.lastError = group.reason
-            if group.release {
-                _ = try await store.release(ids, lease: claim.lease)
-                continue
-            }
-            // Saturating: attempts come from the queue file (range-checked at claim, but never trusted to be).
-            let attempt = min(ids.compactMap { attempts[$0] }.max() ?? 0, Int.max - 1) + 1
-            // A sink's hint (a Retry-After header) is outside input: keep it within the clock horizon so no
-            // hint can overflow the clock arithmetic or park a record for good.
-            let wait = min(max(1, group.after ?? options.backoff.delay(attempt: attempt)), Self.longestRetryWait)
-            let nacked = try await store.nack(
-                ids, lease: claim.lease, reason: group.reason, retryAt: WallClock.nowMilliseconds() + wait,
-                countsAsAttempt: group.counts, maxAttempts: options.maxAttempts)
-            summary.retried += nacked.retried.count
-            summary.dead += nacked.dead.count
-        }
-        result.allFailed = delivered.isEmpty && rejected.isEmpty && !retries.isEmpty
-        return result
-    }
-
     /// WAL size above which a pass truncates it between batches: 8 MiB, twice the automatic checkpoint's.
     static let walCheckpointThreshold: Int64 = 8 * 1024 * 1024
 
     /// The longest a record is ever parked by one retry: the clock horizon (15 minutes), because a due time
     /// further ahead would read as a clock that went back. A longer `Retry-After` is simply asked again.
     static let longestRetryWait: Int64 = ClockHorizon.longestWaitMilliseconds
-
-    private struct RetryGroup: Hashable {
-        var reason: String
-        var after: Int64?
-        var counts: Bool
-        var release = false
-    }
-
-    /// Awaits the sink while renewing the lease every third of its length, so a slow destination never lets the
-    /// lease lapse (which would let the records be claimed, and delivered, twice).
-    private func deliverRenewingLease(_ batch: [OutgoingRecord], lease: Lease) async -> DeliveryReport {
-        let ids = batch.map(\.id)
-        let store = self.store
-        let sink = self.sink
-        let logger = self.logger
-        let interval = options.leaseMilliseconds / 3
-        let leaseMilliseconds = options.leaseMilliseconds
-        return await withTaskGroup(of: DeliveryReport?.self) { group in
-            group.addTask { await sink.deliver(batch) }
-            group.addTask {
-                while !Task.isCancelled {
-                    do {
-                        try await Task.sleep(for: .milliseconds(interval))
-                    } catch {
-                        return nil  // cancelled: the delivery finished
-                    }
-                    do {
-                        let (_, held) = try await store.renew(lease, ids: ids, leaseMilliseconds: leaseMilliseconds)
-                        _ = try await store.acquireDrainLock(leaseMilliseconds: leaseMilliseconds)
-                        logger.debug("renewed the lease", metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
-                        if held < ids.count {
-                            logger.warning(
-                                "lease lapsed for some records in flight; their late results will be discarded",
-                                metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
-                        }
-                    } catch {
-                        // A busy file or a transient I/O error: keep trying at the next tick rather than let the
-                        // lease run out while the sink is still working.
-                        logger.warning("could not renew the lease; retrying", metadata: ["error": "\(error)"])
-                    }
-                }
-                return nil
-            }
-            var report = DeliveryReport()
-            while let next = await group.next() {
-                if let next {
-                    report = next
-                    group.cancelAll()
-                }
-            }
-            return report
-        }
-    }
 }

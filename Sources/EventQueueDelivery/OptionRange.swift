@@ -13,6 +13,10 @@ public enum OptionRange {
     public static let longestLeaseSeconds = 900
     public static let maxAttempts = 1...1_000_000
     public static let brazeMaxObjects = 1...1_000
+    /// Requests (batches) in flight at once: a connection each.
+    public static let maxInFlight = 1...1_024
+    /// Braze's workspace limit is 1,000 requests per second (3,000 per 3 s).
+    public static let maxRequestsPerSecond = 1...100_000
     /// Milliseconds (`--busy-timeout`, `EVENTQUEUE_BUSY_TIMEOUT_MS`): up to one hour.
     public static let busyTimeoutMilliseconds = 0...3_600_000
     /// Bytes (`EVENTQUEUE_MIN_FREE_BYTES`): up to 1 PiB.

@@ -24,6 +24,10 @@ public final class DedicatedSerialExecutor: SerialExecutor {
 }
 
 /// A `QueueConsumer` isolated to its own executor, safe to use from any task.
+///
+/// One entry point, `withConsumer { consumer in ... }` (as GRDB's `write { db in }`): the closure runs on the
+/// dedicated executor, with the consumer to itself, so several calls that belong together (renew the lease,
+/// then the drain lock) run back to back and nothing is forwarded method by method.
 public actor QueueStore {
     private nonisolated let executor: DedicatedSerialExecutor
     private let consumer: QueueConsumer
@@ -37,68 +41,17 @@ public actor QueueStore {
         self.path = path
     }
 
-    public func claim(limit: Int, leaseMilliseconds: Int64) throws(QueueError) -> Claim {
-        try consumer.claim(limit: limit, leaseMilliseconds: leaseMilliseconds)
+    /// Runs `body` with the consumer on the store's serial executor. Keep it short and synchronous: every other
+    /// SQLite call of the process waits for it.
+    public func withConsumer<Value: Sendable>(
+        _ body: (QueueConsumer) throws(QueueError) -> Value
+    ) throws(QueueError) -> Value {
+        try body(consumer)
     }
 
-    public func ack(_ ids: [Int64], lease: Lease) throws(QueueError) -> Int {
-        try consumer.ack(ids, lease: lease)
-    }
-
-    /// Acks a delivered batch and claims the next in one transaction: see `QueueConsumer.ackAndClaim`.
-    public func ackAndClaim(
-        _ ids: [Int64], lease: Lease, limit: Int, leaseMilliseconds: Int64
-    ) throws(QueueError) -> (acked: Int, next: Claim) {
-        try consumer.ackAndClaim(ids, lease: lease, limit: limit, leaseMilliseconds: leaseMilliseconds)
-    }
-
-    public func nack(
-        _ ids: [Int64], lease: Lease, reason: String, retryAt: Int64, countsAsAttempt: Bool, maxAttempts: Int
-    ) throws(QueueError) -> NackResult {
-        try consumer.nack(
-            ids, lease: lease, reason: reason, retryAt: retryAt, countsAsAttempt: countsAsAttempt,
-            maxAttempts: maxAttempts)
-    }
-
-    public func reject(_ ids: [Int64], lease: Lease, reason: String) throws(QueueError) -> Int {
-        try consumer.reject(ids, lease: lease, reason: reason)
-    }
-
-    public func renew(_ lease: Lease, ids: [Int64], leaseMilliseconds: Int64) throws(QueueError) -> (Lease, Int) {
-        var renewed = lease
-        let held = try consumer.renew(&renewed, ids: ids, leaseMilliseconds: leaseMilliseconds)
-        return (renewed, held)
-    }
-
-    public func release(_ ids: [Int64], lease: Lease) throws(QueueError) -> Int {
-        try consumer.release(ids, lease: lease)
-    }
-
-    public func acquireDrainLock(leaseMilliseconds: Int64) throws(QueueError) -> DrainLockHolder? {
-        try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds)
-    }
-
-    public func releaseDrainLock() throws(QueueError) {
-        try consumer.releaseDrainLock()
-    }
-
-    /// `now` (default: the current time) is the moment "next retry" is counted from; see `Drainer`.
+    /// The queue's statistics; `now` (default: the current time) is the moment "next retry" is counted from.
     public func stats(now: Int64? = nil) throws(QueueError) -> QueueStats {
         try consumer.stats(now: now ?? WallClock.nowMilliseconds())
-    }
-
-    /// The highest record id ever assigned: the `eventqueue_records_enqueued_total` metric.
-    public func highestAssignedID() throws(QueueError) -> Int64 {
-        try consumer.highestAssignedID()
-    }
-
-    @discardableResult
-    public func truncateWALIfLarger(than thresholdBytes: Int64) throws(QueueError) -> Bool {
-        try consumer.truncateWALIfLarger(than: thresholdBytes)
-    }
-
-    public func checkpointAndVacuum() throws(QueueError) -> MaintenanceResult {
-        try consumer.checkpointAndVacuum()
     }
 
     public func close() {

@@ -21,7 +21,7 @@ public enum ReportJSON {
         ]
     }
 
-    /// `delivered`, `retried`, `dead`, `batches`, `result`, `halt`, then `pending`, `leased`, `dead_total` when
+    /// `delivered`, `retried`, `dead`, `batches`, `in_flight` (records handed to the sink, not settled yet), `result`, `halt`, then `pending`, `leased`, `dead_total` when
     /// known and `lock_holder` when another drainer held the lock.
     public static func summary(_ summary: DrainSummary) -> JSONObject {
         var object: JSONObject = [
@@ -29,6 +29,7 @@ public enum ReportJSON {
             "retried": number(summary.retried),
             "dead": number(summary.dead),
             "batches": number(summary.batches),
+            "in_flight": number(summary.inFlight),
             "result": .string(summary.result.rawValue),
             "halt": summary.halt.map { .string($0.description) } ?? .null,
         ]

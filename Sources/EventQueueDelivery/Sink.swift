@@ -66,8 +66,18 @@ public protocol Sink: Sendable {
     func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport
     /// Releases what the sink holds (connections, files) at shutdown. The default does nothing.
     func close() async
+    /// How many `deliver` calls the sink serves at once. The drain loop never runs more than this many batches
+    /// at a time (and never more than `DrainOptions.maxInFlight`). The default, 1, is right for a file: its
+    /// order is the order of the calls, and there is no round trip to hide.
+    var maxConcurrentDeliveries: Int { get }
+    /// The records one `deliver` call turns into one full request (Braze: 75, or the combined per-request
+    /// limit); `nil` when any size does. With several deliveries in flight, the drain loop claims multiples of it
+    /// so every request goes out full.
+    var recordsPerRequest: Int? { get }
 }
 
 extension Sink {
     public func close() async {}
+    public var maxConcurrentDeliveries: Int { 1 }
+    public var recordsPerRequest: Int? { nil }
 }

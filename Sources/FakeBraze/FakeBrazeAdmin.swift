@@ -38,6 +38,8 @@ extension FakeBrazeCore {
                 body: Self.json([
                     "requests": stats.requests, "by_status": byStatus, "dropped": stats.dropped,
                     "reset_mid_response": stats.resetMidResponse, "objects_received": stats.objectsReceived,
+                    "user_overlaps": stats.userOverlaps, "max_in_flight": stats.maxInFlight,
+                    "max_requests_in_one_second": stats.maxRequestsInOneSecond,
                 ]))
         default:
             return nil

@@ -27,6 +27,13 @@ public struct FakeBrazeStats: Sendable, Hashable {
     public var resetMidResponse = 0
     /// Objects received in 2xx requests (accepted or refused).
     public var objectsReceived = 0
+    /// Times a request arrived naming a user that another request in flight also names (must stay 0: per-user
+    /// order needs a user's requests one after another).
+    public var userOverlaps = 0
+    /// The most `/users/track` requests in flight at once.
+    public var maxInFlight = 0
+    /// The most `/users/track` requests that arrived within any 1 s window.
+    public var maxRequestsInOneSecond = 0
 }
 
 /// What the network handler should do with one request.
@@ -42,6 +49,8 @@ struct FakeBrazeAction: Sendable {
     var status: Int
     var headers: [(String, String)] = []
     var body: [UInt8]
+    /// The `/users/track` request this answers (its number), to count it out of flight once answered.
+    var request: Int?
 }
 
 /// The fake's state and decisions, free of networking so the handler stays a thin adapter.
@@ -54,7 +63,10 @@ final class FakeBrazeCore: Sendable {
         var rateLimitedLeft: Int
         var stats = FakeBrazeStats()
         var received: [ReceivedObject] = []
+        var inFlight = FakeBrazeInFlight()
     }
+
+    private let started = ContinuousClock.now
 
     private let state: Mutex<State>
 
@@ -81,19 +93,37 @@ final class FakeBrazeCore: Sendable {
         state.withLock {
             $0.stats = FakeBrazeStats()
             $0.received = []
+            $0.inFlight.resetCounters()
         }
     }
 
     func received() -> [ReceivedObject] { state.withLock { $0.received } }
-    func stats() -> FakeBrazeStats { state.withLock { $0.stats } }
+    func stats() -> FakeBrazeStats {
+        state.withLock { state in
+            var stats = state.stats
+            stats.userOverlaps = state.inFlight.userOverlaps
+            stats.maxInFlight = state.inFlight.maxInFlight
+            stats.maxRequestsInOneSecond = state.inFlight.maxRequestsInOneSecond
+            return stats
+        }
+    }
+
+    /// The handler answered (or dropped) request `number`: it is no longer in flight.
+    func finished(request number: Int) {
+        state.withLock { $0.inFlight.finished(request: number) }
+    }
 
     // MARK: /users/track
 
     /// Decides the answer to `POST /users/track`.
     func track(authorization: String?, contentType: String?, body: Data) -> FakeBrazeAction {
+        let users = FakeBrazeInFlight.users(in: body)
+        let (seconds, attoseconds) = (ContinuousClock.now - started).components
+        let now = Double(seconds) + Double(attoseconds) / 1e18
         // Faults are drawn in a fixed order under the lock, so a seed gives the same sequence every run.
         let (number, faults, drop, reset, rateLimited, serverError) = state.withLock { state in
             state.stats.requests += 1
+            state.inFlight.started(request: state.stats.requests, users: users, at: now)
             let faults = state.faults
             let drop = state.generator.roll(faults.dropConnectionRate)
             let reset = state.generator.roll(faults.resetMidResponseRate)
@@ -109,6 +139,7 @@ final class FakeBrazeCore: Sendable {
             number: number, faults: faults, authorization: authorization, contentType: contentType, body: body,
             rateLimited: rateLimited, serverError: serverError)
         action.delayMilliseconds = max(0, faults.delayMilliseconds)
+        action.request = number
         if drop {
             action.kind = .drop
         } else if reset {

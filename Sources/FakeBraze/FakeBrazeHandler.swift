@@ -68,6 +68,8 @@ final class FakeBrazeHandler: ChannelInboundHandler, RemovableChannelHandler {
     private func perform(
         _ action: FakeBrazeAction, keepAlive: Bool, version: HTTPVersion, context: ChannelHandlerContext
     ) {
+        // Out of flight as the answer starts (the client may send the user's next request once it has it).
+        if let request = action.request { core.finished(request: request) }
         guard context.channel.isActive else { return }
         if case .drop = action.kind {
             context.close(promise: nil)

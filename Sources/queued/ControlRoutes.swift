@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueBraze
 import EventQueueDelivery
 import NIOHTTP1
 
@@ -70,7 +71,11 @@ struct ControlRoutes: Sendable {
 
     private func scrape(_ writer: ResponseWriter) async throws {
         if let stats = try? await store.stats() { metrics.recordStats(stats) }
-        if let highest = try? await store.highestAssignedID() { metrics.recordHighestID(highest) }
+        let highest = try? await store.withConsumer { consumer throws(QueueError) in
+            try consumer.highestAssignedID()
+        }
+        if let highest { metrics.recordHighestID(highest) }
+        if let braze = sink.base as? BrazeSink { metrics.recordRate(await braze.rateStatus()) }
         try await writer.send(
             status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render())
     }

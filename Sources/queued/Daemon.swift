@@ -12,11 +12,13 @@ struct Daemon {
 
     func run() async throws(DaemonFailure) {
         let notifier = SystemdNotifier()
+        let metrics = DaemonMetrics()
         let baseSink: any Sink
         do {
             baseSink = try makeSink(
                 spec: configuration.sinkSpec, apiKeyFile: configuration.apiKeyFile,
-                brazeMaxObjects: configuration.brazeMaxObjects, logger: logger)
+                brazeMaxObjects: configuration.brazeMaxObjects, maxInFlight: configuration.drainOptions.maxInFlight,
+                maxRequestsPerSecond: configuration.maxRequestsPerSecond, observer: metrics, logger: logger)
         } catch {
             throw .configuration("\(error)")
         }
@@ -41,7 +43,6 @@ struct Daemon {
             try? await eventLoops.shutdownGracefully()
             throw error
         }
-        let metrics = DaemonMetrics()
         let sink = MeasuredSink(baseSink, metrics: metrics)
         let drainer = Drainer(store: store, sink: sink, options: configuration.drainOptions, logger: logger)
         let coordinator = LaunchCoordinator(drainer: drainer, metrics: metrics, notifier: notifier, logger: logger)

@@ -9,6 +9,7 @@ struct DaemonConfiguration: Sendable {
     var sinkSpec: String
     var apiKeyFile: String?
     var brazeMaxObjects: Int?
+    var maxRequestsPerSecond: Int?
     var socketPath: String
     var drainOptions: DrainOptions
     var drainOnStart: Bool

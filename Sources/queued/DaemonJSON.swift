@@ -17,6 +17,7 @@ enum DaemonJSON {
             "retried": number(summary.retried),
             "dead": number(summary.dead),
             "batches": number(summary.batches),
+            "in_flight": number(summary.inFlight),
         ]
     }
 
@@ -37,6 +38,7 @@ enum DaemonJSON {
         object["daemon"] = [
             "state": .string(daemon.state.rawValue),
             "passes": number(daemon.passes),
+            "in_flight": number(daemon.inFlight),
             "last_pass": daemon.lastPass.map(pass) ?? .null,
             "sink": [
                 "name": .string(sinkName), "healthy": .bool(sink.healthy), "last_error": string(sink.lastError),

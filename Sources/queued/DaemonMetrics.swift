@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueBraze
 import EventQueueDelivery
 import Metrics
 import Prometheus
@@ -6,7 +7,7 @@ import Synchronization
 
 /// The daemon's metrics, recorded through swift-metrics into one Prometheus registry that `GET /metrics`
 /// renders. Every series is created up front, so a scraper sees every name (at zero) from the first scrape.
-final class DaemonMetrics: Sendable {
+final class DaemonMetrics: BrazeRequestObserver {
     let registry: PrometheusCollectorRegistry
     private let delivered: Metrics.Counter
     private let retried: Metrics.Counter
@@ -20,6 +21,12 @@ final class DaemonMetrics: Sendable {
     private let pending: Metrics.Gauge
     private let leased: Metrics.Gauge
     private let deadNow: Metrics.Gauge
+    private let recordsInFlight: Metrics.Gauge
+    private let requestsInFlight: Metrics.Gauge
+    private let sendWindow: Metrics.Gauge
+    private let rateLimitWaits: Metrics.Counter
+    private let requestLatency: Metrics.Timer
+    private let lastSeenWaits = Mutex<Int>(0)
     /// The highest record id seen at the last scrape: the enqueued counter grows by the difference.
     private let lastSeenID = Mutex<Int64>(0)
 
@@ -32,6 +39,10 @@ final class DaemonMetrics: Sendable {
             .seconds(15), .seconds(60), .seconds(300), .seconds(900),
         ]
         factory.valueHistogramBuckets["eventqueue_batch_size"] = [1, 5, 10, 25, 50, 75, 100, 250, 500, 1000]
+        factory.durationHistogramBuckets["eventqueue_braze_request_duration_seconds"] = [
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(150),
+            .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5), .seconds(30),
+        ]
         MetricsSystem.bootstrap(factory)
         self.registry = registry
         delivered = Metrics.Counter(label: "eventqueue_records_delivered_total")
@@ -51,6 +62,33 @@ final class DaemonMetrics: Sendable {
         pending = Metrics.Gauge(label: "eventqueue_records_pending")
         leased = Metrics.Gauge(label: "eventqueue_records_leased")
         deadNow = Metrics.Gauge(label: "eventqueue_records_dead")
+        recordsInFlight = Metrics.Gauge(label: "eventqueue_records_in_flight")
+        requestsInFlight = Metrics.Gauge(label: "eventqueue_braze_requests_in_flight")
+        sendWindow = Metrics.Gauge(label: "eventqueue_braze_send_window")
+        rateLimitWaits = Metrics.Counter(label: "eventqueue_braze_rate_limit_waits_total")
+        requestLatency = Metrics.Timer(label: "eventqueue_braze_request_duration_seconds")
+    }
+
+    /// `BrazeRequestObserver`: the latency of every `/users/track` request, answered or not.
+    func requestFinished(status: Int?, latency: Duration) {
+        requestLatency.recordNanoseconds(Self.nanoseconds(latency))
+    }
+
+    /// The Braze sink's pacing, read at scrape time.
+    func recordRate(_ status: BrazeRateStatus) {
+        requestsInFlight.record(status.requestsInFlight)
+        sendWindow.record(status.window)
+        let grown = lastSeenWaits.withLock { last -> Int in
+            let grown = max(0, status.rateLimitWaits - last)
+            last = max(last, status.rateLimitWaits)
+            return grown
+        }
+        if grown > 0 { rateLimitWaits.increment(by: grown) }
+    }
+
+    /// Records handed to the sink and not settled yet, from the pass's progress.
+    func recordInFlight(_ records: Int) {
+        recordsInFlight.record(records)
     }
 
     func recordPass(_ summary: DrainSummary, duration: Duration) {

@@ -22,6 +22,7 @@ actor LaunchCoordinator {
     private var lastPass: PassRecord?
     private var nextRetryAt: Int64?
     private var lastError: String?
+    private var recordsInFlight = 0
     private var followersOfNextPass: [AsyncStream<PassEvent>.Continuation] = []
     private var followersOfThisPass: [AsyncStream<PassEvent>.Continuation] = []
     private var retryTimer: Task<Void, Never>?
@@ -61,7 +62,7 @@ actor LaunchCoordinator {
     func snapshot() -> DaemonSnapshot {
         DaemonSnapshot(
             state: stopRequested.isSet ? .stopping : state, passes: passes, lastPass: lastPass,
-            nextRetryAtMilliseconds: nextRetryAt, lastError: lastError)
+            nextRetryAtMilliseconds: nextRetryAt, lastError: lastError, inFlight: recordsInFlight)
     }
 
     /// Runs passes as launches arrive, until `requestStop()` (after the pass in flight) or cancellation.
@@ -121,6 +122,13 @@ actor LaunchCoordinator {
     }
 
     private func report(_ event: PassEvent) {
+        if case .progress(let summary) = event {
+            recordsInFlight = summary.inFlight
+            metrics.recordInFlight(summary.inFlight)
+        } else {
+            recordsInFlight = 0
+            metrics.recordInFlight(0)
+        }
         for follower in followersOfThisPass { follower.yield(event) }
     }
 

@@ -20,6 +20,8 @@ final class MeasuredSink: Sink {
     }
 
     var name: String { base.name }
+    var maxConcurrentDeliveries: Int { base.maxConcurrentDeliveries }
+    var recordsPerRequest: Int? { base.recordsPerRequest }
 
     var currentHealth: SinkHealth { health.withLock { $0 } }
 

@@ -31,4 +31,6 @@ struct DaemonSnapshot: Sendable {
     var lastPass: PassRecord?
     var nextRetryAtMilliseconds: Int64?
     var lastError: String?
+    /// Records handed to the sink and not settled yet (0 between passes).
+    var inFlight = 0
 }

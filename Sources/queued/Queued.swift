@@ -72,6 +72,16 @@ struct Queued: AsyncParsableCommand {
     @Option(name: .customLong("braze-max-objects"), help: "At most N objects per Braze request, all arrays combined.")
     var brazeMaxObjects: Int?
 
+    @Option(
+        name: .customLong("max-in-flight"),
+        help: "Batches (requests) delivered at once; 1 delivers one after another. A user is never in two at once.")
+    var maxInFlight: Int = DrainOptions.defaultMaxInFlight
+
+    @Option(
+        name: .customLong("max-requests-per-second"),
+        help: "At most N Braze requests start in any 1 s (this host's share of the workspace limit; default: none).")
+    var maxRequestsPerSecond: Int?
+
     /// Every numeric option within its range (`OptionRange`), before anything uses it: exit 64 with the range.
     func validate() throws {
         let problems = [
@@ -81,6 +91,10 @@ struct Queued: AsyncParsableCommand {
             OptionRange.problem("--shutdown-timeout", shutdownTimeout, OptionRange.shutdownTimeoutSeconds),
             drainInterval.flatMap { OptionRange.problem("--drain-interval", $0, OptionRange.drainIntervalSeconds) },
             brazeMaxObjects.flatMap { OptionRange.problem("--braze-max-objects", $0, OptionRange.brazeMaxObjects) },
+            OptionRange.problem("--max-in-flight", maxInFlight, OptionRange.maxInFlight),
+            maxRequestsPerSecond.flatMap {
+                OptionRange.problem("--max-requests-per-second", $0, OptionRange.maxRequestsPerSecond)
+            },
         ]
         if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
     }
@@ -122,6 +136,12 @@ struct Queued: AsyncParsableCommand {
         if let brazeMaxObjects, brazeMaxObjects < 1 {
             throw ConfigurationProblem("--braze-max-objects must be at least 1")
         }
+        guard (1...1024).contains(maxInFlight) else {
+            throw ConfigurationProblem("--max-in-flight must be between 1 and 1024")
+        }
+        if let maxRequestsPerSecond, maxRequestsPerSecond < 1 {
+            throw ConfigurationProblem("--max-requests-per-second must be at least 1")
+        }
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ConfigurationProblem(
                 "--log-level \"\(logLevel)\" is not a level: use trace, debug, info, notice, warning, error or critical"
@@ -139,10 +159,11 @@ struct Queued: AsyncParsableCommand {
             sinkSpec: sink,
             apiKeyFile: apiKeyFile,
             brazeMaxObjects: brazeMaxObjects,
+            maxRequestsPerSecond: maxRequestsPerSecond,
             socketPath: QueueEnvironment.socketPath(explicit: socket),
             drainOptions: DrainOptions(
                 batchSize: batchSize, leaseMilliseconds: OptionRange.leaseMilliseconds(seconds: leaseSeconds),
-                maxAttempts: maxAttempts),
+                maxAttempts: maxAttempts, maxInFlight: maxInFlight),
             drainOnStart: drainOnStart,
             drainInterval: drainInterval.map { Duration.milliseconds(Int64($0 * 1000)) },
             shutdownTimeout: .milliseconds(Int64(shutdownTimeout * 1000)),

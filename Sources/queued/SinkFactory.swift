@@ -9,7 +9,11 @@ import Logging
 /// - `braze:BASE_URL` posts to `BASE_URL/users/track`. Its key comes from `--api-key-file`, else the systemd
 ///   credential `braze-api-key` (`$CREDENTIALS_DIRECTORY`), else `$BRAZE_API_KEY`; it is never logged.
 ///   `--braze-max-objects` caps the objects per request for accounts limited to 50 combined.
-func makeSink(spec: String, apiKeyFile: String?, brazeMaxObjects: Int?, logger: Logger) throws -> any Sink {
+///   `--max-in-flight` and `--max-requests-per-second` pace its requests (`BrazeRateGovernor`).
+func makeSink(
+    spec: String, apiKeyFile: String?, brazeMaxObjects: Int?, maxInFlight: Int, maxRequestsPerSecond: Int?,
+    observer: (any BrazeRequestObserver)?, logger: Logger
+) throws -> any Sink {
     if spec.hasPrefix("braze:") {
         let baseURL = String(spec.dropFirst("braze:".count))
         do {
@@ -19,7 +23,8 @@ func makeSink(spec: String, apiKeyFile: String?, brazeMaxObjects: Int?, logger: 
                 throw ConfigurationProblem("--braze-max-objects must be at least 1")
             }
             let sink = BrazeSink(
-                baseURL: baseURL, apiKey: key, maxObjectsPerRequest: brazeMaxObjects, logger: logger)
+                baseURL: baseURL, apiKey: key, maxObjectsPerRequest: brazeMaxObjects, maxInFlight: maxInFlight,
+                maxRequestsPerSecond: maxRequestsPerSecond, observer: observer, logger: logger)
             logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
             return sink
         } catch let error as BrazeConfigurationError {

@@ -242,4 +242,48 @@ import EventQueueTestSupport
         }
         print("ClockJump writers ±1 h: \(report)")
     }
+
+    // MARK: Two daemons, one clock 20 minutes ahead (issue 16, defect 5)
+
+    /// Two daemons on one file, one under libfaketime at +20 min: its clock reads the other's drain lock and
+    /// leases as long expired. A live process on this host keeps its lock whatever the clocks say, so the two
+    /// never drain at once and no batch is delivered twice (before the fix: one batch reached Braze 5 times).
+    @Test func twoDaemonsWithClocksTwentyMinutesApartNeverDeliverABatchTwice() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        let key = BrazeFault.makeKey()
+        let records = try await BrazeFault.enqueue(MarkedRecord.make(300, users: 30), db: db, in: scratch)
+        var faults = FakeBrazeFaults()
+        faults.seed = 16
+        faults.serverErrorRate = 0.1
+        faults.delayMilliseconds = 600
+        let clock = try FakeTime(in: scratch)
+        try await withFakeBraze(key: key, faults: faults) { server in
+            let arguments = [
+                "--sink", "braze:" + server.baseURL, "--lease-seconds", "4", "--batch-size", "25",
+                "--drain-interval", "1", "--max-attempts", "50",
+            ]
+            let onTime = try await DaemonProcess(
+                scratch: scratch, db: db, name: "on-time", arguments: arguments, environment: ["BRAZE_API_KEY": key])
+            BrazeFault.pumpNotifications(onTime)
+            let ahead = try await DaemonProcess(
+                scratch: scratch, db: db, name: "ahead", arguments: arguments,
+                environment: clock.environment(offset: "+20m").merging(["BRAZE_API_KEY": key]) { _, new in new })
+            BrazeFault.pumpNotifications(ahead)
+            try await withDaemon(onTime) { onTime in
+                try await withDaemon(ahead) { ahead in
+                    try await BrazeFault.waitFor("every record delivered", timeout: .seconds(120)) {
+                        Set(BrazeFault.received(server).filter(\.accepted).map(\.marker)).count == records.count
+                    }
+                    _ = try await BrazeFault.waitUntilSettled(onTime, dead: 0, timeout: .seconds(60))
+                    #expect(!ahead.log.contains(key) && !onTime.log.contains(key))
+                }
+            }
+            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
+            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
+            #expect(report.duplicateDeliveries == 0, "\(report)")
+            #expect(report.reordered.isEmpty, "\(report)")
+            print("ClockJump two daemons, +20 min apart: \(report)")
+        }
+    }
 }

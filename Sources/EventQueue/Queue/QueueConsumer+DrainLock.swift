@@ -26,6 +26,14 @@ extension QueueConsumer {
         _ connection: Connection, leaseMilliseconds: Int64, now: Int64
     ) throws(QueueError) -> DrainLockHolder? {
         try connection.transaction(operation: "taking the drain lock") { () throws(QueueError) in
+            // A live process on this host keeps its lock whatever the clocks say: its expiry is in its clock,
+            // which may run ahead of or behind ours (libfaketime, a container with its own offset), and taking
+            // the lock over would run two passes on one file at once (issue 16: one batch delivered 5 times).
+            if let holder = try readDrainLock(connection), holder.owner != consumerID,
+                Self.isLiveProcessOnThisHost(holder.owner)
+            {
+                return holder
+            }
             let take = try connection.statement(
                 """
                 INSERT INTO drain_lock (id, owner, acquired_at_ms, expires_at_ms) VALUES (1, ?1, ?2, ?3)
@@ -76,6 +84,15 @@ extension QueueConsumer {
         }
     }
 
+    /// The lock row, if any.
+    private func readDrainLock(_ connection: Connection) throws(QueueError) -> DrainLockHolder? {
+        let read = try connection.statement(
+            "SELECT owner, expires_at_ms FROM drain_lock WHERE id = 1", operation: "reading the drain lock")
+        defer { read.reset() }
+        guard try read.step() else { return nil }
+        return DrainLockHolder(owner: read.text(0) ?? "?", expiresAtMilliseconds: read.int64(1))
+    }
+
     /// Gives the drain lock up (only if this consumer holds it), so the next drainer need not wait for expiry.
     public func releaseDrainLock() throws(QueueError) {
         let release = try file.connection.statement(
@@ -84,23 +101,14 @@ extension QueueConsumer {
         try release.run()
     }
 
-    /// True when `owner` (a consumer id, `host:pid:random`) names a process on this host that no longer exists.
+    /// True when `owner` (a consumer id, `host:pid:random[@start]`) names a process on this host that no longer
+    /// exists, or whose pid now belongs to a process started later.
     static func isDeadProcessOnThisHost(_ owner: String) -> Bool {
-        guard let pid = localProcessID(owner) else { return false }
-        return kill(pid, 0) != 0 && errno == ESRCH
+        ProcessIdentity.isRunning(owner: owner) == false
     }
 
     /// True when `owner` names a process on this host that is running.
     static func isLiveProcessOnThisHost(_ owner: String) -> Bool {
-        guard let pid = localProcessID(owner) else { return false }
-        return kill(pid, 0) == 0 || errno == EPERM
-    }
-
-    /// The pid in `owner` when it names a process on this host.
-    private static func localProcessID(_ owner: String) -> pid_t? {
-        let parts = owner.split(separator: ":")
-        guard parts.count >= 3, let pid = pid_t(parts[parts.count - 2]), pid > 0 else { return nil }
-        let host = parts.dropLast(2).joined(separator: ":")
-        return host == hostName() ? pid : nil
+        ProcessIdentity.isRunning(owner: owner) == true
     }
 }

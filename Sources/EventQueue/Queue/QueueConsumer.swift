@@ -256,7 +256,9 @@ public final class QueueConsumer {
 
     static func makeConsumerID() -> String {
         let random = UInt32.random(in: 0...UInt32.max)
-        return "\(hostName()):\(getpid()):\(String(random, radix: 16))"
+        // The start time lets a later process tell this one from another that reused its pid (ProcessIdentity).
+        let start = ProcessIdentity.ownStartTime.map { "@\($0)" } ?? ""
+        return "\(hostName()):\(getpid()):\(String(random, radix: 16))\(start)"
     }
 
     static func hostName() -> String {

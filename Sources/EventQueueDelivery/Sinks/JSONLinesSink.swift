@@ -1,3 +1,4 @@
+import Dispatch
 import EventQueue
 import Synchronization
 
@@ -11,8 +12,13 @@ import Synchronization
 /// A batch is written with one `write` and then `fsync`ed before any record is reported delivered, so a record
 /// acked (deleted from the queue) is always in the file, even after a power loss. On a pipe or terminal
 /// (`jsonl:-` to stdout) there is nothing to fsync; the line is written before the ack all the same.
+///
+/// The `write` and `fsync` run on the sink's own dispatch queue, never on a Swift concurrency thread: an fsync
+/// blocks for milliseconds, and on a 2-core machine the cooperative pool has two threads (the hazard
+/// `QueueStore`'s executor exists to avoid).
 public final class JSONLinesSink: Sink {
     private let descriptor: Mutex<Int32>
+    private let io = DispatchQueue(label: "eventqueue.jsonl-sink")
     private let ownsDescriptor: Bool
     public let name: String
 
@@ -48,18 +54,28 @@ public final class JSONLinesSink: Sink {
             record.object.serialize(into: &buffer)
             buffer.append(contentsOf: "}\n".utf8)
         }
-        let failure: String? = descriptor.withLock { fd in
-            let written = buffer.withUnsafeBytes { Self.writeAll(fd, $0) }
+        let bytes = buffer
+        let failure: String? = await withCheckedContinuation { continuation in
+            io.async {
+                continuation.resume(returning: self.writeAndSync(bytes))
+            }
+        }
+        if let failure {
+            return DeliveryReport(.retry(reason: "\(name): \(failure)"), for: batch)
+        }
+        return DeliveryReport(.delivered, for: batch)
+    }
+
+    /// Writes `bytes` and fsyncs; on the sink's queue. Returns an error message on failure.
+    private func writeAndSync(_ bytes: [UInt8]) -> String? {
+        descriptor.withLock { fd in
+            let written = bytes.withUnsafeBytes { Self.writeAll(fd, $0) }
             if let written { return written }
             if fsync(fd) != 0, errno != EINVAL, errno != EROFS, errno != ENOTSUP {
                 return "fsync failed: \(String(cString: strerror(errno)))"
             }
             return nil
         }
-        if let failure {
-            return DeliveryReport(.retry(reason: "\(name): \(failure)"), for: batch)
-        }
-        return DeliveryReport(.delivered, for: batch)
     }
 
     /// Writes every byte (handling short writes and EINTR); returns an error message on failure.

@@ -41,6 +41,11 @@ struct Drain: AsyncParsableCommand {
     @Option(name: .customLong("max-attempts"), help: "Failed attempts before a record is dead-lettered.")
     var maxAttempts: Int = 10
 
+    @Option(
+        name: .customLong("max-in-flight"),
+        help: "With --local: batches delivered at once (capped by the sink; jsonl and null take one at a time).")
+    var maxInFlight: Int = DrainOptions.defaultMaxInFlight
+
     @Flag(help: "Print the summary as JSON.")
     var json = false
 
@@ -55,6 +60,7 @@ struct Drain: AsyncParsableCommand {
             OptionRange.problem("--batch-size", batchSize, OptionRange.batchSize),
             OptionRange.problem("--lease-seconds", leaseSeconds, OptionRange.leaseSeconds),
             OptionRange.problem("--max-attempts", maxAttempts, OptionRange.maxAttempts),
+            OptionRange.problem("--max-in-flight", maxInFlight, OptionRange.maxInFlight),
         ]
         if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
     }
@@ -73,8 +79,10 @@ struct Drain: AsyncParsableCommand {
             ).run(wait: wait)
             return
         }
-        guard batchSize >= 1, leaseSeconds >= 1, maxAttempts >= 1 else {
-            throw fail("--batch-size, --lease-seconds and --max-attempts must be at least 1", status: ExitStatus.usage)
+        guard batchSize >= 1, leaseSeconds >= 1, maxAttempts >= 1, maxInFlight >= 1 else {
+            throw fail(
+                "--batch-size, --lease-seconds, --max-attempts and --max-in-flight must be at least 1",
+                status: ExitStatus.usage)
         }
         let spec: SinkSpec
         do {
@@ -99,7 +107,7 @@ struct Drain: AsyncParsableCommand {
             store: store, sink: destination,
             options: DrainOptions(
                 batchSize: batchSize, leaseMilliseconds: OptionRange.leaseMilliseconds(seconds: leaseSeconds),
-                maxAttempts: maxAttempts),
+                maxAttempts: maxAttempts, maxInFlight: maxInFlight),
             logger: logger)
         let summary: DrainSummary
         do {

@@ -43,7 +43,8 @@ struct RemoteDrain {
             case "progress":
                 writeStandardError(
                     "batch \(Self.int(object, "batches")): delivered \(Self.int(object, "delivered")), retried "
-                        + "\(Self.int(object, "retried")), dead \(Self.int(object, "dead"))\n")
+                        + "\(Self.int(object, "retried")), dead \(Self.int(object, "dead")), "
+                        + "in flight \(Self.int(object, "in_flight"))\n")
             case "summary":
                 summary = object
             case "error":

@@ -49,3 +49,29 @@ import Testing
         #expect(try restarted.acquireDrainLock(leaseMilliseconds: 60_000)?.owner == "\(host):1:init")
     }
 }
+
+/// Issue 16, defect 5: a live process on this host keeps its drain lock whatever the clocks say.
+@Suite struct DrainLockClockDisagreementTests {
+    @Test func aLiveLocalHolderKeepsItsLockEvenWhenItLooksExpiredToAClockAhead() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.file("q.db")
+        let host = QueueConsumer.hostName()
+        let live = try QueueConsumer(path: path, consumerID: "\(host):1:init")  // pid 1 always runs
+        let ahead = try QueueConsumer(path: path)
+        defer {
+            live.close()
+            ahead.close()
+        }
+        let now = WallClock.nowMilliseconds()
+        #expect(try live.acquireDrainLock(leaseMilliseconds: 1_000, now: now) == nil)
+        // A daemon whose clock runs 20 minutes ahead sees the lock long expired: it must not take it.
+        let holder = try ahead.acquireDrainLock(leaseMilliseconds: 1_000, now: now + 20 * 60_000)
+        #expect(holder?.owner == "\(host):1:init")
+        // A dead holder's lock is still taken over at once.
+        let dead = try QueueConsumer(path: path, consumerID: "\(host):4194305:gone")
+        defer { dead.close() }
+        try live.releaseDrainLock()
+        #expect(try dead.acquireDrainLock(leaseMilliseconds: 60_000, now: now) == nil)
+        #expect(try ahead.acquireDrainLock(leaseMilliseconds: 1_000, now: now) == nil)
+    }
+}

@@ -1,5 +1,6 @@
 import FakeBraze
 import Foundation
+import Testing
 import EventQueueTestSupport
 
 #if canImport(Glibc)
@@ -205,13 +206,18 @@ enum BrazeFault {
     }
 }
 
-/// Runs `body` with a started fake and always stops it.
+/// Runs `body` with a started fake and always stops it. Every answer takes at least 10 ms (unless the faults
+/// say otherwise), so the daemon's requests really are in flight together (`--max-in-flight`, 16 by default);
+/// afterwards no user may have been in two requests in flight at once.
 func withFakeBraze<T>(
     key: String, faults: FakeBrazeFaults = .none, _ body: (FakeBrazeServer) async throws -> T
 ) async throws -> T {
+    var faults = faults
+    if faults.delayMilliseconds == 0 { faults.delayMilliseconds = 10 }
     let server = try await FakeBrazeServer.start(apiKey: key, configuration: faults)
     do {
         let result = try await body(server)
+        #expect(server.stats().userOverlaps == 0, "a user was in two requests in flight: \(server.stats())")
         try? await server.stop()
         return result
     } catch {

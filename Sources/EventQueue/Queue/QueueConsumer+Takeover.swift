@@ -1,0 +1,57 @@
+extension QueueConsumer {
+    /// Hands back, at once, every record leased by a process that no longer runs on this host (a daemon killed
+    /// with SIGKILL, or one whose pid now belongs to another program), instead of leaving it, and its user's
+    /// later records, until the lease expires. Leases of live processes, and of other hosts, are never touched.
+    /// Returns how many records were released.
+    ///
+    /// Call it while holding the drain lock, so two drainers starting together do not both release and claim.
+    @discardableResult
+    public func releaseLeasesOfDeadProcesses() throws(QueueError) -> Int {
+        let connection = file.connection
+        let owners = try connection.statement(
+            "SELECT DISTINCT lease_owner FROM records WHERE state = 'leased' AND lease_owner IS NOT NULL",
+            operation: "reading lease owners")
+        var dead: [String] = []
+        while try owners.step() {
+            guard let token = owners.text(0) else { continue }
+            // A lease token is `consumerID#sequence`.
+            let owner = String(token.prefix { $0 != "#" })
+            if Self.isDeadProcessOnThisHost(owner) { dead.append(token) }
+        }
+        owners.reset()
+        guard !dead.isEmpty else { return 0 }
+        return try connection.transaction(operation: "releasing the leases of a dead process") {
+            () throws(QueueError) in
+            let release = try connection.statement(
+                """
+                UPDATE records SET state = 'pending', lease_owner = NULL, lease_expires_at_ms = NULL
+                WHERE state = 'leased' AND lease_owner IN (SELECT value FROM json_each(?1))
+                """, operation: "releasing the leases of a dead process")
+            release.bind(1, Self.jsonStrings(dead))
+            try release.run()
+            return connection.changes
+        }
+    }
+
+    /// Strings as a JSON array, for `json_each`.
+    static func jsonStrings(_ strings: [String]) -> String {
+        var text = "["
+        for (offset, string) in strings.enumerated() {
+            if offset > 0 { text += "," }
+            text += "\""
+            for scalar in string.unicodeScalars {
+                switch scalar {
+                case "\"": text += "\\\""
+                case "\\": text += "\\\\"
+                case _ where scalar.value < 0x20:
+                    text +=
+                        "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
+                        + String(scalar.value, radix: 16)
+                default: text.unicodeScalars.append(scalar)
+                }
+            }
+            text += "\""
+        }
+        return text + "]"
+    }
+}

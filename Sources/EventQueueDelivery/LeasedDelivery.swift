@@ -1,0 +1,66 @@
+import EventQueue
+import Logging
+
+/// One batch handed to the sink while its lease (and the drain lock) is renewed every third of the lease, so a
+/// slow destination never lets the lease lapse (which would let the records be claimed, and delivered, twice).
+///
+/// Runs as a child task of the pass; several run at once when `maxInFlight` > 1.
+struct LeasedDelivery: Sendable {
+    var claim: Claim
+    var records: [OutgoingRecord]
+
+    /// What came back: the sink's report, and whether the task was cancelled meanwhile.
+    struct Finished: Sendable {
+        var delivery: LeasedDelivery
+        var report: DeliveryReport
+        var cancelled: Bool
+    }
+
+    func run(
+        sink: any Sink, store: QueueStore, leaseMilliseconds: Int64, logger: Logger
+    ) async -> Finished {
+        let ids = records.map(\.id)
+        let lease = claim.lease
+        let batch = records
+        let interval = max(1, leaseMilliseconds / 3)
+        let report = await withTaskGroup(of: DeliveryReport?.self) { group in
+            group.addTask { await sink.deliver(batch) }
+            group.addTask {
+                while !Task.isCancelled {
+                    do {
+                        try await Task.sleep(for: .milliseconds(interval))
+                    } catch {
+                        return nil  // cancelled: the delivery finished
+                    }
+                    do {
+                        let (held, _) = try await store.withConsumer { consumer throws(QueueError) in
+                            var renewed = lease
+                            let held = try consumer.renew(&renewed, ids: ids, leaseMilliseconds: leaseMilliseconds)
+                            return (held, try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds))
+                        }
+                        logger.debug("renewed the lease", metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
+                        if held < ids.count {
+                            logger.warning(
+                                "lease lapsed for some records in flight; their late results will be discarded",
+                                metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
+                        }
+                    } catch {
+                        // A busy file or a transient I/O error: keep trying at the next tick rather than let the
+                        // lease run out while the sink is still working.
+                        logger.warning("could not renew the lease; retrying", metadata: ["error": "\(error)"])
+                    }
+                }
+                return nil
+            }
+            var report = DeliveryReport()
+            while let next = await group.next() {
+                if let next {
+                    report = next
+                    group.cancelAll()
+                }
+            }
+            return report
+        }
+        return Finished(delivery: self, report: report, cancelled: Task.isCancelled)
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// Watches the `/users/track` requests in flight (received, not yet answered): counts a user present in two
+/// of them at once (which would break per-user order: Braze applies concurrent requests in any order), the
+/// most requests in flight at once, and the most requests started within any 1 s window.
+struct FakeBrazeInFlight: Sendable {
+    /// Users of each request in flight, by request number.
+    private var usersByRequest: [Int: [String]] = [:]
+    /// How many requests in flight carry each user.
+    private var requestsByUser: [String: Int] = [:]
+    /// Start times (seconds, monotonic) of the requests of the last second.
+    private var recentStarts: [Double] = []
+
+    /// Times a request arrived carrying a user already in another request in flight (one per such user).
+    private(set) var userOverlaps = 0
+    private(set) var maxInFlight = 0
+    private(set) var maxRequestsInOneSecond = 0
+
+    mutating func started(request: Int, users: [String], at seconds: Double) {
+        for user in users {
+            if requestsByUser[user, default: 0] > 0 { userOverlaps += 1 }
+            requestsByUser[user, default: 0] += 1
+        }
+        usersByRequest[request] = users
+        maxInFlight = max(maxInFlight, usersByRequest.count)
+        recentStarts.removeAll { $0 <= seconds - 1 }
+        recentStarts.append(seconds)
+        maxRequestsInOneSecond = max(maxRequestsInOneSecond, recentStarts.count)
+    }
+
+    mutating func finished(request: Int) {
+        guard let users = usersByRequest.removeValue(forKey: request) else { return }
+        for user in users {
+            let left = requestsByUser[user, default: 1] - 1
+            requestsByUser[user] = left > 0 ? left : nil
+        }
+    }
+
+    mutating func resetCounters() {
+        userOverlaps = 0
+        maxInFlight = usersByRequest.count
+        maxRequestsInOneSecond = 0
+        recentStarts = []
+    }
+
+    /// The distinct users a request body names (`external_id`, `braze_id`, `user_alias`, `email`, `phone`);
+    /// empty when the body is not JSON.
+    static func users(in body: Data) -> [String] {
+        guard let root = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { return [] }
+        var users = Set<String>()
+        for array in FakeBrazeContract.arrays {
+            for case let object as [String: Any] in root[array] as? [Any] ?? [] {
+                for field in ["external_id", "braze_id", "user_alias", "email", "phone"] {
+                    guard let value = object[field] else { continue }
+                    let text =
+                        (try? JSONSerialization.data(withJSONObject: ["v": value], options: [.sortedKeys]))
+                        .map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
+                    users.insert(field + "=" + text)
+                    break
+                }
+            }
+        }
+        return users.sorted()
+    }
+}
