@@ -37,6 +37,10 @@ public enum SocketDirectory {
             let candidate = current + "/" + component
             var info = stat()
             guard lstat(candidate, &info) == 0 else {
+                if errno == ENOENT || errno == ENOTDIR {
+                    return "the directory \(candidate) does not exist; create it, or pass --socket PATH in an "
+                        + "existing directory"
+                }
                 return "cannot inspect \(candidate): \(String(cString: strerror(errno)))"
             }
             if info.st_mode & S_IFMT == S_IFLNK {

@@ -64,6 +64,9 @@ final class FakeBrazeCore: Sendable {
         var stats = FakeBrazeStats()
         var received: [ReceivedObject] = []
         var inFlight = FakeBrazeInFlight()
+        /// The rate-limit window (epoch seconds / 3) and the requests counted in it, as Braze counts them.
+        var rateWindow = 0
+        var requestsInRateWindow = 0
     }
 
     private let started = ContinuousClock.now
@@ -121,8 +124,14 @@ final class FakeBrazeCore: Sendable {
         let (seconds, attoseconds) = (ContinuousClock.now - started).components
         let now = Double(seconds) + Double(attoseconds) / 1e18
         // Faults are drawn in a fixed order under the lock, so a seed gives the same sequence every run.
-        let (number, faults, drop, reset, rateLimited, serverError) = state.withLock { state in
+        let epochSeconds = Int(Date().timeIntervalSince1970)
+        let (number, remaining, faults, drop, reset, rateLimited, serverError) = state.withLock { state in
             state.stats.requests += 1
+            if state.rateWindow != epochSeconds / 3 {
+                state.rateWindow = epochSeconds / 3
+                state.requestsInRateWindow = 0
+            }
+            state.requestsInRateWindow += 1
             state.inFlight.started(request: state.stats.requests, users: users, at: now)
             let faults = state.faults
             let drop = state.generator.roll(faults.dropConnectionRate)
@@ -133,10 +142,13 @@ final class FakeBrazeCore: Sendable {
                 rateLimited = true
             }
             let serverError = state.generator.roll(faults.serverErrorRate)
-            return (state.stats.requests, faults, drop, reset, rateLimited, serverError)
+            return (
+                state.stats.requests, max(0, Self.rateLimit - state.requestsInRateWindow), faults, drop, reset,
+                rateLimited, serverError
+            )
         }
         var action = answer(
-            number: number, faults: faults, authorization: authorization, contentType: contentType, body: body,
+            number: number, remaining: remaining, resetAt: (epochSeconds / 3 + 1) * 3, faults: faults, authorization: authorization, contentType: contentType, body: body,
             rateLimited: rateLimited, serverError: serverError)
         action.delayMilliseconds = max(0, faults.delayMilliseconds)
         action.request = number
@@ -158,14 +170,16 @@ final class FakeBrazeCore: Sendable {
     }
 
     private func answer(
-        number: Int, faults: FakeBrazeFaults, authorization: String?, contentType: String?, body: Data,
-        rateLimited: Bool, serverError: Bool
+        number: Int, remaining: Int, resetAt: Int, faults: FakeBrazeFaults, authorization: String?,
+        contentType: String?, body: Data, rateLimited: Bool, serverError: Bool
     ) -> FakeBrazeAction {
         let nowSeconds = Int(Date().timeIntervalSince1970)
+        // Per fixed 3-second window, as Braze counts: a count since the start would say "none remaining" for
+        // good after 3,000 requests, and a client that honours it would crawl.
         var headers = [
             ("X-RateLimit-Limit", "\(Self.rateLimit)"),
-            ("X-RateLimit-Remaining", "\(max(0, Self.rateLimit - number))"),
-            ("X-RateLimit-Reset", "\(nowSeconds + 3)"),
+            ("X-RateLimit-Remaining", "\(remaining)"),
+            ("X-RateLimit-Reset", "\(resetAt)"),
         ]
         if let status = faults.hostileStatus {
             let echoed = faults.hostileMessage.replacing("{authorization}", with: authorization ?? "")

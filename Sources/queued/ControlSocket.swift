@@ -59,7 +59,8 @@ struct ControlSocket: Sendable {
         }
         // Never bind in a directory another user controls (issue 13, item 1).
         if let problem = SocketDirectory.problem(socketPath: path, trustedOwners: [getuid()], trustedGroup: getgid()) {
-            throw .socket(path: path, reason: "refused: \(problem)")
+            // A missing directory is not an attack: it gets the same words as a failed bind would.
+            throw .socket(path: path, reason: problem.hasPrefix("the directory ") ? problem : "refused: \(problem)")
         }
         try removeStaleSocket(at: path)
         let listener: NIOAsyncChannel<ControlConnection, Never>

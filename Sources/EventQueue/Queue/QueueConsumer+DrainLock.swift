@@ -32,7 +32,12 @@ extension QueueConsumer {
             if let holder = try readDrainLock(connection), holder.owner != consumerID,
                 Self.isLiveProcessOnThisHost(holder.owner)
             {
-                return holder
+                // Its expiry was stored by another process: callers schedule their next try from it, so keep
+                // it plausible (an expiry at the top of Int64 must not overflow "expiry + 100 ms").
+                return DrainLockHolder(
+                    owner: holder.owner,
+                    expiresAtMilliseconds: min(
+                        max(holder.expiresAtMilliseconds, now), ClockHorizon.latestPlausible(after: now)))
             }
             let take = try connection.statement(
                 """

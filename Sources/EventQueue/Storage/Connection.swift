@@ -160,6 +160,7 @@ final class Connection {
     ) throws(QueueError) -> T {
         try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN", operation: operation)
         do {
+            try reverifySchemaIfChanged()
             let result = try body()
             try execute("COMMIT", operation: operation)
             return result
@@ -167,6 +168,22 @@ final class Connection {
             rollbackQuietly()
             throw error
         }
+    }
+
+    /// How this connection's schema was verified at open (`QueueSchema.verify` or `verifyNames`), and the schema
+    /// cookie it was verified at. `PRAGMA trusted_schema=OFF` cannot be set with this SQLite (see
+    /// `jsonFunctionsAreInnocuous`), so a trigger another group member plants while a long-lived consumer runs
+    /// would otherwise fire inside its next ack. Every transaction reads the cookie (a header field SQLite keeps
+    /// in memory: no I/O) and, when it moved, compares the schema again before any statement of its own runs.
+    /// Inside `BEGIN IMMEDIATE` nobody can change the schema between that check and our statements.
+    var schemaGuard: (check: (Connection) throws(QueueError) -> Void, cookie: Int64)?
+
+    private func reverifySchemaIfChanged() throws(QueueError) {
+        guard let schemaGuard else { return }
+        let cookie = try scalarInt("PRAGMA schema_version", operation: "reading the schema cookie")
+        guard cookie != schemaGuard.cookie else { return }
+        try schemaGuard.check(self)
+        self.schemaGuard = (schemaGuard.check, cookie)
     }
 
     func rollbackQuietly() {

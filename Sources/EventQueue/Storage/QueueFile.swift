@@ -65,11 +65,24 @@ final class QueueFile {
         }
         // Writers and the daemon refuse a file with schema objects EventQueue did not create (a planted trigger
         // runs inside every statement that touches its table), before anything is written.
+        let check: (Connection) throws(QueueError) -> Void
         switch schemaCheck {
         case .names:
-            try QueueSchema.verifyNames(connection, version: Migrations.latestVersion)
+            check = { (connection) throws(QueueError) in
+                try QueueSchema.verifyNames(connection, version: Migrations.latestVersion)
+            }
         case .full:
-            try QueueSchema.verify(connection, version: Migrations.latestVersion)
+            check = { (connection) throws(QueueError) in
+                try QueueSchema.verify(connection, version: Migrations.latestVersion)
+            }
+        }
+        try check(connection)
+        // The schema may change after this open (another group member's `sqlite3`): every transaction compares
+        // again when the schema cookie moved (Connection.schemaGuard).
+        connection.schemaGuard = (
+            check, try connection.scalarInt("PRAGMA schema_version", operation: "reading the schema cookie")
+        )
+        if schemaCheck == .full {
             // A row a foreign writer stored with its checks turned off fails them again on any UPDATE, so the
             // consumer could never lease or dead-letter it, and every claim would fail. The consumer's own
             // updates keep every value in range by construction (StoredRow); the table's checks are for writers.

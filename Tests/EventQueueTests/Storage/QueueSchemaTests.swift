@@ -52,6 +52,28 @@ import Testing
         #expect(try raw.scalar("SELECT count(*) FROM records") == "1")
     }
 
+    /// `trusted_schema=OFF` cannot be set with this SQLite, so a trigger planted while a long-lived consumer (the
+    /// daemon) already runs must not fire either: its next transaction sees the schema cookie move, compares the
+    /// schema again and refuses before any statement of its own runs. Without the re-check the ack below ran the
+    /// planted trigger (the spy table got the payload) and the BEFORE DELETE trigger silently cancelled the ack.
+    @Test func aTriggerPlantedWhileAConsumerRunsNeverFires() throws {
+        let raw = try seeded()
+        let consumer = try QueueConsumer(path: path)
+        defer { consumer.close() }
+        let claim = try consumer.claim(limit: 10, leaseMilliseconds: 60_000)
+        #expect(claim.records.count == 1)
+        try raw.execute("CREATE TABLE spy (x)")
+        try raw.execute("CREATE TRIGGER evil AFTER DELETE ON records BEGIN INSERT INTO spy VALUES (old.payload); END")
+        expectRefused { () throws(QueueError) in _ = try consumer.ack(claim.records.map(\.id), lease: claim.lease) }
+        expectRefused { () throws(QueueError) in _ = try consumer.claim(limit: 10, leaseMilliseconds: 60_000) }
+        #expect(try raw.scalar("SELECT count(*) FROM spy") == "0")
+        #expect(try raw.scalar("SELECT count(*) FROM records") == "1")
+        // Once the planted objects are gone, the same consumer carries on.
+        try raw.execute("DROP TRIGGER evil")
+        try raw.execute("DROP TABLE spy")
+        #expect(try consumer.ack(claim.records.map(\.id), lease: claim.lease) == 1)
+    }
+
     @Test func aViewIsRefusedByWriters() throws {
         let raw = try seeded()
         try raw.execute("CREATE VIEW records_view AS SELECT * FROM records")
