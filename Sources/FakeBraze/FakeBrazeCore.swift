@@ -148,7 +148,8 @@ final class FakeBrazeCore: Sendable {
             )
         }
         var action = answer(
-            number: number, remaining: remaining, resetAt: (epochSeconds / 3 + 1) * 3, faults: faults, authorization: authorization, contentType: contentType, body: body,
+            number: number, remaining: remaining, resetAt: (epochSeconds / 3 + 1) * 3, faults: faults,
+            authorization: authorization, contentType: contentType, body: body,
             rateLimited: rateLimited, serverError: serverError)
         action.delayMilliseconds = max(0, faults.delayMilliseconds)
         action.request = number
