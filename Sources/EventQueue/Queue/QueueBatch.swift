@@ -127,21 +127,12 @@ public final class QueueBatch {
             return .enqueued(id: id)
         }
         statement.reset()
+        // Without a key the insert always inserts; with one, it inserted nothing because the key is known.
         guard let key else {
-            throw QueueError.sqlite(code: 0, message: "a record was not inserted; retry", operation: "enqueueing")
+            throw QueueError.corrupt(
+                path: connection.path, detail: "an insert without an idempotency key inserted nothing")
         }
-        let existing = try connection.statement(
-            """
-            SELECT id FROM records WHERE idempotency_key = ?1
-            UNION ALL SELECT record_id FROM delivered_keys WHERE idempotency_key = ?1
-            LIMIT 1
-            """, operation: "looking up an idempotency key")
-        existing.bind(1, key)
-        defer { existing.reset() }
-        guard try existing.step() else {
-            throw QueueError.busy(path: connection.path, timeoutMilliseconds: 0)
-        }
-        return .alreadyKnown(id: existing.int64(0))
+        return .alreadyKnown(id: try QueueWriter.existingRecordID(forKey: key, connection: connection))
     }
 }
 

@@ -96,6 +96,14 @@ public final class QueueWriter {
             return id
         }
         insert.reset()
+        return try Self.existingRecordID(forKey: key, connection: connection)
+    }
+
+    /// The id of the record (queued, or delivered within the idempotency window) that already holds `key`:
+    /// what a keyed insert returns when it inserted nothing. Called inside the insert's transaction, so the
+    /// lookup cannot miss unless the file's index and table disagree (a damaged file, or one written through
+    /// two hard links).
+    static func existingRecordID(forKey key: String, connection: Connection) throws(QueueError) -> Int64 {
         let existing = try connection.statement(
             """
             SELECT id FROM records WHERE idempotency_key = ?1
@@ -105,10 +113,8 @@ public final class QueueWriter {
         existing.bind(1, key)
         defer { existing.reset() }
         guard try existing.step() else {
-            // In one transaction the insert saw the key and the lookup cannot miss it, unless the file's index and
-            // table disagree (a damaged file, or one written through two hard links).
             throw QueueError.corrupt(
-                path: file.path,
+                path: connection.path,
                 detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\" is in the index "
                     + "but in no record")
         }
