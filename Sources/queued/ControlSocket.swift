@@ -110,7 +110,7 @@ struct ControlSocket: Sendable {
         guard info.st_mode & S_IFMT == S_IFSOCK else {
             throw .socket(path: path, reason: "a file that is not a socket is in the way (it was left untouched)")
         }
-        if someoneIsListening(at: path) {
+        if UnixSocketProbe.someoneAccepts(at: path) {
             throw .socket(
                 path: path,
                 reason: "another daemon is listening on it; stop that one, or give this one another --socket")
@@ -118,25 +118,5 @@ struct ControlSocket: Sendable {
         guard unlink(path) == 0 else {
             throw .socket(path: path, reason: "cannot remove the stale socket: \(String(cString: strerror(errno)))")
         }
-    }
-
-    /// A socket file is stale only if nobody accepts connections on it: connecting tells.
-    private static func someoneIsListening(at path: String) -> Bool {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-        }
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        return connected == 0
     }
 }

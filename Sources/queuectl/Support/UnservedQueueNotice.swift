@@ -44,7 +44,7 @@ enum UnservedQueueNotice {
                 return fields.count >= 8 && fields[3] == "00010000" && fields[7...].joined(separator: " ") == path
             }
         }
-        return connects(to: path)
+        return UnixSocketProbe.someoneAccepts(at: path)
     }
 
     private static func readSocketTable() -> String? {
@@ -60,24 +60,5 @@ enum UnservedQueueNotice {
             bytes.append(contentsOf: chunk.prefix(count))
         }
         return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func connects(to path: String) -> Bool {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return false }
-        defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return false }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-        }
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        return connected == 0
     }
 }
