@@ -18,18 +18,24 @@ import Logging
 ///
 /// Reading guide: `runPass` opens deliveries and waits for them; `settle` is the one place that writes a
 /// batch's outcomes (the ack included) and the one place that reports progress; `Settlement` decides each
-/// record's next state; `PassState` is the pass's state, in one value.
+/// record's next state; `PassState` is the pass's state, in one value. Every reading of the time goes through
+/// `clock` (the wall clock for the file, the monotonic one for waits), so tests advance it instead of sleeping.
 public struct Drainer: Sendable {
     public let store: QueueStore
     public let sink: any Sink
     public let options: DrainOptions
     public let logger: Logger
+    public let clock: any DrainClock
 
-    public init(store: QueueStore, sink: any Sink, options: DrainOptions = DrainOptions(), logger: Logger) {
+    public init(
+        store: QueueStore, sink: any Sink, options: DrainOptions = DrainOptions(), logger: Logger,
+        clock: any DrainClock = SystemDrainClock()
+    ) {
         self.store = store
         self.sink = sink
         self.options = options
         self.logger = logger
+        self.clock = clock
     }
 
     /// Batches handed to the sink at once: the option, capped by what the sink serves.
@@ -53,8 +59,9 @@ public struct Drainer: Sendable {
         shouldStop: @Sendable () -> Bool = { false }
     ) async throws(QueueError) -> DrainSummary {
         let leaseMilliseconds = options.leaseMilliseconds
+        let startedAt = clock.wallMilliseconds()
         let (holder, takenOver) = try await store.withConsumer { consumer throws(QueueError) in
-            if let holder = try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds) {
+            if let holder = try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds, now: startedAt) {
                 return (Optional(holder), 0)
             }
             // A daemon killed on this host left its batches leased: hand them back now rather than after the
@@ -65,7 +72,7 @@ public struct Drainer: Sendable {
             logger.info("another drainer holds the drain lock", metadata: ["owner": "\(holder.owner)"])
             var summary = DrainSummary()
             summary.lockHolder = holder
-            summary.remaining = try await store.stats()
+            summary.remaining = try await store.stats(now: startedAt)
             return summary
         }
         if takenOver > 0 {
@@ -73,7 +80,7 @@ public struct Drainer: Sendable {
                 "released the records leased by a process that no longer runs on this host",
                 metadata: ["records": "\(takenOver)"])
         }
-        var pass = PassState()
+        var pass = PassState(lockRenewedAt: clock.monotonic())
         do {
             try await runPass(&pass, progress: progress, shouldStop: shouldStop)
         } catch {
@@ -84,7 +91,7 @@ public struct Drainer: Sendable {
         try await maintain()
         var summary = pass.summary
         summary.inFlight = 0
-        summary.remaining = try await store.stats(now: pass.lastClaimAt)
+        summary.remaining = try await store.stats(now: pass.lastClaimAt ?? clock.wallMilliseconds())
         logger.info(
             "drain pass finished",
             metadata: [
@@ -106,7 +113,8 @@ public struct Drainer: Sendable {
         /// The last claim found nothing; claim again only once a batch settles (its users may be free now).
         var exhausted = false
         var failedBatchesInARow = 0
-        var lockRenewedAt = ContinuousClock.now
+        /// When the drain lock was last renewed, on the drain clock's monotonic side.
+        var lockRenewedAt: Duration
         /// The delivered records of a batch that settled: acked together with the next claim, in one transaction
         /// (`QueueConsumer.ackAndClaim`), or on their own when no claim follows at once.
         var pendingAck: (ids: [Int64], lease: Lease)?
@@ -121,7 +129,8 @@ public struct Drainer: Sendable {
         _ pass: inout PassState, progress: (@Sendable (DrainSummary) async -> Void)?, shouldStop: @Sendable () -> Bool
     ) async throws(QueueError) {
         let maxInFlight = effectiveMaxInFlight
-        let (sink, store, logger, leaseMilliseconds) = (self.sink, self.store, self.logger, options.leaseMilliseconds)
+        let (sink, store, logger, clock) = (self.sink, self.store, self.logger, self.clock)
+        let leaseMilliseconds = options.leaseMilliseconds
         let failure: QueueError? = await withTaskGroup(of: LeasedDelivery.Finished.self) { group in
             do throws(QueueError) {
                 while true {
@@ -138,7 +147,8 @@ public struct Drainer: Sendable {
                         pass.summary.inFlight += delivery.records.count
                         group.addTask {
                             await delivery.run(
-                                sink: sink, store: store, leaseMilliseconds: leaseMilliseconds, logger: logger)
+                                sink: sink, store: store, leaseMilliseconds: leaseMilliseconds, clock: clock,
+                                logger: logger)
                         }
                     }
                     // No claim follows at once: ack what was delivered now, not with a later claim.
@@ -168,16 +178,17 @@ public struct Drainer: Sendable {
     /// Renews the drain lock once a third of its lease has passed (it is a write transaction: not before every
     /// claim). Deliveries in flight renew it too (`LeasedDelivery`).
     private func renewLockIfDue(_ pass: inout PassState) async throws(QueueError) {
-        guard ContinuousClock.now - pass.lockRenewedAt >= .milliseconds(options.leaseMilliseconds / 3) else { return }
+        guard clock.elapsed(since: pass.lockRenewedAt) >= .milliseconds(options.leaseMilliseconds / 3) else { return }
         let leaseMilliseconds = options.leaseMilliseconds
+        let now = clock.wallMilliseconds()
         if let holder = try await store.withConsumer({ consumer throws(QueueError) in
-            try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds)
+            try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds, now: now)
         }) {
             // Only possible if this pass stalled for longer than the lease and another drainer took over.
             pass.summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
             return
         }
-        pass.lockRenewedAt = ContinuousClock.now
+        pass.lockRenewedAt = clock.monotonic()
     }
 
     /// Claims the next batch (acking the last settled batch's deliveries in the same transaction: `commit`),
@@ -196,9 +207,10 @@ public struct Drainer: Sendable {
                 case .failure(let error): invalid.append((claimed.id, "rejected before delivery: \(error)"))
                 }
             }
+            let now = clock.wallMilliseconds()
             for (id, reason) in invalid {
                 pass.summary.dead += try await store.withConsumer { consumer throws(QueueError) in
-                    try consumer.reject([id], lease: claim.lease, reason: reason)
+                    try consumer.reject([id], lease: claim.lease, reason: reason, now: now)
                 }
             }
             if !outgoing.isEmpty { return LeasedDelivery(claim: claim, records: outgoing) }
@@ -215,7 +227,7 @@ public struct Drainer: Sendable {
     ) async throws(QueueError) -> Claim? {
         let pending = pass.pendingAck
         let leaseMilliseconds = options.leaseMilliseconds
-        let now = WallClock.nowMilliseconds()
+        let now = clock.wallMilliseconds()
         if limit != nil { pass.lastClaimAt = now }
         let (acked, claim) = try await store.withConsumer { consumer throws(QueueError) -> (Int, Claim?) in
             guard let limit else {
@@ -290,25 +302,22 @@ public struct Drainer: Sendable {
         _ settlement: Settlement, lease: Lease, attempts: [Int64: Int]
     ) async throws(QueueError) -> (dead: Int, retried: Int) {
         let (backoff, maxAttempts) = (options.backoff, options.maxAttempts)
-        var waits: [Settlement.RetryGroup: Int64] = [:]
+        let now = clock.wallMilliseconds()
+        var dueTimes: [Settlement.RetryGroup: Int64] = [:]
         for (group, ids) in settlement.retries {
             // Failed attempts so far, from the claimed row: clamped, as the file is input like any other.
             let previous = ids.compactMap { attempts[$0] }.max() ?? 0
             let attempt = previous >= Int(Int32.max) ? Int(Int32.max) : previous + 1
-            // A sink's hint (a Retry-After header) is outside input: keep it within the clock horizon so no
-            // hint can overflow the clock arithmetic or park a record for good.
-            waits[group] = min(
-                max(1, group.afterMilliseconds ?? backoff.delay(attempt: attempt)), Self.longestRetryWait)
+            dueTimes[group] = backoff.dueTime(attempt: attempt, hint: group.afterMilliseconds, now: now)
         }
         return try await store.withConsumer { consumer throws(QueueError) in
-            let now = WallClock.nowMilliseconds()
             var (dead, retried) = (0, 0)
             for (reason, ids) in settlement.rejected {
                 dead += try consumer.reject(ids, lease: lease, reason: reason, now: now)
             }
             for (group, ids) in settlement.retries {
                 let nacked = try consumer.nack(
-                    ids, lease: lease, reason: group.reason, retryAt: now &+ (waits[group] ?? 1),
+                    ids, lease: lease, reason: group.reason, retryAt: dueTimes[group] ?? now &+ 1,
                     countsAsAttempt: group.countsAsAttempt, maxAttempts: maxAttempts, now: now)
                 retried += nacked.retried.count
                 dead += nacked.dead.count
@@ -322,8 +331,9 @@ public struct Drainer: Sendable {
     /// releasing the lock is a write, and a write after the checkpoint would leave a `-wal` behind at rest.
     private func maintain() async throws(QueueError) {
         guard options.maintenanceAfterPass else { return }
+        let now = clock.wallMilliseconds()
         let maintenance = try await store.withConsumer { consumer throws(QueueError) in
-            try consumer.checkpointAndVacuum()
+            try consumer.checkpointAndVacuum(now: now)
         }
         logger.debug(
             "checkpointed and vacuumed",
@@ -335,8 +345,4 @@ public struct Drainer: Sendable {
 
     /// WAL size above which a pass truncates it between batches: 8 MiB, twice the automatic checkpoint's.
     static let walCheckpointThreshold: Int64 = 8 * 1024 * 1024
-
-    /// The longest a record is ever parked by one retry: the clock horizon (15 minutes), because a due time
-    /// further ahead would read as a clock that went back. A longer `Retry-After` is simply asked again.
-    static let longestRetryWait: Int64 = ClockHorizon.longestWaitMilliseconds
 }

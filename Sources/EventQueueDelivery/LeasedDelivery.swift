@@ -17,7 +17,7 @@ struct LeasedDelivery: Sendable {
     }
 
     func run(
-        sink: any Sink, store: QueueStore, leaseMilliseconds: Int64, logger: Logger
+        sink: any Sink, store: QueueStore, leaseMilliseconds: Int64, clock: any DrainClock, logger: Logger
     ) async -> Finished {
         let ids = records.map(\.id)
         let lease = claim.lease
@@ -28,15 +28,17 @@ struct LeasedDelivery: Sendable {
             group.addTask {
                 while !Task.isCancelled {
                     do {
-                        try await Task.sleep(for: .milliseconds(interval))
+                        try await clock.sleep(for: .milliseconds(interval))
                     } catch {
                         return nil  // cancelled: the delivery finished
                     }
                     do {
+                        let now = clock.wallMilliseconds()
                         let (held, _) = try await store.withConsumer { consumer throws(QueueError) in
                             var renewed = lease
-                            let held = try consumer.renew(&renewed, ids: ids, leaseMilliseconds: leaseMilliseconds)
-                            return (held, try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds))
+                            let held = try consumer.renew(
+                                &renewed, ids: ids, leaseMilliseconds: leaseMilliseconds, now: now)
+                            return (held, try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds, now: now))
                         }
                         logger.debug("renewed the lease", metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
                         if held < ids.count {

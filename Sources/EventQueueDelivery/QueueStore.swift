@@ -7,10 +7,16 @@ import EventQueue
 /// and a blocking call there stalls every other task in the process, so all SQLite work runs here instead.
 public final class DedicatedSerialExecutor: SerialExecutor {
     private let queue: DispatchQueue
+    private static let identity = DispatchSpecificKey<ObjectIdentifier>()
 
     public init(label: String) {
         queue = DispatchQueue(label: label)
+        queue.setSpecific(key: Self.identity, value: ObjectIdentifier(self))
     }
+
+    /// Whether the caller runs on this executor's queue: what `QueueStore` promises for every SQLite call, and
+    /// what a test checks, since which thread runs a job is otherwise not observable.
+    public var isCurrent: Bool { DispatchQueue.getSpecific(key: Self.identity) == ObjectIdentifier(self) }
 
     public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
@@ -33,6 +39,9 @@ public actor QueueStore {
     private let consumer: QueueConsumer
 
     public nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Whether the caller runs on the store's own queue (true inside `withConsumer`).
+    nonisolated var runsOnItsQueue: Bool { executor.isCurrent }
     public nonisolated let path: String
 
     public init(path: String, options: QueueOptions = QueueOptions()) throws(QueueError) {

@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueDelivery
 import Logging
 import ServiceLifecycle
 

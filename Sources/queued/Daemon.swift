@@ -45,7 +45,8 @@ struct Daemon {
         }
         let sink = MeasuredSink(baseSink, metrics: metrics)
         let drainer = Drainer(store: store, sink: sink, options: configuration.drainOptions, logger: logger)
-        let coordinator = LaunchCoordinator(drainer: drainer, metrics: metrics, notifier: notifier, logger: logger)
+        let coordinator = LaunchCoordinator(
+            drainer: drainer, observer: DaemonPassObserver(metrics: metrics, notifier: notifier), logger: logger)
         let routes = ControlRoutes(coordinator: coordinator, store: store, sink: sink, metrics: metrics)
 
         let signals = await UnixSignalsSequence(trapping: .sigusr1, .sigterm, .sigint)

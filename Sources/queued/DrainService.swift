@@ -1,10 +1,12 @@
+import EventQueueDelivery
 import Logging
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
 
-/// Runs the launch coordinator under the service group. A graceful shutdown stops claiming at once, waits up
-/// to `shutdownTimeout` for the batch in flight, then cancels it (the drainer releases what it still holds).
+/// Runs the launch coordinator under the service group. The coordinator owns the shutdown sequence
+/// (`LaunchCoordinator.run(until:shutdownTimeout:)`): a graceful shutdown stops claiming at once, waits up to
+/// `shutdownTimeout` for the batches in flight, then cancels them (the drainer releases what it still holds).
 struct DrainService: Service {
     let coordinator: LaunchCoordinator
     let shutdownTimeout: Duration
@@ -12,31 +14,13 @@ struct DrainService: Service {
     let logger: Logger
 
     func run() async throws {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await coordinator.run()
-                return true
-            }
-            group.addTask {
+        let (notifier, logger) = (self.notifier, self.logger)
+        _ = await coordinator.run(
+            until: {
                 try? await gracefulShutdown()
                 notifier.stopping()
                 logger.info("stopping: no new batches will be claimed")
-                coordinator.requestStop()
-                do {
-                    try await Task.sleep(for: shutdownTimeout)
-                } catch {
-                    return false
-                }
-                return false
-            }
-            let passLoopFinished = await group.next() ?? false
-            if !passLoopFinished {
-                logger.warning(
-                    "the batch in flight did not finish within the shutdown timeout; cancelling it and releasing its records"
-                )
-            }
-            group.cancelAll()
-        }
+            }, shutdownTimeout: shutdownTimeout)
     }
 }
 
@@ -56,8 +40,6 @@ struct SignalService: Service {
                 logger.debug("launch by SIGUSR1")
                 coordinator.launch()
             } else {
-                // Keep listening: the group stops services in reverse order, and this one ends when its turn
-                // comes (returning early would count as a service failing).
                 logger.info("stopping on \(signal)")
                 // Keep listening: the group shuts services down in reverse order, and a service that returns
                 // before its turn counts as finished unexpectedly. The sequence ends when our turn comes.
@@ -81,7 +63,7 @@ final class ShutdownTrigger: Sendable {
     }
 }
 
-/// Launches a pass every `interval` (`--drain-interval`), and pings systemd's watchdog when asked to.
+/// Runs `action` every `interval`: a launch (`--drain-interval`) or a ping of systemd's watchdog.
 struct TimerService: Service {
     let interval: Duration
     let action: @Sendable () -> Void

@@ -5,8 +5,8 @@ import Testing
 @testable import EventQueueDelivery
 
 /// A sink that serves many deliveries at once and watches them: which users are in flight, how many batches at
-/// once, and the order each user's records arrive in. Each batch waits for the test to let it go (`gate`), so
-/// the batches are really in flight together.
+/// once, and the order each user's records arrive in. With `holdFirstUntilSecond`, the first delivery waits
+/// until a second one has started, so two batches are in flight together by construction (no timing involved).
 final class ConcurrentWatchingSink: Sink {
     struct Watch: Sendable {
         var usersInFlight: [String: Int] = [:]
@@ -15,6 +15,8 @@ final class ConcurrentWatchingSink: Sink {
         var maxInFlight = 0
         var delivered: [Int64] = []
         var calls = 0
+        /// The first delivery saw a second start while it was held.
+        var secondStartedDuringFirst = false
     }
 
     let name = "watching"
@@ -23,16 +25,37 @@ final class ConcurrentWatchingSink: Sink {
     let watch = Mutex(Watch())
     /// Decides each record's outcome; `call` counts deliveries from 0.
     let outcome: @Sendable (_ call: Int, _ record: OutgoingRecord) -> DeliveryOutcome
-    let delay: Duration
+    let holdFirstUntilSecond: Bool
+    private let secondStarted = Signal()
 
     init(
-        maxConcurrentDeliveries: Int, recordsPerRequest: Int?, delay: Duration = .milliseconds(20),
+        maxConcurrentDeliveries: Int, recordsPerRequest: Int?, holdFirstUntilSecond: Bool = false,
         outcome: @escaping @Sendable (Int, OutgoingRecord) -> DeliveryOutcome = { _, _ in .delivered }
     ) {
         self.maxConcurrentDeliveries = maxConcurrentDeliveries
         self.recordsPerRequest = recordsPerRequest
-        self.delay = delay
+        self.holdFirstUntilSecond = holdFirstUntilSecond
         self.outcome = outcome
+    }
+
+    /// Holds the first delivery until the second starts; a drainer that never opens a second delivery gets it
+    /// back after 30 s (a guard against hanging the suite, not a synchronisation: the test then fails).
+    private func holdUntilSecondStarts() async {
+        let started = secondStarted
+        let arrived = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await started.wait()
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(30))
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        watch.withLock { $0.secondStartedDuringFirst = arrived }
     }
 
     func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {
@@ -47,8 +70,10 @@ final class ConcurrentWatchingSink: Sink {
             watch.calls += 1
             return watch.calls - 1
         }
-        // A round trip: the other deliveries run meanwhile.
-        try? await Task.sleep(for: delay)
+        if holdFirstUntilSecond {
+            if call == 0 { await holdUntilSecondStarts() }
+            if call == 1 { secondStarted.fire() }
+        }
         var outcomes: [Int64: DeliveryOutcome] = [:]
         for record in batch { outcomes[record.id] = outcome(call, record) }
         watch.withLock { watch in
@@ -68,7 +93,8 @@ struct ConcurrentDrainTests {
     @Test func severalBatchesAreInFlightAtOnceWithoutAUserInTwoAndEachUserInOrder() async throws {
         let records = (0..<1_200).map { testEvent("e\($0)", user: "u\($0 % 40)") }
         let ids = try enqueue(records, at: path)
-        let sink = ConcurrentWatchingSink(maxConcurrentDeliveries: 64, recordsPerRequest: 25)
+        let sink = ConcurrentWatchingSink(
+            maxConcurrentDeliveries: 64, recordsPerRequest: 25, holdFirstUntilSecond: true)
         let progress = Locked<[DrainSummary]>([])
         let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 25, maxInFlight: 8))
         let summary = try await drainer.drain(progress: { summary in progress.withLock { $0.append(summary) } })
@@ -78,6 +104,7 @@ struct ConcurrentDrainTests {
         #expect(summary.delivered == 1_200)
         #expect(summary.result == .allDelivered)
         #expect(watch.overlaps == 0, "a user was in two deliveries at once")
+        #expect(watch.secondStartedDuringFirst, "the drainer did not open a second delivery while the first ran")
         #expect(watch.maxInFlight > 1, "the deliveries never overlapped: \(watch.maxInFlight)")
         #expect(watch.maxInFlight <= 8)
         #expect(Set(watch.delivered) == Set(ids))
@@ -112,18 +139,18 @@ struct ConcurrentDrainTests {
             }
             return .delivered
         }
-        var options = DrainOptions(batchSize: 10, maxInFlight: 4)
-        options.backoff = Backoff(baseMilliseconds: 1, capMilliseconds: 1)
-        let drainer = try makeDrainer(path, sink: sink, options: options)
-        var delivered = 0
-        // The retry comes due 1 ms later; a pass or two more deliver the rest of u0.
-        for _ in 0..<20 where delivered < 300 {
-            delivered += try await drainer.drain().delivered
-            try await Task.sleep(for: .milliseconds(2))
-        }
+        let clock = ManualClock()
+        let drainer = try makeDrainer(
+            path, sink: sink, options: DrainOptions(batchSize: 10, maxInFlight: 4), clock: clock)
+        // The clock stands still during a pass: u0's retry is not due within it, and u0's later records wait.
+        let firstPass = try await drainer.drain()
+        clock.advance(by: .milliseconds(1))  // the retry comes due
+        let secondPass = try await drainer.drain()
         await drainer.store.close()
         let watch = sink.watch.withLock { $0 }
-        #expect(delivered == 300)
+        #expect(firstPass.delivered == 270, "every user but u0")
+        #expect(firstPass.retried == 1)
+        #expect(secondPass.delivered == 30, "u0's first record, then the 29 that waited for it")
         #expect(watch.overlaps == 0)
         let u0 = watch.delivered.filter { (ids.firstIndex(of: $0) ?? 1) % 10 == 0 }
         #expect(u0 == u0.sorted(), "u0 delivered out of order: \(u0.prefix(5))")

@@ -97,11 +97,13 @@ struct DrainerTests {
             }
         }
         let backoff = Backoff()  // 1 s ceiling for a first retry
-        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 10, backoff: backoff))
-        let before = WallClock.nowMilliseconds()
-        // One batch only: a retry that drew a 1 ms backoff would otherwise come due, and be claimed, again.
-        let summary = try await drainOnce(drainer, shouldStop: { sink.callCount >= 1 })
-        let after = WallClock.nowMilliseconds()
+        // The clock stands still during the pass: every time written is `now`-based exactly, and a retry that drew
+        // a 1 ms backoff is not due again within the pass.
+        let clock = ManualClock()
+        let now = clock.wallMilliseconds()
+        let drainer = try makeDrainer(
+            path, sink: sink, options: DrainOptions(batchSize: 10, backoff: backoff), clock: clock)
+        let summary = try await drainOnce(drainer)
 
         #expect(sink.batchIDs == [ids])
         #expect(summary.delivered == 2)
@@ -118,7 +120,7 @@ struct DrainerTests {
         #expect(dead.keys.sorted() == [ids[1]])
         #expect(dead[ids[1]]?.lastError == "HTTP 400: external_id is invalid")
         #expect(dead[ids[1]]?.state == .dead)
-        #expect(dead[ids[1]]?.deadAtMilliseconds.map { (before...after).contains($0) } == true)
+        #expect(dead[ids[1]]?.deadAtMilliseconds == now)
 
         let live = try liveRecords(path)
         #expect(live.keys.sorted() == [ids[2], ids[3], ids[4]], "delivered records are deleted")
@@ -133,11 +135,10 @@ struct DrainerTests {
         let ceiling = backoff.ceiling(attempt: 1)
         for id in [ids[2], ids[4]] {
             let next = try #require(live[id]?.nextAttemptAtMilliseconds)
-            #expect(next >= before + 1 && next <= after + ceiling, "next attempt \(next - before) ms out")
+            #expect((now + 1...now + ceiling).contains(next), "next attempt \(next - now) ms out")
         }
         // The sink's own hint wins over the backoff.
-        let hinted = try #require(live[ids[3]]?.nextAttemptAtMilliseconds)
-        #expect(hinted >= before + 30_000 && hinted <= after + 30_000)
+        #expect(live[ids[3]]?.nextAttemptAtMilliseconds == now + 30_000)
     }
 
     @Test func retriesWithoutDeadLettersLeaveRecordsRemaining() async throws {
@@ -163,13 +164,14 @@ struct DrainerTests {
     @Test func retriesUntilDeadAfterExactlyMaxAttempts() async throws {
         let id = try #require(try enqueue([testEvent("flaky", user: "u")], at: path).first)
         let sink = ScriptedSink { _, _ in .retry(reason: "HTTP 503 Service Unavailable") }
-        let options = DrainOptions(maxAttempts: 3, backoff: Backoff(baseMilliseconds: 1, capMilliseconds: 1))
-        let drainer = try makeDrainer(path, sink: sink, options: options)
+        let options = DrainOptions(maxAttempts: 3)  // the default backoff: retry n within 2^(n-1) s
+        let clock = ManualClock()
+        let drainer = try makeDrainer(path, sink: sink, options: options, clock: clock)
         var summaries: [DrainSummary] = []
-        // Due times are the point here: each retry is due 1 ms later, so a short sleep between passes is enough.
-        while try deadRecords(path).isEmpty, summaries.count < 100 {
+        for attempt in 1...3 {
             summaries.append(try await drainer.drain())
-            try await Task.sleep(for: .milliseconds(5))
+            // The retry is due within the backoff's ceiling: move the clock there instead of sleeping.
+            clock.advance(by: .milliseconds(options.backoff.ceiling(attempt: attempt)))
         }
         let afterDeath = try await drainer.drain()
         await drainer.store.close()
@@ -179,9 +181,9 @@ struct DrainerTests {
         let dead = try #require(try deadRecords(path)[id])
         #expect(dead.attempts == 3)
         #expect(dead.lastError == "gave up after 3 attempts: HTTP 503 Service Unavailable")
-        #expect(summaries.map(\.dead).reduce(0, +) == 1)
-        #expect(summaries.map(\.retried).reduce(0, +) == 2)
-        #expect(summaries.last?.result == .someDead)
+        #expect(summaries.map(\.dead) == [0, 0, 1], "one pass per attempt, each finding its retry due")
+        #expect(summaries.map(\.retried) == [1, 1, 0])
+        #expect(summaries.map(\.result) == [.recordsRemain, .recordsRemain, .someDead])
         #expect(afterDeath.batches == 0, "a dead letter is never claimed again")
         #expect(sink.callCount == 3)
         #expect(try liveRecords(path).isEmpty)
@@ -194,27 +196,27 @@ struct DrainerTests {
         }
         // Two attempts would kill the record if rate limits counted; one failed batch ends each pass.
         let options = DrainOptions(maxAttempts: 2, haltAfterFailedBatches: 1)
-        let drainer = try makeDrainer(path, sink: sink, options: options)
-        var summaries: [DrainSummary] = []
-        while try !liveRecords(path).isEmpty, summaries.count < 200 {
-            let summary = try await drainer.drain()
-            summaries.append(summary)
-            if summary.batches > 0, sink.callCount == 1 {
-                let record = try #require(try liveRecords(path)[id])
-                #expect(record.attempts == 0)
-                #expect(record.lastError == "HTTP 429")
-                #expect(summary.result == .recordsRemain)
-                #expect(summary.halt?.kind == .unavailable)
-            }
-            try await Task.sleep(for: .milliseconds(5))
+        let clock = ManualClock()
+        let drainer = try makeDrainer(path, sink: sink, options: options, clock: clock)
+        let first = try await drainer.drain()
+        let record = try #require(try liveRecords(path)[id])
+        #expect(record.attempts == 0)
+        #expect(record.lastError == "HTTP 429")
+        #expect(first.result == .recordsRemain)
+        #expect(first.halt?.kind == .unavailable)
+        var summaries = [first]
+        for _ in 1..<6 {
+            // The hint is 1 ms: the retry is due once the clock has moved that far, not within the pass.
+            clock.advance(by: .milliseconds(1))
+            summaries.append(try await drainer.drain())
         }
         await drainer.store.close()
 
         #expect(sink.ids == Array(repeating: id, count: 6))
         #expect(sink.records.allSatisfy { $0.attempts == 0 })
-        #expect(summaries.map(\.dead).reduce(0, +) == 0)
-        #expect(summaries.map(\.retried).reduce(0, +) == 5)
-        #expect(summaries.map(\.delivered).reduce(0, +) == 1)
+        #expect(summaries.map(\.dead) == [0, 0, 0, 0, 0, 0])
+        #expect(summaries.map(\.retried) == [1, 1, 1, 1, 1, 0])
+        #expect(summaries.map(\.delivered) == [0, 0, 0, 0, 0, 1])
         #expect(try deadRecords(path).isEmpty)
         #expect(try liveRecords(path).isEmpty)
     }
@@ -332,35 +334,42 @@ struct DrainerTests {
 
     // MARK: - Leases
 
+    /// The sink holds its batch while the test moves the clock past the lease three times over: each time a third
+    /// of the lease has passed, the delivery renews it, so a rival claiming after the original expiry finds nothing.
     @Test func leaseIsRenewedWhileASlowSinkWorks() async throws {
         let ids = try enqueue((0..<3).map { testEvent("slow\($0)", user: "user\($0)") }, at: path)
         let entered = Signal()
-        let sink = ScriptedSink(delay: .milliseconds(2_500)) { _, batch in
+        let proceed = Signal()
+        let sink = ScriptedSink { _, batch in
             entered.fire()
+            await proceed.wait()
             return DeliveryReport(.delivered, for: batch)
         }
+        let clock = ManualClock()
+        let claimedAt = clock.wallMilliseconds()
         let options = DrainOptions(batchSize: 10, leaseMilliseconds: 1_000)
-        let drainer = try makeDrainer(path, sink: sink, options: options)
+        let drainer = try makeDrainer(path, sink: sink, options: options, clock: clock)
         async let drained = drainOnce(drainer)
 
         await entered.wait()
-        let start = ContinuousClock.now
+        await clock.waitForSleepers(1)  // the renewal loop waits a third of the lease
         let rival = try QueueConsumer(path: path)
-        // Without renewal the lease (1 s from the claim, just before `start`) would have lapsed by now.
-        try await Task.sleep(until: start + .milliseconds(1_500), clock: .continuous)
-        let first = try rival.claim(limit: 10, leaseMilliseconds: 60_000)
-        try await Task.sleep(until: start + .milliseconds(2_200), clock: .continuous)
-        let second = try rival.claim(limit: 10, leaseMilliseconds: 60_000)
-        let stillLeased = try rival.stats().leased
-        let stillWorking = ContinuousClock.now - start < .milliseconds(2_500)
+        for round in Int64(1)...3 {
+            clock.advance(by: .milliseconds(400))
+            // Back to sleep: the renewal of this round is written.
+            await clock.waitForSleepers(1)
+            // After the claim's own expiry (claimedAt + 1 000), before the renewed one (now + 1 000).
+            let probe = claimedAt + 400 * round + 900
+            let stolen = try rival.claim(limit: 10, leaseMilliseconds: 60_000, now: probe)
+            #expect(
+                stolen.records.isEmpty,
+                "round \(round): claimed \(stolen.records.map(\.id)) at +\(probe - claimedAt) ms")
+            #expect(try rival.stats(now: probe).leased == 3, "round \(round)")
+        }
         rival.close()
+        proceed.fire()
         let summary = try await drained
 
-        #expect(first.records.isEmpty, "claimed at 1.5 s: \(first.records.map(\.id))")
-        #expect(second.records.isEmpty, "claimed at 2.2 s: \(second.records.map(\.id))")
-        if stillWorking {
-            #expect(stillLeased == 3, "the records were still in the sink's hands, under a renewed lease")
-        }
         #expect(sink.batchIDs == [ids])
         #expect(summary.delivered == 3, "every record delivered (acked under the drainer's lease) exactly once")
         #expect(summary.result == .allDelivered)
@@ -384,11 +393,10 @@ struct DrainerTests {
         // Batches of 2, so A's first record and its later ones are never in the same batch: what is tested is
         // that the claims of the same pass skip A while A's first record waits for its retry.
         let options = DrainOptions(batchSize: 2)
-        let queueOptions = QueueOptions(durability: .normal)  // keeps the first pass well inside the 200 ms
+        let clock = ManualClock()
 
-        let first = try makeDrainer(path, sink: sink, options: options, queueOptions: queueOptions)
+        let first = try makeDrainer(path, sink: sink, options: options, clock: clock)
         let firstSummary = try await drainOnce(first)
-        let firstPassEnded = ContinuousClock.now
         let firstPass = sink.batchIDs
         #expect(firstPass == [[userA[0], userB[0]], [userB[1]]])
         #expect(firstSummary.delivered == 2)
@@ -398,8 +406,8 @@ struct DrainerTests {
         #expect(live[userA[0]]?.attempts == 1)
         #expect(live[userA[1]]?.attempts == 0 && live[userA[2]]?.attempts == 0)
 
-        try await Task.sleep(until: firstPassEnded + .milliseconds(250), clock: .continuous)
-        let second = try makeDrainer(path, sink: sink, options: options, queueOptions: queueOptions)
+        clock.advance(by: .milliseconds(200))  // A's retry comes due
+        let second = try makeDrainer(path, sink: sink, options: options, clock: clock)
         let secondSummary = try await drainOnce(second)
         let secondPass = Array(sink.batchIDs.dropFirst(firstPass.count))
         #expect(secondPass.flatMap { $0 } == userA, "A's records, in id order, once its first is due")
@@ -459,11 +467,12 @@ struct DrainerTests {
             let path = directory.queuePath
             try enqueue([testEvent("e", user: "u")], at: path)
             let sink = ScriptedSink { _, _ in .retry(reason: "retry much later", afterMilliseconds: .max) }
-            let summary = try await drainOnce(try makeDrainer(path, sink: sink))
-            let after = WallClock.nowMilliseconds()
-            // Parked, but not for good: the drainer keeps a hint within a day.
+            let clock = ManualClock()
+            let summary = try await drainOnce(try makeDrainer(path, sink: sink, clock: clock))
+            // Parked, but not for good: the drainer keeps a hint within the clock horizon (15 minutes).
             let next = try liveRecords(path).values.first?.nextAttemptAtMilliseconds ?? 0
-            if summary.retried != 1 || summary.dead != 0 || next <= after || next > after + 86_400_000 { exit(3) }
+            let expected = clock.wallMilliseconds() + ClockHorizon.longestWaitMilliseconds
+            if summary.retried != 1 || summary.dead != 0 || next != expected { exit(3) }
         }
     }
 

@@ -74,13 +74,14 @@ func deadRecords(_ path: String) throws -> [Int64: QueuedRecord] {
     return Dictionary(uniqueKeysWithValues: dead.map { ($0.id, $0) })
 }
 
-/// A drainer over a new store for `path`; the caller closes the store.
+/// A drainer over a new store for `path`, on `clock` (the real one unless a test moves time itself); the caller
+/// closes the store.
 func makeDrainer(
     _ path: String, sink: any Sink, options: DrainOptions = DrainOptions(),
-    queueOptions: QueueOptions = QueueOptions()
+    queueOptions: QueueOptions = QueueOptions(), clock: any DrainClock = SystemDrainClock()
 ) throws -> Drainer {
     let store = try QueueStore(path: path, options: queueOptions)
-    return Drainer(store: store, sink: sink, options: options, logger: quietLogger)
+    return Drainer(store: store, sink: sink, options: options, logger: quietLogger, clock: clock)
 }
 
 /// Runs one pass and closes the drainer's store.

@@ -5,29 +5,27 @@ import Synchronization
 
 /// A sink whose answers are decided by a closure, and which records every batch it is handed.
 ///
-/// The script runs as soon as a batch arrives (so it can signal the test, or enqueue more records); the sink then
-/// waits `delay`, if any, before answering, to play a slow destination.
+/// The script runs as soon as a batch arrives and its report is the answer: it can signal the test, enqueue more
+/// records, or play a slow destination by waiting for the test's signal (never for the wall clock).
 final class ScriptedSink: Sink {
     /// Decides the report for one batch; `call` counts batches from 0.
     typealias Script = @Sendable (_ call: Int, _ batch: [OutgoingRecord]) async -> DeliveryReport
 
     let name: String
-    private let delay: Duration?
     private let script: Script
     private let received = Mutex<[[OutgoingRecord]]>([])
 
-    init(name: String = "scripted", delay: Duration? = nil, script: @escaping Script) {
+    init(name: String = "scripted", script: @escaping Script) {
         self.name = name
-        self.delay = delay
         self.script = script
     }
 
     /// A sink that decides each record's outcome on its own; `nil` leaves the record without an outcome.
     convenience init(
-        name: String = "scripted", delay: Duration? = nil,
+        name: String = "scripted",
         outcome: @escaping @Sendable (_ call: Int, _ record: OutgoingRecord) -> DeliveryOutcome?
     ) {
-        self.init(name: name, delay: delay) { call, batch in
+        self.init(name: name) { call, batch in
             var outcomes: [Int64: DeliveryOutcome] = [:]
             for record in batch {
                 if let answer = outcome(call, record) { outcomes[record.id] = answer }
@@ -37,8 +35,8 @@ final class ScriptedSink: Sink {
     }
 
     /// A sink that accepts everything.
-    static func acceptingEverything(delay: Duration? = nil) -> ScriptedSink {
-        ScriptedSink(delay: delay) { _, batch in DeliveryReport(.delivered, for: batch) }
+    static func acceptingEverything() -> ScriptedSink {
+        ScriptedSink { _, batch in DeliveryReport(.delivered, for: batch) }
     }
 
     func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {
@@ -46,9 +44,7 @@ final class ScriptedSink: Sink {
             batches.append(batch)
             return batches.count - 1
         }
-        let report = await script(call, batch)
-        if let delay { try? await Task.sleep(for: delay) }
-        return report
+        return await script(call, batch)
     }
 
     /// Every batch handed to the sink, in order.

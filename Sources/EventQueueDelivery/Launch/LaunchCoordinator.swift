@@ -1,0 +1,231 @@
+import EventQueue
+import Logging
+import Synchronization
+
+/// Turns launches into drain passes, one at a time: the daemon's launch logic, kept apart from its transport
+/// (signals, the control socket, timers, systemd) so that it runs, and is tested, in-process.
+///
+/// - **Coalescing.** Launches (SIGUSR1, `POST /launch`, `--drain-on-start`, the interval, a clock step, retry
+///   timers) start a pass when the coordinator is idle; any number of launches during a pass become exactly one
+///   more pass after it (one pending flag, `DaemonSnapshot.launchPending`).
+/// - **Follow-up passes.** After a pass it schedules the next one for the first retry's due time (or a held drain
+///   lock's expiry, or 5 s after a busy file), on the injected clock: a timer, not polling.
+/// - **Shutdown.** `requestStop()` stops taking launches and makes the pass in flight stop claiming;
+///   `run(until:shutdownTimeout:)` waits for that pass up to the timeout, then cancels it.
+///
+/// The drain lock in the database keeps other processes out; this actor keeps this process to one pass.
+public actor LaunchCoordinator {
+    private let drainer: Drainer
+    private nonisolated let clock: any DrainClock
+    private let observer: any LaunchObserver
+    private nonisolated let logger: Logger
+    /// Wakes the pass loop; what it wakes up for is `launchPending`. One slot: wake-ups never pile up.
+    private let wakeUps: AsyncStream<Void>
+    private nonisolated let wakeUp: AsyncStream<Void>.Continuation
+    private nonisolated let launchPending = Flag()
+    private nonisolated let stopRequested = Flag()
+
+    private var state = DaemonState.idle
+    private var passes = 0
+    private var lastPass: PassRecord?
+    private var nextRetryAt: Int64?
+    private var lastError: String?
+    private var recordsInFlight = 0
+    private var followersOfNextPass: [AsyncStream<PassEvent>.Continuation] = []
+    private var followersOfThisPass: [AsyncStream<PassEvent>.Continuation] = []
+    private var retryTimer: Task<Void, Never>?
+
+    /// `clock` should be the drainer's (`drainer.clock`), so that due times the drainer writes and the timers
+    /// that wait for them agree; it is the default.
+    public init(
+        drainer: Drainer, observer: any LaunchObserver, logger: Logger, clock: (any DrainClock)? = nil
+    ) {
+        self.drainer = drainer
+        self.clock = clock ?? drainer.clock
+        self.observer = observer
+        self.logger = logger
+        (wakeUps, wakeUp) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// Asks for a pass; safe from any context (a signal loop, a timer).
+    public nonisolated func launch() {
+        launchPending.set()
+        wakeUp.yield()
+    }
+
+    /// Asks for a pass and follows it: the events of the next pass to start, ending with its summary.
+    public func launchAndFollow() -> AsyncStream<PassEvent> {
+        let (events, continuation) = AsyncStream.makeStream(of: PassEvent.self)
+        if stopRequested.isSet {
+            continuation.yield(.failed("queued is stopping; no pass will run"))
+            continuation.finish()
+            return events
+        }
+        followersOfNextPass.append(continuation)
+        launch()
+        return events
+    }
+
+    /// Stops taking launches; the pass in flight stops claiming after its current batch.
+    public nonisolated func requestStop() {
+        stopRequested.set()
+        wakeUp.finish()
+    }
+
+    public func snapshot() -> DaemonSnapshot {
+        DaemonSnapshot(
+            state: stopRequested.isSet ? .stopping : state, passes: passes, lastPass: lastPass,
+            nextRetryAtMilliseconds: nextRetryAt, lastError: lastError, inFlight: recordsInFlight,
+            launchPending: launchPending.isSet)
+    }
+
+    /// Runs passes as launches arrive, until `requestStop()` (after the pass in flight) or cancellation.
+    public func run() async {
+        for await _ in wakeUps {
+            if stopRequested.isSet || Task.isCancelled { break }
+            // A wake-up whose launch an earlier pass already took runs nothing.
+            guard launchPending.take() else { continue }
+            await runPass()
+        }
+        retryTimer?.cancel()
+        for follower in followersOfNextPass + followersOfThisPass {
+            follower.yield(.failed("queued stopped before the pass ran"))
+            follower.finish()
+        }
+        followersOfNextPass = []
+        followersOfThisPass = []
+    }
+
+    /// Runs passes until `stop` returns, then stops taking launches (`requestStop`), gives the pass in flight up
+    /// to `shutdownTimeout` (on the clock) to finish its batches, and cancels it if it has not: the drainer then
+    /// applies what the sink reported and releases the rest. Returns whether the pass loop ended in time.
+    public nonisolated func run(
+        until stop: @escaping @Sendable () async -> Void, shutdownTimeout: Duration
+    ) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await self.run()
+                return true
+            }
+            group.addTask {
+                await stop()
+                self.requestStop()
+                try? await self.clock.sleep(for: shutdownTimeout)
+                return false
+            }
+            let passLoopFinished = await group.next() ?? false
+            if !passLoopFinished {
+                logger.warning(
+                    "the batch in flight did not finish within the shutdown timeout; cancelling it and releasing its records"
+                )
+            }
+            group.cancelAll()
+            return passLoopFinished
+        }
+    }
+
+    private func runPass() async {
+        state = .draining
+        passes += 1
+        observer.passStarted(passes)
+        followersOfThisPass = followersOfNextPass
+        followersOfNextPass = []
+        retryTimer?.cancel()
+        retryTimer = nil
+        nextRetryAt = nil
+        let started = clock.wallMilliseconds()
+        let start = clock.monotonic()
+        let stopFlag = self.stopRequested
+        do {
+            let summary = try await drainer.drain(
+                progress: { [weak self] summary in await self?.report(.progress(summary)) },
+                shouldStop: { [stopFlag] in stopFlag.isSet })
+            lastPass = PassRecord(
+                startedAtMilliseconds: started, endedAtMilliseconds: clock.wallMilliseconds(), summary: summary)
+            if let halt = summary.halt { lastError = halt.description }
+            report(.summary(summary))
+            scheduleFollowUp(after: summary)
+            observer.passFinished(summary, duration: clock.elapsed(since: start))
+        } catch {
+            logger.error("drain pass failed", metadata: ["error": "\(error)"])
+            lastError = error.description
+            lastPass = PassRecord(
+                startedAtMilliseconds: started, endedAtMilliseconds: clock.wallMilliseconds(), summary: nil,
+                error: error.description)
+            report(.failed(error.description))
+            if case .busy = error { schedule(at: clock.wallMilliseconds() &+ Self.busyRetryMilliseconds) }
+            observer.passFailed(error, duration: clock.elapsed(since: start))
+        }
+        for follower in followersOfThisPass { follower.finish() }
+        followersOfThisPass = []
+        state = .idle
+    }
+
+    private func report(_ event: PassEvent) {
+        if case .progress(let summary) = event {
+            recordsInFlight = summary.inFlight
+        } else {
+            recordsInFlight = 0
+        }
+        observer.recordsInFlight(recordsInFlight)
+        for follower in followersOfThisPass { follower.yield(event) }
+    }
+
+    /// Records waiting for a retry get a pass when the first comes due; a held lock is tried again when it
+    /// expires; a misconfigured sink waits for the next launch (retrying cannot fix a wrong key).
+    private func scheduleFollowUp(after summary: DrainSummary) {
+        switch summary.result {
+        case .sinkMisconfigured:
+            return
+        case .anotherDrainerRunning:
+            if let holder = summary.lockHolder {
+                // Saturating: the expiry was read from the queue file.
+                schedule(
+                    at: holder.expiresAtMilliseconds.addingReportingOverflow(100).overflow
+                        ? Int64.max : holder.expiresAtMilliseconds + 100)
+            }
+        case .allDelivered, .someDead, .recordsRemain:
+            if let next = summary.remaining?.nextRetryAtMilliseconds { schedule(at: next) }
+        }
+    }
+
+    /// Arms the follow-up timer for wall-clock time `milliseconds`. The wait is measured on the monotonic side
+    /// of the clock once armed; the target is capped at the horizon, so a time written under a clock that went
+    /// back cannot park the daemon.
+    private func schedule(at milliseconds: Int64) {
+        retryTimer?.cancel()
+        nextRetryAt = milliseconds
+        let delay = Self.delay(until: milliseconds, now: clock.wallMilliseconds())
+        retryTimer = Task { [clock, launchPending, wakeUp] in
+            do {
+                try await clock.sleep(for: .milliseconds(delay))
+            } catch {
+                return  // cancelled: a pass started first, or the coordinator stopped
+            }
+            launchPending.set()
+            wakeUp.yield()
+        }
+    }
+
+    /// The wait before a follow-up pass due at wall-clock `target`: at least 50 ms, at most the clock horizon.
+    static func delay(until target: Int64, now: Int64) -> Int64 {
+        let (remaining, overflow) = target.subtractingReportingOverflow(now)
+        if overflow { return target < 0 ? 50 : ClockHorizon.longestWaitMilliseconds }
+        return min(max(50, remaining), ClockHorizon.longestWaitMilliseconds)
+    }
+
+    /// How long a pass that found the file busy waits before the next try.
+    static let busyRetryMilliseconds: Int64 = 5_000
+}
+
+/// A one-way-or-taken flag read from whatever thread: "stop requested", "a launch is pending".
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    var isSet: Bool { value.load(ordering: .acquiring) }
+
+    func set() { value.store(true, ordering: .releasing) }
+
+    /// Clears the flag; returns whether it was set.
+    func take() -> Bool { value.exchange(false, ordering: .acquiringAndReleasing) }
+}

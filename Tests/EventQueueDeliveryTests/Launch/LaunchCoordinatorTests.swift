@@ -1,0 +1,254 @@
+import EventQueue
+import Testing
+
+@testable import EventQueueDelivery
+
+/// The daemon's launch logic, in-process: a real queue file, a scripted sink, and a clock the test moves. Every
+/// wait is for an event (a sink entered, a pass ended, a timer went to sleep), never for the wall clock.
+@Suite(.timeLimit(.minutes(2)))
+struct LaunchCoordinatorTests {
+    let directory = DeliveryScratchDirectory()
+    var path: String { directory.queuePath }
+
+    /// A coordinator over a new drainer for `path`, on `clock`; the caller stops it and closes the store.
+    func makeCoordinator(
+        sink: any Sink, clock: ManualClock, options: DrainOptions = DrainOptions(batchSize: 10)
+    ) throws -> (LaunchCoordinator, PassWatcher, Drainer) {
+        let drainer = try makeDrainer(path, sink: sink, options: options, clock: clock)
+        let watcher = PassWatcher()
+        return (LaunchCoordinator(drainer: drainer, observer: watcher, logger: quietLogger), watcher, drainer)
+    }
+
+    // MARK: - Coalescing
+
+    @Test func manyLaunchesDuringAPassBecomeExactlyOneMorePass() async throws {
+        let ids = try enqueue((0..<3).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
+        let entered = Signal()
+        let proceed = Signal()
+        let sink = ScriptedSink { call, batch in
+            if call == 0 {
+                entered.fire()
+                await proceed.wait()
+            }
+            return DeliveryReport(.delivered, for: batch)
+        }
+        let (coordinator, watcher, drainer) = try makeCoordinator(sink: sink, clock: ManualClock())
+        let loop = Task { await coordinator.run() }
+
+        coordinator.launch()
+        await entered.wait()
+        for _ in 0..<20 { coordinator.launch() }
+        let during = await coordinator.snapshot()
+        #expect(during.state == .draining)
+        #expect(during.passes == 1)
+        #expect(during.launchPending, "the launches wait for the pass in flight")
+
+        proceed.fire()
+        await watcher.waitForPassEnds(2)
+        let after = await coordinator.snapshot()
+        #expect(after.passes == 2, "21 launches, \(after.passes) passes")
+        #expect(!after.launchPending, "no third pass is owed")
+        #expect(after.state == .idle)
+        #expect(sink.batchIDs == [ids], "the second pass found nothing left")
+        #expect(watcher.ends.map { $0?.delivered } == [3, 0])
+
+        coordinator.requestStop()
+        await loop.value
+        await drainer.store.close()
+    }
+
+    @Test func aLaunchWhileIdleStartsAPassAtOnce() async throws {
+        try enqueue([testEvent("e", user: "u")], at: path)
+        let sink = ScriptedSink.acceptingEverything()
+        let (coordinator, watcher, drainer) = try makeCoordinator(sink: sink, clock: ManualClock())
+        let loop = Task { await coordinator.run() }
+        coordinator.launch()
+        await watcher.waitForPassEnds(1)
+        let snapshot = await coordinator.snapshot()
+        #expect(snapshot.passes == 1)
+        #expect(snapshot.lastPass?.summary?.result == .allDelivered)
+        #expect(snapshot.nextRetryAtMilliseconds == nil, "nothing waits for a retry: no follow-up is scheduled")
+        coordinator.requestStop()
+        await loop.value
+        await drainer.store.close()
+    }
+
+    // MARK: - Follow-up passes
+
+    @Test func aFollowUpPassRunsWhenTheFirstRetryComesDue() async throws {
+        let id = try #require(try enqueue([testEvent("e", user: "u")], at: path).first)
+        let sink = ScriptedSink { call, _ in
+            call == 0 ? .retry(reason: "HTTP 503", afterMilliseconds: 30_000) : .delivered
+        }
+        let clock = ManualClock()
+        let start = clock.wallMilliseconds()
+        let (coordinator, watcher, drainer) = try makeCoordinator(sink: sink, clock: clock)
+        let loop = Task { await coordinator.run() }
+
+        coordinator.launch()
+        await watcher.waitForPassEnds(1)
+        let afterFirst = await coordinator.snapshot()
+        #expect(afterFirst.lastPass?.summary?.retried == 1)
+        #expect(afterFirst.nextRetryAtMilliseconds == start + 30_000, "the follow-up is set for the retry's due time")
+
+        await clock.waitForSleepers(1)  // the follow-up timer
+        clock.advance(by: .milliseconds(29_999))
+        #expect(clock.sleepers == 1, "1 ms early: the timer still waits")
+        clock.advance(by: .milliseconds(1))
+        await watcher.waitForPassEnds(2)
+
+        let afterSecond = await coordinator.snapshot()
+        #expect(afterSecond.passes == 2, "no launch but the timer's")
+        #expect(afterSecond.lastPass?.summary?.delivered == 1)
+        #expect(afterSecond.nextRetryAtMilliseconds == nil)
+        #expect(sink.ids == [id, id])
+        #expect(try liveRecords(path).isEmpty)
+
+        coordinator.requestStop()
+        await loop.value
+        await drainer.store.close()
+    }
+
+    @Test func aMisconfiguredSinkGetsNoFollowUpPass() async throws {
+        try enqueue([testEvent("e", user: "u")], at: path)
+        let halt = SinkHalt(kind: .configuration, reason: "HTTP 401: invalid API key")
+        let sink = ScriptedSink { _, _ in DeliveryReport(halt: halt) }
+        let clock = ManualClock()
+        let (coordinator, watcher, drainer) = try makeCoordinator(sink: sink, clock: clock)
+        let loop = Task { await coordinator.run() }
+        coordinator.launch()
+        await watcher.waitForPassEnds(1)
+        let snapshot = await coordinator.snapshot()
+        #expect(snapshot.lastPass?.summary?.result == .sinkMisconfigured)
+        #expect(snapshot.lastError == halt.description)
+        #expect(snapshot.nextRetryAtMilliseconds == nil, "retrying cannot fix a wrong key: wait for a launch")
+        #expect(clock.sleepers == 0, "no timer armed")
+        coordinator.requestStop()
+        await loop.value
+        await drainer.store.close()
+    }
+
+    @Test func theFollowUpWaitStaysWithinTheClockHorizon() {
+        let now: Int64 = 1_800_000_000_000
+        #expect(LaunchCoordinator.delay(until: now + 10, now: now) == 50, "at least 50 ms")
+        #expect(LaunchCoordinator.delay(until: now - 60_000, now: now) == 50, "a past due time: at once")
+        #expect(LaunchCoordinator.delay(until: now + 30_000, now: now) == 30_000)
+        #expect(
+            LaunchCoordinator.delay(until: now + 3_600_000, now: now) == ClockHorizon.longestWaitMilliseconds,
+            "a time written under a clock that went back cannot park the daemon")
+        #expect(LaunchCoordinator.delay(until: .max, now: -5) == ClockHorizon.longestWaitMilliseconds)
+        #expect(LaunchCoordinator.delay(until: .min, now: 5) == 50)
+    }
+
+    // MARK: - drain --wait
+
+    @Test func aFollowerSeesEveryBatchsProgressThenTheSummary() async throws {
+        try enqueue((0..<5).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
+        let sink = ScriptedSink.acceptingEverything()
+        let (coordinator, _, drainer) = try makeCoordinator(
+            sink: sink, clock: ManualClock(), options: DrainOptions(batchSize: 2))
+        let loop = Task { await coordinator.run() }
+
+        var seen: [String] = []
+        for await event in await coordinator.launchAndFollow() {
+            switch event {
+            case .progress(let summary): seen.append("progress \(summary.batches): delivered \(summary.delivered)")
+            case .summary(let summary): seen.append("summary: delivered \(summary.delivered), \(summary.result)")
+            case .failed(let message): seen.append("failed: \(message)")
+            }
+        }
+        #expect(
+            seen == [
+                "progress 1: delivered 2", "progress 2: delivered 4", "progress 3: delivered 5",
+                "summary: delivered 5, allDelivered",
+            ])
+        #expect(await coordinator.snapshot().inFlight == 0)
+
+        coordinator.requestStop()
+        await loop.value
+        await drainer.store.close()
+    }
+
+    @Test func aFollowerIsToldWhenNoPassWillRun() async throws {
+        let (coordinator, watcher, drainer) = try makeCoordinator(
+            sink: ScriptedSink.acceptingEverything(), clock: ManualClock())
+        let loop = Task { await coordinator.run() }
+        coordinator.requestStop()
+        await loop.value
+        var messages: [String] = []
+        for await event in await coordinator.launchAndFollow() {
+            if case .failed(let message) = event { messages.append(message) }
+        }
+        #expect(messages == ["queued is stopping; no pass will run"])
+        #expect(watcher.ends.isEmpty)
+        #expect(await coordinator.snapshot().state == .stopping)
+        await drainer.store.close()
+    }
+
+    // MARK: - Shutdown
+
+    @Test func shutdownStopsClaimingAndWaitsForTheBatchInFlight() async throws {
+        let ids = try enqueue((0..<4).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
+        let entered = Signal()
+        let proceed = Signal()
+        let sink = ScriptedSink { call, batch in
+            if call == 0 {
+                entered.fire()
+                await proceed.wait()
+            }
+            return DeliveryReport(.delivered, for: batch)
+        }
+        let clock = ManualClock()
+        let (coordinator, _, drainer) = try makeCoordinator(
+            sink: sink, clock: clock, options: DrainOptions(batchSize: 2))
+        let stop = Signal()
+        let run = Task { await coordinator.run(until: { await stop.wait() }, shutdownTimeout: .seconds(30)) }
+
+        coordinator.launch()
+        await entered.wait()
+        stop.fire()
+        await clock.waitForSleepers(2)  // the lease renewal, and the shutdown timeout: the stop has begun
+        #expect(await coordinator.snapshot().state == .stopping)
+        proceed.fire()
+        let finishedInTime = await run.value
+
+        #expect(finishedInTime)
+        #expect(sink.batchIDs == [Array(ids.prefix(2))], "no claim after the stop")
+        #expect(clock.sleepers == 0, "the timeout's wait ended with the pass")
+        let live = try liveRecords(path)
+        #expect(live.keys.sorted() == Array(ids.dropFirst(2)), "the batch in flight was delivered and acked")
+        #expect(live.values.allSatisfy { $0.state == .pending && $0.attempts == 0 })
+        await drainer.store.close()
+    }
+
+    @Test func shutdownCancelsAPassThatOutlivesTheTimeoutAndReleasesItsRecords() async throws {
+        let ids = try enqueue((0..<4).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
+        let entered = Signal()
+        let never = Signal()
+        let sink = ScriptedSink { _, batch in
+            entered.fire()
+            await never.wait()  // returns only when the delivery is cancelled
+            return Task.isCancelled ? DeliveryReport() : DeliveryReport(.delivered, for: batch)
+        }
+        let clock = ManualClock()
+        let (coordinator, _, drainer) = try makeCoordinator(
+            sink: sink, clock: clock, options: DrainOptions(batchSize: 2))
+        let stop = Signal()
+        let run = Task { await coordinator.run(until: { await stop.wait() }, shutdownTimeout: .seconds(30)) }
+
+        coordinator.launch()
+        await entered.wait()
+        stop.fire()
+        await clock.waitForSleepers(2)
+        clock.advance(by: .seconds(30))
+        let finishedInTime = await run.value
+
+        #expect(!finishedInTime)
+        #expect(sink.batchIDs == [Array(ids.prefix(2))])
+        let live = try liveRecords(path)
+        #expect(live.keys.sorted() == ids, "nothing delivered, nothing lost")
+        #expect(live.values.allSatisfy { $0.state == .pending }, "released, not left leased")
+        #expect(live.values.allSatisfy { $0.attempts == 0 }, "a shutdown is not the record's fault")
+        await drainer.store.close()
+    }
+}
