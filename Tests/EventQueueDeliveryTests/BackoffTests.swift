@@ -1,3 +1,4 @@
+import EventQueue
 import Testing
 
 @testable import EventQueueDelivery
@@ -81,5 +82,22 @@ import Testing
         for attempt in [1, 2, 10, 1_000] {
             #expect(backoff.delay(attempt: attempt, using: &generator) == 1)
         }
+    }
+
+    /// Due times count from the `now` the drain loop passes (its injected clock's), so a test that advances that
+    /// clock by the ceiling finds the record due; a sink's hint wins, kept within 1 ms and the clock horizon.
+    @Test func dueTimesCountFromTheGivenNowAndStayWithinTheHorizon() {
+        let backoff = Backoff()
+        let now: Int64 = 1_800_000_000_000
+        var generator = SeededGenerator(seed: 11)
+        for attempt in 1...12 {
+            let due = backoff.dueTime(attempt: attempt, hint: nil, now: now, using: &generator)
+            #expect((now + 1...now + backoff.ceiling(attempt: attempt)).contains(due), "attempt \(attempt)")
+        }
+        #expect(backoff.dueTime(attempt: 1, hint: 30_000, now: now) == now + 30_000, "the sink's hint wins")
+        #expect(backoff.dueTime(attempt: 1, hint: 0, now: now) == now + 1)
+        #expect(backoff.dueTime(attempt: 1, hint: -5_000, now: now) == now + 1)
+        #expect(backoff.dueTime(attempt: 1, hint: .max, now: now) == now + ClockHorizon.longestWaitMilliseconds)
+        #expect(Backoff.longestWaitMilliseconds == ClockHorizon.longestWaitMilliseconds)
     }
 }
