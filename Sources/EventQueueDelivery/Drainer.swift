@@ -58,15 +58,17 @@ public struct Drainer: Sendable {
         progress: (@Sendable (DrainSummary) async -> Void)? = nil,
         shouldStop: @Sendable () -> Bool = { false }
     ) async throws(QueueError) -> DrainSummary {
-        let leaseMilliseconds = options.leaseMilliseconds
-        let startedAt = clock.wallMilliseconds()
-        let (holder, takenOver) = try await store.withConsumer { consumer throws(QueueError) in
-            if let holder = try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds, now: startedAt) {
-                return (Optional(holder), 0)
+        let (leaseMilliseconds, clock) = (options.leaseMilliseconds, self.clock)
+        // The clock is read on the store's executor, just before the statement: a wait for the executor must not
+        // shorten the lease or the lock it writes. The same holds for every other `now` below.
+        let (holder, takenOver, startedAt) = try await store.withConsumer { consumer throws(QueueError) in
+            let now = clock.wallMilliseconds()
+            if let holder = try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds, now: now) {
+                return (Optional(holder), 0, now)
             }
             // A daemon killed on this host left its batches leased: hand them back now rather than after the
             // lease (a minute by default); those users' later records wait for them.
-            return (nil, try consumer.releaseLeasesOfDeadProcesses())
+            return (nil, try consumer.releaseLeasesOfDeadProcesses(), now)
         }
         if let holder {
             logger.info("another drainer holds the drain lock", metadata: ["owner": "\(holder.owner)"])
@@ -179,10 +181,9 @@ public struct Drainer: Sendable {
     /// claim). Deliveries in flight renew it too (`LeasedDelivery`).
     private func renewLockIfDue(_ pass: inout PassState) async throws(QueueError) {
         guard clock.elapsed(since: pass.lockRenewedAt) >= .milliseconds(options.leaseMilliseconds / 3) else { return }
-        let leaseMilliseconds = options.leaseMilliseconds
-        let now = clock.wallMilliseconds()
+        let (leaseMilliseconds, clock) = (options.leaseMilliseconds, self.clock)
         if let holder = try await store.withConsumer({ consumer throws(QueueError) in
-            try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds, now: now)
+            try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds, now: clock.wallMilliseconds())
         }) {
             // Only possible if this pass stalled for longer than the lease and another drainer took over.
             pass.summary.halt = SinkHalt(kind: .unavailable, reason: "lost the drain lock to \(holder.owner)")
@@ -207,10 +208,10 @@ public struct Drainer: Sendable {
                 case .failure(let error): invalid.append((claimed.id, "rejected before delivery: \(error)"))
                 }
             }
-            let now = clock.wallMilliseconds()
+            let clock = self.clock
             for (id, reason) in invalid {
                 pass.summary.dead += try await store.withConsumer { consumer throws(QueueError) in
-                    try consumer.reject([id], lease: claim.lease, reason: reason, now: now)
+                    try consumer.reject([id], lease: claim.lease, reason: reason, now: clock.wallMilliseconds())
                 }
             }
             if !outgoing.isEmpty { return LeasedDelivery(claim: claim, records: outgoing) }
@@ -226,21 +227,22 @@ public struct Drainer: Sendable {
         _ pass: inout PassState, claiming limit: Int? = nil, progress: (@Sendable (DrainSummary) async -> Void)?
     ) async throws(QueueError) -> Claim? {
         let pending = pass.pendingAck
-        let leaseMilliseconds = options.leaseMilliseconds
-        let now = clock.wallMilliseconds()
-        if limit != nil { pass.lastClaimAt = now }
-        let (acked, claim) = try await store.withConsumer { consumer throws(QueueError) -> (Int, Claim?) in
+        let (leaseMilliseconds, clock) = (options.leaseMilliseconds, self.clock)
+        let (acked, claim, now) = try await store.withConsumer {
+            consumer throws(QueueError) -> (Int, Claim?, Int64) in
+            let now = clock.wallMilliseconds()
             guard let limit else {
-                guard let pending else { return (0, nil) }
-                return (try consumer.ack(pending.ids, lease: pending.lease, now: now), nil)
+                guard let pending else { return (0, nil, now) }
+                return (try consumer.ack(pending.ids, lease: pending.lease, now: now), nil, now)
             }
             guard let pending else {
-                return (0, try consumer.claim(limit: limit, leaseMilliseconds: leaseMilliseconds, now: now))
+                return (0, try consumer.claim(limit: limit, leaseMilliseconds: leaseMilliseconds, now: now), now)
             }
             let result = try consumer.ackAndClaim(
                 pending.ids, lease: pending.lease, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now)
-            return (result.acked, result.next)
+            return (result.acked, result.next, now)
         }
+        if limit != nil { pass.lastClaimAt = now }
         pass.pendingAck = nil
         pass.summary.delivered += acked
         if let pending, acked < pending.ids.count {
@@ -301,23 +303,23 @@ public struct Drainer: Sendable {
     private func write(
         _ settlement: Settlement, lease: Lease, attempts: [Int64: Int]
     ) async throws(QueueError) -> (dead: Int, retried: Int) {
-        let (backoff, maxAttempts) = (options.backoff, options.maxAttempts)
-        let now = clock.wallMilliseconds()
-        var dueTimes: [Settlement.RetryGroup: Int64] = [:]
+        let (backoff, maxAttempts, clock) = (options.backoff, options.maxAttempts, self.clock)
+        var attemptOf: [Settlement.RetryGroup: Int] = [:]
         for (group, ids) in settlement.retries {
             // Failed attempts so far, from the claimed row: clamped, as the file is input like any other.
             let previous = ids.compactMap { attempts[$0] }.max() ?? 0
-            let attempt = previous >= Int(Int32.max) ? Int(Int32.max) : previous + 1
-            dueTimes[group] = backoff.dueTime(attempt: attempt, hint: group.afterMilliseconds, now: now)
+            attemptOf[group] = previous >= Int(Int32.max) ? Int(Int32.max) : previous + 1
         }
         return try await store.withConsumer { consumer throws(QueueError) in
+            let now = clock.wallMilliseconds()
             var (dead, retried) = (0, 0)
             for (reason, ids) in settlement.rejected {
                 dead += try consumer.reject(ids, lease: lease, reason: reason, now: now)
             }
             for (group, ids) in settlement.retries {
                 let nacked = try consumer.nack(
-                    ids, lease: lease, reason: group.reason, retryAt: dueTimes[group] ?? now &+ 1,
+                    ids, lease: lease, reason: group.reason,
+                    retryAt: backoff.dueTime(attempt: attemptOf[group] ?? 1, hint: group.afterMilliseconds, now: now),
                     countsAsAttempt: group.countsAsAttempt, maxAttempts: maxAttempts, now: now)
                 retried += nacked.retried.count
                 dead += nacked.dead.count
@@ -331,9 +333,9 @@ public struct Drainer: Sendable {
     /// releasing the lock is a write, and a write after the checkpoint would leave a `-wal` behind at rest.
     private func maintain() async throws(QueueError) {
         guard options.maintenanceAfterPass else { return }
-        let now = clock.wallMilliseconds()
+        let clock = self.clock
         let maintenance = try await store.withConsumer { consumer throws(QueueError) in
-            try consumer.checkpointAndVacuum(now: now)
+            try consumer.checkpointAndVacuum(now: clock.wallMilliseconds())
         }
         logger.debug(
             "checkpointed and vacuumed",

@@ -33,8 +33,9 @@ struct LeasedDelivery: Sendable {
                         return nil  // cancelled: the delivery finished
                     }
                     do {
-                        let now = clock.wallMilliseconds()
                         let (held, _) = try await store.withConsumer { consumer throws(QueueError) in
+                            // Read on the store's executor: a wait for it must not shorten the renewed lease.
+                            let now = clock.wallMilliseconds()
                             var renewed = lease
                             let held = try consumer.renew(
                                 &renewed, ids: ids, leaseMilliseconds: leaseMilliseconds, now: now)
