@@ -40,7 +40,6 @@ extension RecordValidator {
         return user
     }
 
-
     /// One attribute of an attributes object: a standard profile field or a custom attribute.
     static func checkAttribute(key: String, value: JSONValue) throws(ValidationError) {
         switch Key(key) {
@@ -160,11 +159,7 @@ extension RecordValidator {
                 try checkOperation(operation, in: object, attribute: key)
             } else {
                 var bound = 0
-                do throws(ValidationError) {
-                    try checkNested(value, bound: &bound)
-                } catch {
-                    throw error.under(key)
-                }
+                try checkNested(value, bound: &bound, under: key)
                 try checkSize(object, bound: bound, limit: maxNestedAttributeBytes, field: key)
             }
         }

@@ -91,7 +91,6 @@ extension RecordValidator {
         }
     }
 
-
     /// At most 255 characters, exactly one `@`, a non-empty local part, a domain with a dot not at either end,
     /// no whitespace or control characters.
     static func checkEmail(_ email: String, field: String) throws(ValidationError) {

@@ -52,7 +52,6 @@ extension RecordValidator {
         return string.unicodeScalars.count
     }
 
-
     /// Serializes `object` to measure it, but only when `bound` (from `checkNested`) says it might be too large.
     static func checkSize(_ object: JSONObject, bound: Int, limit: Int, field: String) throws(ValidationError) {
         guard bound > limit else { return }

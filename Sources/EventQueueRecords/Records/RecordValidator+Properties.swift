@@ -18,11 +18,7 @@ extension RecordValidator {
                     field: "properties." + key, rule: "is reserved by Braze (time and event_name cannot be properties)")
             }
             bound &+= 6 &* key.utf8.count &+ 4
-            do throws(ValidationError) {
-                try checkNested(member.value, bound: &bound)
-            } catch {
-                throw error.under("properties." + key)
-            }
+            try checkNested(member.value, bound: &bound, under: "properties." + key)
         }
         try checkSize(properties, bound: bound, limit: maxPropertiesBytes, field: "properties")
     }
@@ -52,11 +48,7 @@ extension RecordValidator {
             bound &+= 2
             for index in items.indices {
                 bound &+= 1
-                do throws(ValidationError) {
-                    try checkNested(items[index], bound: &bound)
-                } catch {
-                    throw error.under("[\(index)]")
-                }
+                try checkNested(items[index], bound: &bound, under: "[\(index)]")
             }
         case .object(let object):
             bound &+= 2
@@ -64,12 +56,20 @@ extension RecordValidator {
                 let key = member.key
                 try checkName(key, path: ".", emptyKeyField: "", noun: "key")
                 bound &+= 6 &* key.utf8.count &+ 4
-                do throws(ValidationError) {
-                    try checkNested(member.value, bound: &bound)
-                } catch {
-                    throw error.under("." + key)
-                }
+                try checkNested(member.value, bound: &bound, under: "." + key)
             }
+        }
+    }
+
+    /// `checkNested` of a value at `path` (relative to the caller's own path, or absolute), with errors put under
+    /// that path; the path is only built when there is an error.
+    static func checkNested(
+        _ value: JSONValue, bound: inout Int, under path: @autoclosure () -> String
+    ) throws(ValidationError) {
+        do throws(ValidationError) {
+            try checkNested(value, bound: &bound)
+        } catch {
+            throw error.under(path())
         }
     }
 
