@@ -1,4 +1,5 @@
-/// How the rules show what they found in an error message: control characters, quoted values, lists of keys.
+/// Control characters (refused in names and identifiers, escaped in messages) and how a rule shows what it found:
+/// quoted values, described characters, lists of keys.
 extension RecordValidator {
     /// `a`, `a and b`, `a, b and c`.
     static func list(_ items: [String]) -> String {

@@ -1,4 +1,5 @@
-/// `properties` of events and purchases, and the values nested in them or in custom attributes.
+/// `properties` of events and purchases, the values nested in them or in custom attributes, and the one rule for
+/// the names a writer chooses (property names, attribute names, nested keys).
 extension RecordValidator {
     /// `properties` of an event or purchase.
     static func checkProperties(_ value: JSONValue) throws(ValidationError) {

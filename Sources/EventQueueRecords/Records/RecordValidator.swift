@@ -15,9 +15,9 @@
 /// record names, then each member in the order written, then the required fields that are missing.
 ///
 /// The rules are spread over one file per concern: the user (`+Identity`), events and purchases
-/// (`+EventsAndPurchases`), attributes and standard profile fields (`+Attributes`), `properties` and nested
-/// values (`+Properties`), the limits (`+Limits`), the member names the rules know (`+Key`) and how values are
-/// shown in error messages (`+Messages`).
+/// (`+EventsAndPurchases`), attributes and standard profile fields (`+Attributes`), `properties`, nested values
+/// and the one rule for names a writer chooses (`+Properties`), the limits (`+Limits`), the member names the
+/// rules know (`+Key`), and control characters and how values are shown in error messages (`+Messages`).
 public enum RecordValidator {
     /// Checks a Braze object of the given kind; returns the one user it names. Throws the first rule broken.
     ///
