@@ -4,7 +4,8 @@ import PackageDescription
 let package = Package(
     name: "EventQueue",
     products: [
-        // What an extension-side writer links: SQLite and nothing else.
+        // What an extension-side writer links: the record model (EventQueueRecords, re-exported) and SQLite, nothing
+        // else.
         .library(name: "EventQueue", targets: ["EventQueue"]),
         // Sinks and the drain loop: what a consumer (queuectl drain --local, the daemon) links.
         .library(name: "EventQueueDelivery", targets: ["EventQueueDelivery"]),
