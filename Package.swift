@@ -4,7 +4,8 @@ import PackageDescription
 let package = Package(
     name: "EventQueue",
     products: [
-        // What an extension-side writer links: SQLite and nothing else.
+        // What an extension-side writer links: the record model (EventQueueRecords, re-exported) and SQLite, nothing
+        // else.
         .library(name: "EventQueue", targets: ["EventQueue"]),
         // Sinks and the drain loop: what a consumer (queuectl drain --local, the daemon) links.
         .library(name: "EventQueueDelivery", targets: ["EventQueueDelivery"]),
@@ -42,9 +43,12 @@ let package = Package(
             dependencies: ["EmbedMigrations"],
             path: "Sources/EmbedMigrationsPlugin"
         ),
+        // The record model: JSON, Braze records and their rules, ISO 8601 time. Standard library and Glibc only,
+        // so that the fuzz harness (scripts/fuzz) builds it alone; `EventQueue` re-exports it to writers.
+        .target(name: "EventQueueRecords"),
         .target(
             name: "EventQueue",
-            dependencies: ["CSQLite"],
+            dependencies: ["EventQueueRecords", "CSQLite"],
             plugins: ["EmbedMigrationsPlugin"]
         ),
         .target(
@@ -136,6 +140,10 @@ let package = Package(
         ),
         // Helpers the test targets share: temporary directories, running the built binaries.
         .target(name: "EventQueueTestSupport", path: "Tests/EventQueueTestSupport"),
+        .testTarget(
+            name: "EventQueueRecordsTests",
+            dependencies: ["EventQueueRecords"]
+        ),
         .testTarget(
             name: "EventQueueTests",
             dependencies: ["EventQueue", "CSQLite", "EventQueueTestSupport"]

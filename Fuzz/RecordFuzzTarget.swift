@@ -1,6 +1,6 @@
-// The libFuzzer entry point for the NDJSON record path. Built only by scripts/fuzz, which compiles it into the
-// EventQueue module together with the library's JSON, Records and Time sources and
-// Tests/EventQueueTests/Records/HostileInputOracle.swift (the invariants the unit tests check too).
+// The libFuzzer entry point for the NDJSON record path. Built only by scripts/fuzz, which compiles it with
+// Tests/EventQueueRecordsTests/Records/HostileInputOracle.swift (the invariants the unit tests check too) against
+// the EventQueueRecords module, the package's target built with fuzzer instrumentation.
 #if canImport(Glibc)
     import Glibc
 #endif

@@ -36,10 +36,8 @@ public struct OutgoingRecord: Sendable, Hashable {
         guard var object = value.objectValue else {
             return .failure(ValidationError(field: "payload", rule: "must be a JSON object"))
         }
-        if claimed.kind != .attribute, object["time"] == nil {
-            // Foreign writers may leave `time` out; the record's enqueue time is the interaction time.
-            object["time"] = .string(ISO8601.format(unixMilliseconds: claimed.createdAtMilliseconds))
-        }
+        // Foreign writers may leave `time` out; the record's enqueue time is the interaction time.
+        RecordEncoder.fillInTime(&object, kind: claimed.kind, enqueuedAtMilliseconds: claimed.createdAtMilliseconds)
         do {
             _ = try RecordValidator.validate(kind: claimed.kind, object: object)
         } catch {

@@ -33,7 +33,7 @@ public final class QueueBatch {
     /// Checks and appends one record (as `QueueWriter.enqueue`). A rule broken throws `invalidRecord`; the caller
     /// decides whether that ends the batch.
     public func enqueue(_ record: Record) throws(QueueError) -> BatchOutcome {
-        let encoded = try RecordEncoder.encode(record, now: now)
+        let encoded = try QueueWriter.encode(record, now: now)
         return try insert(
             kind: encoded.kind, payload: encoded.payload, key: encoded.idempotencyKey, deadReason: nil)
     }

@@ -432,9 +432,7 @@ private struct Copier {
     /// The payload parses to an object that passes Braze's rules (with `time` filled in as the consumer does).
     private static func isValid(_ payload: String, kind: RecordKind, createdAt: Int64) -> Bool {
         guard var object = (try? JSONValue.parse(payload))?.objectValue else { return false }
-        if kind != .attribute, object["time"] == nil {
-            object["time"] = .string(ISO8601.format(unixMilliseconds: createdAt))
-        }
+        RecordEncoder.fillInTime(&object, kind: kind, enqueuedAtMilliseconds: createdAt)
         return (try? RecordValidator.validate(kind: kind, object: object)) != nil
     }
 

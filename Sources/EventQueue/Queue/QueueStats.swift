@@ -12,20 +12,3 @@ public struct QueueStats: Sendable, Hashable {
     public var walBytes: Int64
     public var schemaVersion: Int
 }
-
-/// A record as `queuectl peek` and `queuectl dead list` show it.
-public struct QueuedRecord: Sendable, Hashable {
-    public enum State: String, Sendable, Hashable {
-        case pending, leased, dead
-    }
-
-    public var id: Int64
-    public var kind: RecordKind
-    public var state: State
-    public var payload: String
-    public var attempts: Int
-    public var createdAtMilliseconds: Int64
-    public var nextAttemptAtMilliseconds: Int64
-    public var lastError: String?
-    public var deadAtMilliseconds: Int64?
-}

@@ -20,7 +20,7 @@ public final class QueueWriter {
     /// dead, or delivered recently) nothing is written and the existing record's id is returned.
     @discardableResult
     public func enqueue(_ record: Record) throws(QueueError) -> Int64 {
-        let encoded = try RecordEncoder.encode(record, now: WallClock.nowMilliseconds())
+        let encoded = try Self.encode(record, now: WallClock.nowMilliseconds())
         try file.checkFreeSpaceReserve()
         guard encoded.idempotencyKey != nil else { return try insert(encoded) }
         // A keyed insert is two statements (insert, or find the existing id): one transaction, so that a purge or
@@ -39,7 +39,7 @@ public final class QueueWriter {
         encoded.reserveCapacity(records.count)
         for (index, record) in records.enumerated() {
             do {
-                encoded.append(try RecordEncoder.encode(record, now: now))
+                encoded.append(try Self.encode(record, now: now))
             } catch {
                 if case .invalidRecord(var validation) = error {
                     validation.index = index
@@ -49,6 +49,15 @@ public final class QueueWriter {
             }
         }
         return try enqueue(encoded: encoded)
+    }
+
+    /// `RecordEncoder.encode` (validation, defaults, serialization), refusals thrown as `QueueError`.
+    static func encode(_ record: Record, now: Int64) throws(QueueError) -> EncodedRecord {
+        do {
+            return try RecordEncoder.encode(record, now: now)
+        } catch {
+            throw QueueError(error)
+        }
     }
 
     /// Appends already-encoded records in one transaction.

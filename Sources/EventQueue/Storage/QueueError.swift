@@ -20,7 +20,7 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     case diskFull(path: String, detail: String)
     /// The file or its directory is read-only for this process.
     case readOnly(path: String, detail: String)
-    /// An idempotency key that is empty or too long.
+    /// An idempotency key that is empty, longer than 255 bytes or holds a NUL character; nothing was written.
     case invalidIdempotencyKey(String)
     /// The path or the file is not one EventQueue may use: not a regular file (a directory, a device, a FIFO, a
     /// dangling symlink), a file with more than one hard link, or a queue file with schema objects (triggers,
@@ -53,12 +53,21 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         case .readOnly(let path, let detail):
             return "queue file \(path) is read-only: \(detail); check the permissions and mount of its directory"
         case .invalidIdempotencyKey(let key):
-            let shown = ValidationError.printable(String(key.prefix(40)))
-            return "invalid idempotency key \"\(shown)\": must be 1 to 255 bytes, without NUL characters"
+            return RecordEncodingError.invalidIdempotencyKey(key).description
         case .unsafeQueueFile(let path, let reason):
             return "queue file \(path) refused: \(reason) (nothing was written)"
         case .sqlite(let code, let message, let operation):
             return "SQLite error \(code) during \(operation): \(message)"
+        }
+    }
+}
+
+extension QueueError {
+    /// The writer API's spelling of why `RecordEncoder` refused a record.
+    init(_ error: RecordEncodingError) {
+        switch error {
+        case .invalidRecord(let validation): self = .invalidRecord(validation)
+        case .invalidIdempotencyKey(let key): self = .invalidIdempotencyKey(key)
         }
     }
 }

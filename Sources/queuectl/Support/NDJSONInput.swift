@@ -50,18 +50,19 @@ final class NDJSONInput {
         if fd != STDIN_FILENO { close(fd) }
     }
 
-    /// The next non-blank line (without its `\n` or `\r\n`) with its 1-based number, or `nil` at the end.
+    /// The next non-blank line (without its `\n` or `\r\n`) with its 1-based number, or `nil` at the end. What a
+    /// line is (blank, text, not UTF-8) is `NDJSONLine`'s rule, shared with the fuzz oracle; this type only reads.
     func next() throws -> (line: Int, text: String)? {
         while let bytes = try nextLine() {
             lineNumber += 1
-            var content = bytes[...]
-            if content.last == UInt8(ascii: "\r") { content = content.dropLast() }
-            if content.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { continue }
-            guard let text = String(validating: content, as: UTF8.self) else {
-                throw fail(
-                    "line \(lineNumber): invalid record: record is not valid UTF-8", status: ExitStatus.invalidInput)
+            switch NDJSONLine(bytes: bytes) {
+            case .blank:
+                continue
+            case .invalidUTF8:
+                throw fail("line \(lineNumber): \(NDJSONLine.invalidUTF8Message)", status: ExitStatus.invalidInput)
+            case .text(let text):
+                return (lineNumber, text)
             }
-            return (lineNumber, text)
         }
         return nil
     }
@@ -70,7 +71,7 @@ final class NDJSONInput {
     private func nextLine() throws -> [UInt8]? {
         var searchFrom = start
         while true {
-            if let newline = buffer[searchFrom..<end].firstIndex(of: UInt8(ascii: "\n")) {
+            if let newline = buffer[searchFrom..<end].firstIndex(of: NDJSONLine.newline) {
                 let line = Array(buffer[start..<newline])
                 start = newline + 1
                 return line

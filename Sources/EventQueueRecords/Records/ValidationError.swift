@@ -34,13 +34,12 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
     /// `text` with control characters (C0, DEL, C1) written as `\u{1B}`: a field path is copied from the input (an
     /// attribute name may be `"\u001b[2J"`), and the description is printed to terminals and logs, where a raw
     /// escape sequence or NUL would rewrite or truncate what the operator sees.
-    static func printable(_ text: String) -> String {
-        let isControl = { (scalar: Unicode.Scalar) in scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) }
-        guard text.unicodeScalars.contains(where: isControl) else { return text }
+    package static func printable(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: RecordValidator.isControl) else { return text }
         var result = ""
         for scalar in text.unicodeScalars {
-            if isControl(scalar) {
-                result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            if RecordValidator.isControl(scalar) {
+                result += RecordValidator.escaped(scalar)
             } else {
                 result.unicodeScalars.append(scalar)
             }

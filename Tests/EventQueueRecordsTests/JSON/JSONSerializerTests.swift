@@ -1,6 +1,6 @@
 import Testing
 
-@testable import EventQueue
+@testable import EventQueueRecords
 
 /// A tiny deterministic generator (SplitMix64), so property tests are reproducible without extra packages.
 struct SplitMix64 {

@@ -1,8 +1,7 @@
-// Shared by the unit tests (Tests/EventQueueTests) and the libFuzzer target (Fuzz/, built by scripts/fuzz), which
-// compiles this file into the EventQueue module itself, without Swift Testing: keep it free of `import Testing`.
-#if !EVENTQUEUE_FUZZ
-    @testable import EventQueue
-#endif
+// Shared by the unit tests (Tests/EventQueueRecordsTests) and the libFuzzer target (Fuzz/, built by scripts/fuzz),
+// which compiles this file with the target against the EventQueueRecords module, without Swift Testing: keep it
+// free of `import Testing`, and of anything less visible than `package` in EventQueueRecords.
+import EventQueueRecords
 
 /// What one NDJSON line does at `queuectl enqueue --ndjson`: skipped, accepted (and stored as `payload`), or
 /// rejected with a typed error.
@@ -54,7 +53,7 @@ struct HostileInputViolation: Error, CustomStringConvertible {
 /// - the byte and `String` entry points of the parser agree (value or error), and invalid UTF-8 never parses;
 /// - any JSON value that parses serializes deterministically, and the serialization parses back to an equal value
 ///   that serializes to the same bytes (a fixed point);
-/// - a rejection is a typed `ValidationError` or `QueueError` with a non-empty field and rule, and a description
+/// - a rejection is a typed `ValidationError` or `RecordEncodingError` with a non-empty field and rule, and a description
 ///   free of control characters (it is printed to terminals and logs);
 /// - an accepted record's payload is at most 256 KiB, parses back to the stored object, still validates, and names
 ///   the same user as the SQL derivation of `user_key` in Migrations/0001_init.sql.
@@ -62,30 +61,39 @@ enum HostileInputOracle {
     /// The enqueue time used for records without `time`, fixed so outcomes are reproducible.
     static let now: Int64 = 1_700_000_000_000
 
-    /// Checks every line of an NDJSON document, as queuectl splits it.
+    /// Checks every line of an NDJSON document, split as queuectl splits it (`NDJSONLine`).
     static func check(document bytes: some Collection<UInt8>) throws(HostileInputViolation) -> [NDJSONLineOutcome] {
         var outcomes: [NDJSONLineOutcome] = []
-        for line in Array(bytes).split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-            outcomes.append(try check(line: line))
+        for line in NDJSONLine.lines(of: bytes) {
+            outcomes.append(try check(line))
         }
         return outcomes
     }
 
-    /// Checks one line (without its `\n`).
-    static func check(line: some Collection<UInt8>) throws(HostileInputViolation) -> NDJSONLineOutcome {
-        var content = Array(line)
-        if content.last == UInt8(ascii: "\r") { content.removeLast() }
-        if content.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return .blank }
+    /// Checks one line's bytes (without its `\n`).
+    static func check(line: some BidirectionalCollection<UInt8>) throws(HostileInputViolation) -> NDJSONLineOutcome {
+        try check(NDJSONLine(bytes: line))
+    }
 
-        let byteParse = Result { () throws(JSONParseError) -> JSONValue in try JSONValue.parse(utf8: content) }
-        guard let text = String(validating: content, as: UTF8.self) else {
+    /// Checks one line, as `NDJSONLine` cut it.
+    static func check(_ line: NDJSONLine) throws(HostileInputViolation) -> NDJSONLineOutcome {
+        let text: String
+        switch line {
+        case .blank:
+            return .blank
+        case .invalidUTF8(let content):
+            let byteParse = Result { () throws(JSONParseError) -> JSONValue in try JSONValue.parse(utf8: content) }
             if case .success(let value) = byteParse {
                 throw HostileInputViolation(
                     description: "invalid UTF-8 parsed as \(value.serialized) from \(hexDump(content))")
             }
             // What queuectl reports for such a line (NDJSONInput), before any JSON parsing.
-            return .rejected(field: "record", message: "invalid record: record is not valid UTF-8")
+            return .rejected(field: "record", message: NDJSONLine.invalidUTF8Message)
+        case .text(let lineText):
+            text = lineText
         }
+        let content = Array(text.utf8)
+        let byteParse = Result { () throws(JSONParseError) -> JSONValue in try JSONValue.parse(utf8: content) }
         let stringParse = Result { () throws(JSONParseError) -> JSONValue in try JSONValue.parse(text) }
         switch (byteParse, stringParse) {
         case (.success(let fromBytes), .success(let fromString)):
@@ -127,11 +135,15 @@ enum HostileInputOracle {
             case .invalidIdempotencyKey:
                 try checkPrintable(error.description)
                 return .rejected(field: "idempotency_key", message: error.description)
-            default:
-                throw HostileInputViolation(description: "encoding without a queue threw \(error)")
             }
         }
-        return try checkAccepted(encoded)
+        let named: UserIdentity
+        do {
+            named = try RecordValidator.validate(kind: record.kind, object: record.object)
+        } catch {
+            throw HostileInputViolation(description: "encoded a record that fails validation (\(error))")
+        }
+        return try checkAccepted(encoded, naming: named)
     }
 
     // MARK: Invariants
@@ -181,7 +193,10 @@ enum HostileInputOracle {
         }
     }
 
-    static func checkAccepted(_ encoded: EncodedRecord) throws(HostileInputViolation) -> NDJSONLineOutcome {
+    /// `named` is the user the record named before encoding.
+    static func checkAccepted(
+        _ encoded: EncodedRecord, naming named: UserIdentity
+    ) throws(HostileInputViolation) -> NDJSONLineOutcome {
         guard encoded.payload.count <= RecordEncoder.maximumPayloadBytes else {
             throw HostileInputViolation(description: "accepted a payload of \(encoded.payload.count) bytes")
         }
@@ -206,19 +221,17 @@ enum HostileInputOracle {
         } catch {
             throw HostileInputViolation(description: "stored payload fails validation (\(error)): \(text)")
         }
-        guard user == encoded.identity else {
+        guard user == named else {
             throw HostileInputViolation(
-                description:
-                    "stored payload names \(user.orderingKey), the record named \(encoded.identity.orderingKey)")
+                description: "stored payload names \(user.orderingKey), the record named \(named.orderingKey)")
         }
         let sqlKey = sqlUserKey(stored)
-        guard sqlKey == encoded.identity.orderingKey else {
+        guard sqlKey == named.orderingKey else {
             throw HostileInputViolation(
                 description: "user_key in SQL would be \(sqlKey ?? "NULL"), the record names "
-                    + "\(encoded.identity.orderingKey): \(text)")
+                    + "\(named.orderingKey): \(text)")
         }
-        return .accepted(
-            kind: encoded.kind, payload: text, user: encoded.identity, idempotencyKey: encoded.idempotencyKey)
+        return .accepted(kind: encoded.kind, payload: text, user: named, idempotencyKey: encoded.idempotencyKey)
     }
 
     /// The `user_key` generated column of Migrations/0001_init.sql, evaluated on a stored object.

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import EventQueue
+@testable import EventQueueRecords
 
 /// Parses `text`, returning the error it throws (or `nil` when it parses).
 private func parseError(_ text: String, limits: JSONParseLimits = .init()) -> JSONParseError? {

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import EventQueue
+@testable import EventQueueRecords
 
 // MARK: - Cases
 

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import EventQueue
+@testable import EventQueueRecords
 
 // Expected epoch values were computed independently (Python's datetime) and are kept here as literals.
 @Suite struct ISO8601Tests {

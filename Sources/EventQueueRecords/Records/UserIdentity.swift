@@ -9,10 +9,12 @@ public enum UserIdentity: Sendable, Hashable {
     case email(String)
     case phone(String)
 
-    /// A stable string naming this user, stored in the queue to order records per user.
+    /// The string the queue orders this user's records by: the value of `records.user_key`.
     ///
-    /// It is derived in SQL from the payload as well (see `Migrations/0001_init.sql`), so a foreign writer
-    /// that inserts only the payload gets the same ordering; the two derivations must stay identical.
+    /// The queue file derives `user_key` itself, in SQL, from the stored payload (see `Migrations/0001_init.sql`),
+    /// so that every writer, foreign ones included, gets the same ordering; no writer stores this string. This is
+    /// the same derivation in Swift, for readers of `ClaimedRecord.userKey`; the two must stay identical (the fuzz
+    /// oracle checks that they are).
     public var orderingKey: String {
         switch self {
         case .externalID(let id): return "external_id:" + id

@@ -1,7 +1,7 @@
 import Glibc
 import Testing
 
-@testable import EventQueue
+@testable import EventQueueRecords
 
 /// One hostile NDJSON line and exactly what `queuectl enqueue --ndjson` must do with it.
 struct HostileLine: Sendable, CustomTestStringConvertible {
@@ -245,18 +245,6 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
         #expect(try outcome(line.bytes) == line.expected)
     }
 
-    /// SQLite's length() stops at NUL, so without the check a NUL key would fail the column's CHECK with an SQLite
-    /// error; it must be the typed error, and nothing may be written.
-    @Test func anIdempotencyKeyWithNULIsRefusedBeforeSQLite() throws {
-        let directory = TemporaryDirectory()
-        let writer = try QueueWriter(path: directory.file("q.db"))
-        defer { writer.close() }
-        #expect(throws: QueueError.invalidIdempotencyKey("\u{0}k")) {
-            try writer.enqueue(Record.event("n", user: .externalID("u1"), idempotencyKey: "\u{0}k"))
-        }
-        #expect(try RawDatabase(path: directory.file("q.db")).scalar("SELECT count(*) FROM records") == "0")
-    }
-
     // MARK: Duplicate keys
 
     /// The rule: a duplicate key anywhere refuses the whole line (never first- or last-wins), keys compared as
@@ -297,25 +285,6 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
     ])
     func duplicateKeys(_ line: HostileLine) throws {
         #expect(try outcome(line.bytes) == line.expected)
-    }
-
-    /// A line with a second identity never becomes a record, and the user_key SQLite derives for the records
-    /// that do is the identity the validator saw (external_id before email in attributes).
-    @Test func aDuplicateIdentityCannotReachTheQueue() throws {
-        let directory = TemporaryDirectory()
-        let writer = try QueueWriter(path: directory.file("q.db"))
-        defer { writer.close() }
-        let good = try Record(jsonLine: #"{"type":"event","external_id":"u1","name":"n"}"#)
-        #expect(
-            throws: ValidationError(
-                field: "record", rule: #"is not valid JSON: invalid JSON at byte 35: duplicate key "external_id""#)
-        ) {
-            try Record(jsonLine: #"{"type":"event","external_id":"u1","external_id":"u2","name":"n"}"#)
-        }
-        let attribute = try Record(jsonLine: #"{"type":"attribute","email":"a@b.co","phone":"+1 555 0100"}"#)
-        try writer.enqueue(contentsOf: [good, attribute])
-        let keys = try RawDatabase(path: directory.file("q.db")).rows("SELECT user_key FROM records ORDER BY id")
-        #expect(keys == [["external_id:u1"], ["email:a@b.co"]])
     }
 
     // MARK: Surrogates in escapes
@@ -386,7 +355,7 @@ private func parseError(_ bytes: [UInt8]) -> JSONParseError? {
         #expect(try outcome(escape) == notJSON(at: 44, #"invalid escape "\\u{1B}""#))
         let tooLong = String(repeating: "\u{7}", count: 300)
         #expect(
-            QueueError.invalidIdempotencyKey(tooLong).description
+            RecordEncodingError.invalidIdempotencyKey(tooLong).description
                 == "invalid idempotency key \"" + String(repeating: #"\u{7}"#, count: 40)
                 + #"": must be 1 to 255 bytes, without NUL characters"#)
     }

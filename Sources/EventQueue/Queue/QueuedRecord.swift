@@ -1,0 +1,25 @@
+/// A stored record as an operator sees it: any state, with its delivery history. What `QueueConsumer.peek` and
+/// `QueueConsumer.deadLetters` return, and `queuectl peek` and `queuectl dead list` print.
+///
+/// Unlike a `ClaimedRecord`, it is read without a lease, so nothing about it is promised to stay true.
+public struct QueuedRecord: Sendable, Hashable {
+    public enum State: String, Sendable, Hashable {
+        case pending, leased, dead
+    }
+
+    public var id: Int64
+    public var kind: RecordKind
+    public var state: State
+    /// The stored Braze object as JSON text.
+    public var payload: String
+    /// Failed delivery attempts so far.
+    public var attempts: Int
+    /// When it was enqueued (Unix ms).
+    public var createdAtMilliseconds: Int64
+    /// When a pending record may next be claimed (Unix ms; 0: at once).
+    public var nextAttemptAtMilliseconds: Int64
+    /// Why the last attempt failed, or why the record is dead.
+    public var lastError: String?
+    /// When it became a dead letter (Unix ms); `nil` unless `state` is `dead`.
+    public var deadAtMilliseconds: Int64?
+}

@@ -1,0 +1,77 @@
+/// A record checked, completed and serialized: exactly the row a writer inserts.
+package struct EncodedRecord: Sendable {
+    package var kind: RecordKind
+    /// The Braze object as stored in `records.payload`: canonical JSON, `time` (and a purchase's `quantity`)
+    /// filled in.
+    package var payload: [UInt8]
+    package var createdAtMilliseconds: Int64
+    package var idempotencyKey: String?
+    // No user here: the queue file derives `user_key` from the payload (Migrations/0001_init.sql), for this
+    // writer and foreign ones alike, so the user is worked out once, where it is stored. The validator only
+    // checks that the object names exactly one.
+}
+
+/// Why `RecordEncoder` refused a record. The writer API throws these as `QueueError.invalidRecord` and
+/// `QueueError.invalidIdempotencyKey`, whose descriptions are these descriptions.
+package enum RecordEncodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The record broke a Braze rule (or is too large once serialized).
+    case invalidRecord(ValidationError)
+    /// An idempotency key that is empty, longer than 255 bytes or holds a NUL.
+    case invalidIdempotencyKey(String)
+
+    package var description: String {
+        switch self {
+        case .invalidRecord(let error):
+            return error.description
+        case .invalidIdempotencyKey(let key):
+            let shown = ValidationError.printable(String(key.prefix(40)))
+            return "invalid idempotency key \"\(shown)\": must be 1 to 255 bytes, without NUL characters"
+        }
+    }
+}
+
+/// Turns a `Record` into the row to insert: validation, the writer-side defaults, serialization.
+package enum RecordEncoder {
+    /// A whole record may not exceed this, whatever its parts: it bounds the memory of every later step.
+    package static let maximumPayloadBytes = 256 * 1024
+
+    package static func encode(_ record: Record, now: Int64) throws(RecordEncodingError) -> EncodedRecord {
+        do {
+            _ = try RecordValidator.validate(kind: record.kind, object: record.object)
+        } catch {
+            throw .invalidRecord(error)
+        }
+        // NUL is refused too: SQLite's length() stops at the first NUL, so the column's CHECK would fail with a
+        // constraint error instead of this typed one.
+        if let key = record.idempotencyKey, key.utf8.isEmpty || key.utf8.count > 255 || key.utf8.contains(0) {
+            throw .invalidIdempotencyKey(key)
+        }
+        var object = record.object
+        fillInTime(&object, kind: record.kind, enqueuedAtMilliseconds: now)
+        if record.kind == .purchase, object["quantity"] == nil {
+            object["quantity"] = .number(JSONNumber(1))
+        }
+        var payload: [UInt8] = []
+        payload.reserveCapacity(256)
+        object.serialize(into: &payload)
+        if payload.count > maximumPayloadBytes {
+            throw .invalidRecord(
+                ValidationError(
+                    field: "record",
+                    rule: "must serialize to at most \(maximumPayloadBytes) bytes (got \(payload.count))"))
+        }
+        return EncodedRecord(
+            kind: record.kind, payload: payload, createdAtMilliseconds: now, idempotencyKey: record.idempotencyKey)
+    }
+
+    /// Gives an event or a purchase without `time` the time it was enqueued: the time of the interaction, not of
+    /// delivery, since a record may wait days for the app's next launch. Attributes have no `time`.
+    ///
+    /// The writer does it before storing; a consumer (`OutgoingRecord.prepare`) and salvage do it again for
+    /// records a foreign writer stored without one, with the row's `created_at_ms`, so that all three agree.
+    package static func fillInTime(_ object: inout JSONObject, kind: RecordKind, enqueuedAtMilliseconds: Int64) {
+        if kind != .attribute, object["time"] == nil {
+            object["time"] = .string(ISO8601.format(unixMilliseconds: enqueuedAtMilliseconds))
+        }
+    }
+}
