@@ -68,6 +68,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What both command-line tools share: the drain flags (`@OptionGroup`) and the control socket's HTTP/1.1
+        // client (POSIX calls only, so `queuectl enqueue` loads no NIO, AsyncHTTPClient or Foundation). Never a
+        // dependency of the writer library: it stays free of ArgumentParser.
+        .target(
+            name: "EventQueueCommandLine",
+            dependencies: [
+                "EventQueue",
+                "EventQueueDelivery",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // A local stand-in for Braze's `/users/track` that enforces the documented contract and injects faults:
         // used by the tests and the benchmarks, never shipped.
         .target(
@@ -85,6 +96,7 @@ let package = Package(
                 "EventQueue",
                 "EventQueueDelivery",
                 "EventQueueBraze",
+                "EventQueueCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -101,11 +113,10 @@ let package = Package(
             dependencies: [
                 "EventQueue",
                 "EventQueueDelivery",
+                // `queuectl drain` talks to the daemon's control socket through its HTTP/1.1 client.
+                "EventQueueCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
-                // `queuectl drain` talks to the daemon's control socket (HTTP over a Unix socket).
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         .executableTarget(
@@ -158,6 +169,10 @@ let package = Package(
         .testTarget(
             name: "EventQueueBrazeTests",
             dependencies: ["EventQueueBraze", "FakeBraze", "EventQueueDelivery", "EventQueue"]
+        ),
+        .testTarget(
+            name: "EventQueueCommandLineTests",
+            dependencies: ["EventQueueCommandLine", "EventQueueDelivery", "EventQueue", "EventQueueTestSupport"]
         ),
         .testTarget(
             name: "queuedTests",

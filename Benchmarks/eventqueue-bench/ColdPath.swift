@@ -81,6 +81,16 @@ func runColdPathScenario(_ settings: Settings, _ results: Results) throws {
             row["rss_target_mb"] = 15.0
             row["met"] = peak < 15.0
         }
+        if program.name == "queuectl enqueue" {
+            // Issue 15: a writer's `queuectl enqueue` within 1.5x of the minimal writer and under 15 MB.
+            let ratio = med / median(times[0])
+            row["time_ratio_vs_minimal_writer"] = ratio
+            row["rss_target_mb"] = 15.0
+            row["met"] = ratio <= 1.5 && peak < 15.0
+            log(
+                "queuectl enqueue / minimal writer: \(format(ratio, decimals: 2))x (target <= 1.5x), peak RSS "
+                    + "\(format(peak, decimals: 1)) MB (target < 15 MB)")
+        }
         rows.append(row)
     }
     results.scenarios["cold_path"] = rows

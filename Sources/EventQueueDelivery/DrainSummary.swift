@@ -83,13 +83,16 @@ public enum DrainResult: String, Sendable, Hashable, CaseIterable {
     /// Another drain pass (another daemon, or `queuectl drain --local`) holds the queue's drain lock (exit 13).
     case anotherDrainerRunning = "another_drainer_running"
 
-    public var exitCode: Int32 {
+    /// The exit status `queuectl drain` reports for it (from the one table, `ExitStatus`).
+    public var exitStatus: ExitStatus {
         switch self {
-        case .allDelivered: return 0
-        case .someDead: return 10
-        case .recordsRemain: return 11
-        case .sinkMisconfigured: return 12
-        case .anotherDrainerRunning: return 13
+        case .allDelivered: return .success
+        case .someDead: return .someDead
+        case .recordsRemain: return .recordsRemain
+        case .sinkMisconfigured: return .sinkMisconfigured
+        case .anotherDrainerRunning: return .anotherDrainerRunning
         }
     }
+
+    public var exitCode: Int32 { exitStatus.rawValue }
 }

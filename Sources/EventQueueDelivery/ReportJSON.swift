@@ -21,25 +21,9 @@ public enum ReportJSON {
         ]
     }
 
-    /// `delivered`, `retried`, `dead`, `batches`, `in_flight` (records handed to the sink, not settled yet), `result`, `halt`, then `pending`, `leased`, `dead_total` when
-    /// known and `lock_holder` when another drainer held the lock.
+    /// A pass's summary: `DrainReport.json`, the one shape of the local and the remote `drain --json`.
     public static func summary(_ summary: DrainSummary) -> JSONObject {
-        var object: JSONObject = [
-            "delivered": number(summary.delivered),
-            "retried": number(summary.retried),
-            "dead": number(summary.dead),
-            "batches": number(summary.batches),
-            "in_flight": number(summary.inFlight),
-            "result": .string(summary.result.rawValue),
-            "halt": summary.halt.map { .string($0.description) } ?? .null,
-        ]
-        if let remaining = summary.remaining {
-            object["pending"] = number(remaining.pending)
-            object["leased"] = number(remaining.leased)
-            object["dead_total"] = number(remaining.dead)
-        }
-        if let holder = summary.lockHolder { object["lock_holder"] = .string(holder.owner) }
-        return object
+        DrainReport(summary).json
     }
 
     public static func number(_ value: Int) -> JSONValue { .number(JSONNumber(value)) }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventQueue
+import EventQueueDelivery
 
 #if canImport(Glibc)
     import Glibc
@@ -14,11 +15,8 @@ struct QueueCtl: AsyncParsableCommand {
             The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else EVENTQUEUE_DB in \
             /etc/eventqueue/eventqueue.conf ($EVENTQUEUE_CONFIG), else /var/lib/eventqueue/queue.db for root, else \
             ~/.local/state/eventqueue/queue.db. --db and --socket may also come before the subcommand.
-            Exit status: 0 success; 1 check found problems or an id was not found; 10/11/12/13 drain results \
-            (some dead / records remain / sink misconfigured / another drainer); 64 usage; 65 invalid record or input; \
-            66 input file missing; 73 cannot open or create the queue file; 74 disk full or I/O error; \
-            75 queue busy, retry; 78 not a queue file, corrupt, or schema too new.
-            """,
+
+            """ + ExitStatus.helpText(for: .queuectl),
         version: EventQueueVersion.string,
         subcommands: [
             Enqueue.self, Drain.self, Status.self, Peek.self, Dead.self, Check.self, Salvage.self, ImportLegacy.self,

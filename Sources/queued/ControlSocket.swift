@@ -90,16 +90,7 @@ struct ControlSocket: Sendable {
 
     /// The group of the file an activated socket is bound to, for the peer policy.
     private static func groupOfSocket(descriptor: CInt) -> gid_t? {
-        var address = sockaddr_un()
-        var length = socklen_t(MemoryLayout<sockaddr_un>.size)
-        let got = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
-        }
-        guard got == 0 else { return nil }
-        let path = withUnsafeBytes(of: address.sun_path) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
-        guard !path.isEmpty else { return nil }
+        guard let path = UnixSocketAddress.boundPath(of: descriptor) else { return nil }
         var info = stat()
         return stat(path, &info) == 0 ? info.st_gid : nil
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventQueue
+import EventQueueDelivery
 import NIOCore
 
 #if canImport(Glibc)
@@ -18,23 +19,18 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
     /// A part of the daemon failed while running (exit 70, EX_SOFTWARE); the log has the details.
     case service(String)
 
-    static let cannotCreate: Int32 = 73
-    static let ioError: Int32 = 74
-    static let busy: Int32 = 75
-    static let internalError: Int32 = 70
-    static let configurationError: Int32 = 78
-
-    var status: Int32 {
+    /// The exit status, from the one table the README lists (`ExitStatus`).
+    var status: ExitStatus {
         switch self {
-        case .configuration: return Self.configurationError
-        case .socket: return Self.cannotCreate
-        case .service: return Self.internalError
+        case .configuration: return .badQueueFileOrConfiguration
+        case .socket: return .cannotCreate
+        case .service: return .internalError
         case .queue(let error):
             switch error {
-            case .notAQueueFile, .corrupt, .schemaTooNew, .unsafeQueueFile: return Self.configurationError
-            case .cannotOpen, .readOnly: return Self.cannotCreate
-            case .busy: return Self.busy
-            default: return Self.ioError
+            case .notAQueueFile, .corrupt, .schemaTooNew, .unsafeQueueFile: return .badQueueFileOrConfiguration
+            case .cannotOpen, .readOnly: return .cannotCreate
+            case .busy: return .busy
+            default: return .ioError
             }
         }
     }
@@ -89,6 +85,6 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
         let line = "queued: error: " + String(description.map { $0 == "\n" ? " " : $0 }) + "\n"
         var text = line
         text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
-        return ExitCode(status)
+        return ExitCode(status.rawValue)
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventQueue
+import EventQueueCommandLine
 import EventQueueDelivery
 import Logging
 
@@ -27,10 +28,7 @@ struct Queued: AsyncParsableCommand {
             Control socket (HTTP/1.1): POST /launch, POST /launch?wait=true (NDJSON progress and summary), \
             GET /status, GET /metrics (Prometheus). A socket directory another user owns or can write to is refused.
 
-            Exit status: 0 stopped cleanly (SIGTERM/SIGINT); 64 a numeric option out of its range; 70 internal failure; 73 cannot open or create the queue file or the \
-            control socket; 74 I/O error; 75 queue busy; 78 bad configuration, or the queue file is not a queue, \
-            corrupt, or from a newer EventQueue (the file is never modified or deleted).
-            """,
+            """ + ExitStatus.helpText(for: .queued),
         version: EventQueueVersion.string
     )
 
@@ -43,14 +41,7 @@ struct Queued: AsyncParsableCommand {
     @Option(help: "The control socket (default: $EVENTQUEUE_SOCKET, else the default path above).")
     var socket: String?
 
-    @Option(name: .customLong("batch-size"), help: "Records per batch.")
-    var batchSize: Int = 100
-
-    @Option(name: .customLong("lease-seconds"), help: "Lease length; renewed while a delivery is in flight.")
-    var leaseSeconds: Int = 60
-
-    @Option(name: .customLong("max-attempts"), help: "Failed attempts before a record is dead-lettered.")
-    var maxAttempts: Int = 10
+    @OptionGroup var flags: DrainFlags
 
     @Flag(name: .customLong("drain-on-start"), help: "Launch a pass as soon as the daemon is ready.")
     var drainOnStart = false
@@ -73,25 +64,17 @@ struct Queued: AsyncParsableCommand {
     var brazeMaxObjects: Int?
 
     @Option(
-        name: .customLong("max-in-flight"),
-        help: "Batches (requests) delivered at once; 1 delivers one after another. A user is never in two at once.")
-    var maxInFlight: Int = DrainOptions.defaultMaxInFlight
-
-    @Option(
         name: .customLong("max-requests-per-second"),
         help: "At most N Braze requests start in any 1 s (this host's share of the workspace limit; default: none).")
     var maxRequestsPerSecond: Int?
 
-    /// Every numeric option within its range (`OptionRange`), before anything uses it: exit 64 with the range.
+    /// Every numeric option of the daemon's own within its range (`OptionRange`), before anything uses it: exit
+    /// 64 with the range. The drain flags check themselves (`DrainFlags.validate()`).
     func validate() throws {
         let problems = [
-            OptionRange.problem("--batch-size", batchSize, OptionRange.batchSize),
-            OptionRange.problem("--lease-seconds", leaseSeconds, OptionRange.leaseSeconds),
-            OptionRange.problem("--max-attempts", maxAttempts, OptionRange.maxAttempts),
             OptionRange.problem("--shutdown-timeout", shutdownTimeout, OptionRange.shutdownTimeoutSeconds),
             drainInterval.flatMap { OptionRange.problem("--drain-interval", $0, OptionRange.drainIntervalSeconds) },
             brazeMaxObjects.flatMap { OptionRange.problem("--braze-max-objects", $0, OptionRange.brazeMaxObjects) },
-            OptionRange.problem("--max-in-flight", maxInFlight, OptionRange.maxInFlight),
             maxRequestsPerSecond.flatMap {
                 OptionRange.problem("--max-requests-per-second", $0, OptionRange.maxRequestsPerSecond)
             },
@@ -100,11 +83,7 @@ struct Queued: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if leaseSeconds > OptionRange.longestLeaseSeconds {
-            writeNotice(
-                "queued: note: --lease-seconds \(leaseSeconds) is above the \(OptionRange.longestLeaseSeconds) s "
-                    + "a lease can last; using \(OptionRange.longestLeaseSeconds)\n")
-        }
+        if let note = flags.leaseNote(tool: "queued") { writeNotice(note) }
         let configuration: DaemonConfiguration
         do {
             configuration = try makeConfiguration()
@@ -126,22 +105,6 @@ struct Queued: AsyncParsableCommand {
     }
 
     private func makeConfiguration() throws(ConfigurationProblem) -> DaemonConfiguration {
-        guard batchSize >= 1 else { throw ConfigurationProblem("--batch-size must be at least 1") }
-        guard leaseSeconds >= 1 else { throw ConfigurationProblem("--lease-seconds must be at least 1") }
-        guard maxAttempts >= 1 else { throw ConfigurationProblem("--max-attempts must be at least 1") }
-        guard shutdownTimeout >= 0 else { throw ConfigurationProblem("--shutdown-timeout must be 0 or more") }
-        if let drainInterval, !(drainInterval > 0) {
-            throw ConfigurationProblem("--drain-interval must be more than 0 seconds")
-        }
-        if let brazeMaxObjects, brazeMaxObjects < 1 {
-            throw ConfigurationProblem("--braze-max-objects must be at least 1")
-        }
-        guard (1...1024).contains(maxInFlight) else {
-            throw ConfigurationProblem("--max-in-flight must be between 1 and 1024")
-        }
-        if let maxRequestsPerSecond, maxRequestsPerSecond < 1 {
-            throw ConfigurationProblem("--max-requests-per-second must be at least 1")
-        }
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw ConfigurationProblem(
                 "--log-level \"\(logLevel)\" is not a level: use trace, debug, info, notice, warning, error or critical"
@@ -161,9 +124,7 @@ struct Queued: AsyncParsableCommand {
             brazeMaxObjects: brazeMaxObjects,
             maxRequestsPerSecond: maxRequestsPerSecond,
             socketPath: QueueEnvironment.socketPath(explicit: socket),
-            drainOptions: DrainOptions(
-                batchSize: batchSize, leaseMilliseconds: OptionRange.leaseMilliseconds(seconds: leaseSeconds),
-                maxAttempts: maxAttempts, maxInFlight: maxInFlight),
+            drainOptions: flags.drainOptions,
             drainOnStart: drainOnStart,
             drainInterval: drainInterval.map { Duration.milliseconds(Int64($0 * 1000)) },
             shutdownTimeout: .milliseconds(Int64(shutdownTimeout * 1000)),

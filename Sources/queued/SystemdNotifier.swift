@@ -31,28 +31,16 @@ struct SystemdNotifier: Sendable {
     /// Sends one datagram; failures are ignored, as sd_notify's are: the service works without a supervisor.
     func send(_ message: String) {
         guard let socketPath, !socketPath.isEmpty else { return }
+        guard let address = try? UnixSocketAddress(notifySocket: socketPath) else { return }
         let descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        var pathBytes = Array(socketPath.utf8)
-        if pathBytes.first == UInt8(ascii: "@") { pathBytes[0] = 0 }
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard pathBytes.count < capacity else { return }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in pathBytes.enumerated() { raw[index] = byte }
-        }
-        // The abstract namespace counts exactly the name's bytes, with no trailing NUL.
-        let length = socklen_t(MemoryLayout<sockaddr_un>.offset(of: \.sun_path) ?? 2) + socklen_t(pathBytes.count)
         let payload = Array(message.utf8)
-        _ = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress in
-                payload.withUnsafeBytes { bytes in
-                    sendto(
-                        descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT),
-                        socketAddress, length)
-                }
+        _ = address.withSocketAddress { socketAddress, length in
+            payload.withUnsafeBytes { bytes in
+                sendto(
+                    descriptor, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT),
+                    socketAddress, length)
             }
         }
     }

@@ -404,7 +404,7 @@ private struct Copier {
         } catch {
             guard case .sqlite(let code, _, _) = error, code & 0xFF == SQLITE_CONSTRAINT else { throw error }
             // SQLITE_CONSTRAINT_PRIMARYKEY: the id is taken (a damaged page repeating rows, or a renumbered row).
-            return code == SQLITE_CONSTRAINT | (6 << 8) ? .idTaken : .refused
+            return code == SQLiteExtendedCode.constraintPrimaryKey ? .idTaken : .refused
         }
     }
 

@@ -247,7 +247,7 @@ final class Connection {
         case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH:
             // Typically the -wal or -shm file cannot be created or opened next to the queue file.
             return .cannotOpen(path: path, reason: Connection.accessProblem(path) ?? message)
-        case SQLITE_IOERR where code == SQLITE_IOERR | (3 << 8) || code == SQLITE_IOERR | (4 << 8):  // _WRITE, _FSYNC
+        case SQLITE_IOERR where code == SQLiteExtendedCode.ioErrorWrite || code == SQLiteExtendedCode.ioErrorFsync:
             // ENOSPC surfaces as an I/O error on some paths; say so when the disk is the likely cause.
             return .sqlite(code: code, message: message + " (is the disk full?)", operation: operation)
         default:
@@ -452,4 +452,15 @@ final class Statement {
     func optionalInt64(_ column: Int32) -> Int64? {
         isNull(column) ? nil : int64(column)
     }
+}
+
+/// SQLite's extended result codes that the queue tells apart, by name: `sqlite3.h` defines them as macros
+/// (`SQLITE_IOERR_WRITE` is `SQLITE_IOERR | (3<<8)`) that Swift does not import.
+enum SQLiteExtendedCode {
+    /// `SQLITE_IOERR_WRITE`: a write(2) failed.
+    static let ioErrorWrite: Int32 = SQLITE_IOERR | (3 << 8)
+    /// `SQLITE_IOERR_FSYNC`: an fsync(2) failed.
+    static let ioErrorFsync: Int32 = SQLITE_IOERR | (4 << 8)
+    /// `SQLITE_CONSTRAINT_PRIMARYKEY`: the row's primary key is taken.
+    static let constraintPrimaryKey: Int32 = SQLITE_CONSTRAINT | (6 << 8)
 }

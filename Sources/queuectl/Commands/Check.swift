@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventQueue
+import EventQueueDelivery
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -36,6 +37,6 @@ struct Check: ParsableCommand {
             text += report.isHealthy ? "ok\n" : "unhealthy: \(report.problems.count) problem(s)\n"
             writeStandardOutput(text)
         }
-        if !report.isHealthy { throw ExitCode(ExitStatus.problemsFound) }
+        if !report.isHealthy { throw ExitCode(ExitStatus.problemsFound.rawValue) }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventQueue
+import EventQueueCommandLine
 import EventQueueDelivery
 import Logging
 
@@ -12,12 +13,13 @@ struct Drain: AsyncParsableCommand {
             /run/eventqueue/control.sock for root, else \
             ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. Without --wait it exits 0 once the \
             daemon accepted the launch; with --wait it shows progress on stderr and the pass summary on stdout.
-            Exit status (--local, or --wait): 0 all delivered; 10 some records went dead in this pass; 11 records \
-            remain (waiting for a retry, or the sink is unavailable); 12 the sink is misconfigured (nothing was \
-            lost); 13 another drain pass holds the queue's drain lock. 69 no daemon listens on the socket; \
-            77 the daemon refused this user, or the socket is not trusted (its directory, file or listener \
-            belongs to someone other than root, you, or the queue file's owner).
+
             """
+                + ExitStatus.helpText(
+                    listing: [
+                        .success, .someDead, .recordsRemain, .sinkMisconfigured, .anotherDrainerRunning, .unavailable,
+                        .refused,
+                    ])
     )
 
     @Flag(help: "Drain in this process instead of asking the daemon.")
@@ -32,19 +34,7 @@ struct Drain: AsyncParsableCommand {
     @Option(help: "Where to deliver: jsonl:PATH (jsonl:- for stdout) or null.")
     var sink: String = "jsonl:-"
 
-    @Option(name: .customLong("batch-size"), help: "Records per batch.")
-    var batchSize: Int = 100
-
-    @Option(name: .customLong("lease-seconds"), help: "Lease length; renewed while a delivery is in flight.")
-    var leaseSeconds: Int = 60
-
-    @Option(name: .customLong("max-attempts"), help: "Failed attempts before a record is dead-lettered.")
-    var maxAttempts: Int = 10
-
-    @Option(
-        name: .customLong("max-in-flight"),
-        help: "With --local: batches delivered at once (capped by the sink; jsonl and null take one at a time).")
-    var maxInFlight: Int = DrainOptions.defaultMaxInFlight
+    @OptionGroup var flags: DrainFlags
 
     @Flag(help: "Print the summary as JSON.")
     var json = false
@@ -54,35 +44,15 @@ struct Drain: AsyncParsableCommand {
 
     @OptionGroup var queue: QueueOptionGroup
 
-    /// Every numeric option within its range (`OptionRange`): exit 64 with the range, never a trap.
-    func validate() throws {
-        let problems = [
-            OptionRange.problem("--batch-size", batchSize, OptionRange.batchSize),
-            OptionRange.problem("--lease-seconds", leaseSeconds, OptionRange.leaseSeconds),
-            OptionRange.problem("--max-attempts", maxAttempts, OptionRange.maxAttempts),
-            OptionRange.problem("--max-in-flight", maxInFlight, OptionRange.maxInFlight),
-        ]
-        if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
-    }
-
     func run() async throws {
-        if local, leaseSeconds > OptionRange.longestLeaseSeconds {
-            writeStandardError(
-                "queuectl: note: --lease-seconds \(leaseSeconds) is above the \(OptionRange.longestLeaseSeconds) s "
-                    + "a lease can last; using \(OptionRange.longestLeaseSeconds)\n")
-        }
+        if local, let note = flags.leaseNote(tool: "queuectl") { writeStandardError(note) }
         guard local else {
             let queuePath =
                 queue.db ?? QueueEnvironment.variable("EVENTQUEUE_DB") ?? QueueEnvironment.defaultDatabasePath()
-            try await RemoteDrain(
+            try RemoteDrain(
                 socketPath: QueueEnvironment.socketPath(explicit: socket), json: json, queuePath: queuePath
             ).run(wait: wait)
             return
-        }
-        guard batchSize >= 1, leaseSeconds >= 1, maxAttempts >= 1, maxInFlight >= 1 else {
-            throw fail(
-                "--batch-size, --lease-seconds, --max-attempts and --max-in-flight must be at least 1",
-                status: ExitStatus.usage)
         }
         let spec: SinkSpec
         do {
@@ -97,7 +67,7 @@ struct Drain: AsyncParsableCommand {
         } catch {
             // A well-formed sink that cannot work (a jsonl file that cannot be opened): "the sink is
             // misconfigured, nothing lost", the same 12 as a daemon pass that halts on its sink's configuration.
-            throw fail(error.description, status: DrainResult.sinkMisconfigured.exitCode)
+            throw fail(error.description, status: DrainResult.sinkMisconfigured.exitStatus)
         }
         let options = try queue.options()
         let store = try withQueue { () throws(QueueError) in try QueueStore(path: path, options: options) }
@@ -105,9 +75,7 @@ struct Drain: AsyncParsableCommand {
         logger.logLevel = verbose ? .debug : .warning
         let drainer = Drainer(
             store: store, sink: destination,
-            options: DrainOptions(
-                batchSize: batchSize, leaseMilliseconds: OptionRange.leaseMilliseconds(seconds: leaseSeconds),
-                maxAttempts: maxAttempts, maxInFlight: maxInFlight),
+            options: flags.drainOptions,
             logger: logger)
         let summary: DrainSummary
         do {
@@ -117,7 +85,8 @@ struct Drain: AsyncParsableCommand {
             throw fail(error)
         }
         await store.close()
-        let text = json ? JSONOutput.summary(summary).serialized + "\n" : Self.describe(summary)
+        let report = DrainReport(summary)
+        let text = json ? JSONValue.object(report.json).serialized + "\n" : report.text
         // When records go to stdout, the summary must not mix with them.
         if spec == .jsonLines(path: "-") {
             writeStandardError(text)
@@ -125,26 +94,5 @@ struct Drain: AsyncParsableCommand {
             writeStandardOutput(text)
         }
         if summary.result != .allDelivered { throw ExitCode(summary.result.exitCode) }
-    }
-
-    static func describe(_ summary: DrainSummary) -> String {
-        describe(
-            delivered: summary.delivered, retried: summary.retried, dead: summary.dead,
-            remaining: summary.remaining.map { ($0.pending, $0.leased, $0.dead) },
-            halt: summary.halt?.description, lockOwner: summary.lockHolder?.owner)
-    }
-
-    /// The one-line summary, shared by `--local` and the daemon's `--wait` answer.
-    static func describe(
-        delivered: Int, retried: Int, dead: Int, remaining: (pending: Int, leased: Int, dead: Int)?, halt: String?,
-        lockOwner: String?
-    ) -> String {
-        var text = "delivered \(delivered), retried \(retried), dead \(dead)"
-        if let remaining {
-            text += "; now pending \(remaining.pending), leased \(remaining.leased), dead \(remaining.dead)"
-        }
-        if let halt { text += "; stopped early: " + ExternalText.escaped(halt) }
-        if let lockOwner { text += "; not run: another drainer holds the lock (\(ExternalText.escaped(lockOwner)))" }
-        return text + "\n"
     }
 }

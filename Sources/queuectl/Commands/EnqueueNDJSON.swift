@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueDelivery
 
 /// `enqueue --ndjson`: every line of the input in one transaction, read as it is enqueued.
 enum NDJSONEnqueue {

@@ -1,6 +1,10 @@
 import ArgumentParser
 import EventQueue
-import Foundation
+import EventQueueDelivery
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 struct ImportLegacy: ParsableCommand {
     static let configuration = CommandConfiguration(

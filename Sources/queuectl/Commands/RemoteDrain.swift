@@ -9,35 +9,34 @@ struct RemoteDrain {
     /// The queue file the caller means; its owner is the daemon's user (see `SocketTrust`).
     var queuePath: String?
 
-    static let unavailable: Int32 = 69
-    static let refused: Int32 = 77
-
-    func run(wait: Bool) async throws {
+    func run(wait: Bool) throws {
         let client = DaemonClient(socketPath: socketPath)
         do {
             try SocketTrust(socketPath: socketPath, queuePath: queuePath).verify()
         } catch {
-            throw fail("refusing to talk to \(socketPath): \(error)", status: Self.refused)
+            throw fail("refusing to talk to \(socketPath): \(error)", status: .refused)
         }
         do {
             if wait {
-                try await follow(client)
+                try follow(client)
             } else {
-                try await client.launch()
+                try client.launch()
             }
         } catch is DaemonClient.Unreachable {
             throw fail(
                 "no queued daemon listening on \(socketPath): start it, or drain in this process with --local",
-                status: Self.unavailable)
+                status: .unavailable)
         } catch let refusal as DaemonClient.Refused {
-            throw fail("queued refused the launch (HTTP \(refusal.status)): \(refusal.message)", status: Self.refused)
+            throw fail("queued refused the launch (HTTP \(refusal.status)): \(refusal.message)", status: .refused)
         }
     }
 
-    private func follow(_ client: DaemonClient) async throws {
+    /// Shows the daemon's progress lines on stderr and its summary, read back into the one `DrainReport` shape,
+    /// on stdout: the same keys and text as `drain --local`.
+    private func follow(_ client: DaemonClient) throws {
         var summary: JSONObject?
         var failure: String?
-        try await client.launchAndWait { line in
+        try client.launchAndWait { line in
             guard let object = line.objectValue else { return }
             switch object["event"]?.stringValue {
             case "progress":
@@ -54,29 +53,19 @@ struct RemoteDrain {
             }
         }
         guard let summary else {
-            throw fail("the daemon's pass did not finish: \(failure ?? "the connection closed")", status: 74)
+            throw fail("the daemon's pass did not finish: \(failure ?? "the connection closed")", status: .ioError)
         }
-        if json {
-            var printed = JSONObject()
-            for member in summary where member.key != "event" && member.key != "lock_holder" {
-                printed[member.key] = member.value
-            }
-            writeStandardOutput(JSONValue.object(printed).serialized + "\n")
-        } else {
-            let remaining: (Int, Int, Int)? =
-                summary.contains(key: "pending")
-                ? (Self.int(summary, "pending"), Self.int(summary, "leased"), Self.int(summary, "dead_total")) : nil
-            writeStandardOutput(
-                Drain.describe(
-                    delivered: Self.int(summary, "delivered"), retried: Self.int(summary, "retried"),
-                    dead: Self.int(summary, "dead"), remaining: remaining, halt: summary["halt"]?.stringValue,
-                    lockOwner: summary["lock_holder"]?.stringValue))
+        let report: DrainReport
+        do {
+            report = try DrainReport(json: summary)
+        } catch {
+            throw fail(error.description, status: .ioError)
         }
-        let result = summary["result"]?.stringValue.flatMap(DrainResult.init(rawValue:))
-        guard let result else { throw fail("the daemon sent a summary without a known result", status: 74) }
-        if result != .allDelivered { throw ExitCode(result.exitCode) }
+        writeStandardOutput(json ? JSONValue.object(report.json).serialized + "\n" : report.text)
+        if report.result != .allDelivered { throw ExitCode(report.result.exitCode) }
     }
 
+    /// A progress count (progress lines are shown, never acted on: a missing count shows as 0).
     private static func int(_ object: JSONObject, _ key: String) -> Int {
         object[key]?.numberValue?.integerValue.map { Int($0) } ?? 0
     }

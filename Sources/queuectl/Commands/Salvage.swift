@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventQueue
+import EventQueueDelivery
 
 struct Salvage: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,4 @@
 import EventQueue
-import Foundation
 
 /// One entry of an old store and the record it stands for.
 struct LegacyEntry {
@@ -137,7 +136,7 @@ enum LegacyEntries {
             }
             decoded = value
         case .value(.string(let base64), _):
-            guard let data = Data(base64Encoded: base64), let value = decodePropertyList([UInt8](data)) else {
+            guard let data = PropertyListValue.base64Decoded(base64), let value = decodePropertyList(data) else {
                 return .unrecognized("a user attribute that is not a base64 property list")
             }
             decoded = value
@@ -173,15 +172,14 @@ enum LegacyEntries {
     }
 
     static func decodePropertyList(_ bytes: [UInt8]) -> JSONValue? {
-        guard let value = try? PropertyListSerialization.propertyList(from: Data(bytes), options: [], format: nil)
-        else { return nil }
+        guard let value = try? PropertyListValue.parse(bytes).value else { return nil }
         var binary: [String] = []
-        return LegacyStore.json(fromPlist: value, path: "", binary: &binary)
+        return value.json(path: "", binary: &binary)
     }
 
     /// The Braze field for an enum case of the recipe's `UserAttribute` (Swift spelling or Braze's own).
     static func standardField(_ caseName: String) -> String? {
-        switch caseName.lowercased().replacingOccurrences(of: "_", with: "") {
+        switch String(caseName.lowercased().filter { $0 != "_" }) {
         case "email", "emailaddress": return "email"
         case "firstname": return "first_name"
         case "lastname": return "last_name"
@@ -210,7 +208,7 @@ enum LegacyEntries {
             value = .string(only.key)
         }
         guard case .string(let text) = value else { return value }
-        let folded = text.lowercased().replacingOccurrences(of: "_", with: "")
+        let folded = String(text.lowercased().filter { $0 != "_" })
         switch field {
         case "gender":
             switch folded {

@@ -1,4 +1,8 @@
-import Foundation
+import EventQueueDelivery
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `import-legacy --clear-source`: removes the imported entries from the old store, without losing an entry an
 /// old writer added meanwhile.
@@ -35,7 +39,7 @@ enum LegacySourceClearing {
             bytes = try store.rewritten(removing: removed)
         } catch {
             throw fail(
-                "cannot write the store \(store.path) back (\(error.localizedDescription)); nothing was removed",
+                "cannot write the store \(store.path) back (\(error)); nothing was removed",
                 status: ExitStatus.cannotCreate)
         }
         // Replace the file itself, not a symlink to it.
@@ -121,15 +125,19 @@ enum LegacySourceClearing {
 
     /// Debug builds only (the tests'): a release binary never runs a command named by its environment.
     static func runTestHookInDebugBuilds() {
-        guard let command = ProcessInfo.processInfo.environment[testHookVariable], !command.isEmpty else { return }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        do {
-            try process.run()
-            process.waitUntilExit()
-        } catch {
-            writeStandardError("queuectl: warning: \(testHookVariable) could not run: \(error)\n")
+        guard let command = QueueEnvironment.variable(testHookVariable), !command.isEmpty else { return }
+        let arguments = ["/bin/sh", "-c", command]
+        var pointers = arguments.map { strdup($0) }
+        defer { pointers.forEach { free($0) } }
+        pointers.append(nil)
+        var child: pid_t = 0
+        let spawned = posix_spawn(&child, "/bin/sh", nil, nil, pointers, environ)
+        guard spawned == 0 else {
+            writeStandardError(
+                "queuectl: warning: \(testHookVariable) could not run: \(String(cString: strerror(spawned)))\n")
+            return
         }
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
     }
 }

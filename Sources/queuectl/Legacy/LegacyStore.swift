@@ -1,5 +1,9 @@
 import EventQueue
-import Foundation
+import EventQueueDelivery
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The old shared-defaults store (a property list, XML or binary, or JSON of the same shape), as read once.
 ///
@@ -44,8 +48,8 @@ struct LegacyStore {
     let mode: mode_t
     let owner: (uid: uid_t, gid: gid_t)
     let format: Format
-    /// The top level, for a property list (values as Foundation gives them) or for JSON.
-    private let plistTop: [String: Any]?
+    /// The top level, for a property list or for JSON.
+    private let plistTop: [String: PropertyListValue]?
     private let jsonTop: JSONObject?
 
     /// Reads and parses the store. Throws `ExitCode` with a one-line message: 66 when it cannot be read, 65 when
@@ -57,24 +61,22 @@ struct LegacyStore {
         self.identity = identity
         mode = info.st_mode & 0o7777
         owner = (info.st_uid, info.st_gid)
-        let data = Data(bytes)
         let firstByte = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 && $0 != 0xEF })
         if bytes.starts(with: Array("bplist".utf8)) || firstByte == UInt8(ascii: "<") {
-            var found = PropertyListSerialization.PropertyListFormat.xml
-            let value: Any
+            let parsed: (value: PropertyListValue, binary: Bool)
             do {
-                value = try PropertyListSerialization.propertyList(from: data, options: [], format: &found)
+                parsed = try PropertyListValue.parse(bytes)
             } catch {
                 throw fail(
-                    "\(path) is not a readable property list (\(error.localizedDescription)); nothing was imported",
+                    "\(path) is not a readable property list (\(error)); nothing was imported",
                     status: ExitStatus.invalidInput)
             }
-            guard let top = Self.dictionary(value) else {
+            guard case .dictionary(let top) = parsed.value else {
                 throw fail(
-                    "\(path): the top level must be a dictionary (found \(type(of: value))); nothing was imported",
-                    status: ExitStatus.invalidInput)
+                    "\(path): the top level must be a dictionary (found \(parsed.value.typeName)); nothing was "
+                        + "imported", status: ExitStatus.invalidInput)
             }
-            format = found == .binary ? .binary : .xml
+            format = parsed.binary ? .binary : .xml
             plistTop = top
             jsonTop = nil
         } else if firstByte == UInt8(ascii: "{") {
@@ -101,7 +103,7 @@ struct LegacyStore {
                 status: ExitStatus.invalidInput)
         }
         for section in Self.sections {
-            if let present = topValue(section), !Self.isArray(present) {
+            if topValueIsArray(section) == false {
                 throw fail(
                     "\(path): \(section) must be an array; nothing was imported", status: ExitStatus.invalidInput)
             }
@@ -116,10 +118,10 @@ struct LegacyStore {
 
     /// The generation stored by earlier clears (0 when none).
     var generation: Int {
-        if let plistTop, let value = plistTop[Self.generationKey], type(of: value) != Bool.self,
-            let number = value as? NSNumber
-        {
-            return number.intValue
+        switch plistTop?[Self.generationKey] {
+        case .integer(let number)?: return Int(clamping: number)
+        case .real(let number)? where number.isFinite && abs(number) < 9e15: return Int(number)
+        default: break
         }
         if let value = jsonTop?[Self.generationKey]?.numberValue?.integerValue { return Int(value) }
         return 0
@@ -128,11 +130,11 @@ struct LegacyStore {
     /// The items of one of the three arrays (empty when the key is absent).
     func items(_ section: String) -> [Item] {
         if let plistTop {
-            guard let array = plistTop[section] as? [Any] else { return [] }
+            guard case .array(let array)? = plistTop[section] else { return [] }
             return array.enumerated().map { index, element in
-                if let data = element as? Data { return .data([UInt8](data)) }
+                if case .data(let bytes) = element { return .data(bytes) }
                 var binary: [String] = []
-                let value = Self.json(fromPlist: element, path: "\(section)[\(index)]", binary: &binary)
+                let value = element.json(path: "\(section)[\(index)]", binary: &binary)
                 return .value(value, binaryPaths: binary)
             }
         }
@@ -140,14 +142,15 @@ struct LegacyStore {
         return array.map { .value($0, binaryPaths: []) }
     }
 
-    private func topValue(_ key: String) -> Any? {
-        if let plistTop { return plistTop[key] }
-        return jsonTop?[key]
-    }
-
-    private static func isArray(_ value: Any) -> Bool {
-        if value is [Any] { return true }
-        if let json = value as? JSONValue, case .array = json { return true }
+    /// Whether the top level has `key`, and if so whether its value is an array.
+    private func topValueIsArray(_ key: String) -> Bool? {
+        if let plistTop {
+            guard let value = plistTop[key] else { return nil }
+            if case .array = value { return true }
+            return false
+        }
+        guard let value = jsonTop?[key] else { return nil }
+        if case .array = value { return true }
         return false
     }
 
@@ -158,13 +161,11 @@ struct LegacyStore {
     func rewritten(removing removed: [String: Set<Int>]) throws -> [UInt8] {
         if var top = plistTop {
             for (section, indices) in removed {
-                guard let array = top[section] as? [Any] else { continue }
-                top[section] = array.enumerated().filter { !indices.contains($0.offset) }.map(\.element)
+                guard case .array(let array)? = top[section] else { continue }
+                top[section] = .array(array.enumerated().filter { !indices.contains($0.offset) }.map(\.element))
             }
-            top[Self.generationKey] = NSNumber(value: generation + 1)
-            let data = try PropertyListSerialization.data(
-                fromPropertyList: top, format: format == .binary ? .binary : .xml, options: 0)
-            return [UInt8](data)
+            top[Self.generationKey] = .integer(Int64(generation) + 1)
+            return try PropertyListValue.dictionary(top).serialized(binary: format == .binary)
         }
         guard var top = jsonTop else { return bytes }
         for (section, indices) in removed {
@@ -205,52 +206,5 @@ struct LegacyStore {
             device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
             modifiedSeconds: info.st_mtim.tv_sec, modifiedNanoseconds: info.st_mtim.tv_nsec)
         return (bytes, identity, info)
-    }
-
-    /// A property-list dictionary as `[String: Any]` (Foundation may give `[AnyHashable: Any]` for nested ones).
-    static func dictionary(_ value: Any) -> [String: Any]? {
-        if let dictionary = value as? [String: Any] { return dictionary }
-        guard let hashable = value as? [AnyHashable: Any] else { return nil }
-        var result: [String: Any] = [:]
-        for (key, element) in hashable {
-            guard let key = key.base as? String else { return nil }
-            result[key] = element
-        }
-        return result
-    }
-
-    /// A property-list value as JSON: dictionaries with sorted keys, dates as ISO 8601 text, binary data as
-    /// base64 text (its path recorded in `binary`).
-    static func json(fromPlist value: Any, path: String, binary: inout [String]) -> JSONValue {
-        if type(of: value) == Bool.self, let flag = value as? Bool { return .bool(flag) }
-        if let string = value as? String { return .string(string) }
-        if let number = value as? NSNumber {
-            let code = String(cString: number.objCType)
-            if code == "d" || code == "f" {
-                return JSONNumber(number.doubleValue).map(JSONValue.number) ?? .null
-            }
-            return .number(JSONNumber(number.int64Value))
-        }
-        if let date = value as? Date {
-            let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
-            return .string(ISO8601.format(unixMilliseconds: milliseconds))
-        }
-        if let data = value as? Data {
-            binary.append(path)
-            return .string(data.base64EncodedString())
-        }
-        if let array = value as? [Any] {
-            return .array(array.enumerated().map { json(fromPlist: $1, path: "\(path)[\($0)]", binary: &binary) })
-        }
-        if let dictionary = dictionary(value) {
-            var object = JSONObject()
-            for key in dictionary.keys.sorted() {
-                if let element = dictionary[key] {
-                    object[key] = json(fromPlist: element, path: "\(path).\(key)", binary: &binary)
-                }
-            }
-            return .object(object)
-        }
-        return .string(String(describing: value))
     }
 }

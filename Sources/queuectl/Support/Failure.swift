@@ -6,32 +6,21 @@ import EventQueueDelivery
     import Glibc
 #endif
 
-/// Exit statuses (sysexits.h where one fits), documented in `queuectl --help` and the README.
-enum ExitStatus {
-    static let problemsFound: Int32 = 1
-    static let usage: Int32 = 64
-    static let invalidInput: Int32 = 65
-    static let inputMissing: Int32 = 66
-    static let cannotCreate: Int32 = 73
-    static let ioError: Int32 = 74
-    static let busy: Int32 = 75
-    static let badQueueFile: Int32 = 78
-}
-
 /// Writes a one-line error to stderr and returns the exit code to throw.
-func fail(_ message: String, status: Int32) -> ExitCode {
+/// `status` is one of the table's (`ExitStatus`, shared with `queued` and the README).
+func fail(_ message: String, status: ExitStatus) -> ExitCode {
     writeStandardError("queuectl: error: " + message.replacingNewlines() + "\n")
-    return ExitCode(status)
+    return ExitCode(status.rawValue)
 }
 
 func fail(_ error: QueueError) -> ExitCode {
-    let status: Int32
+    let status: ExitStatus
     switch error {
     case .invalidRecord, .invalidIdempotencyKey: status = ExitStatus.invalidInput
     case .cannotOpen, .readOnly: status = ExitStatus.cannotCreate
     case .diskFull, .sqlite: status = ExitStatus.ioError
     case .busy: status = ExitStatus.busy
-    case .notAQueueFile, .corrupt, .schemaTooNew, .unsafeQueueFile: status = ExitStatus.badQueueFile
+    case .notAQueueFile, .corrupt, .schemaTooNew, .unsafeQueueFile: status = ExitStatus.badQueueFileOrConfiguration
     }
     return fail(error.description, status: status)
 }

@@ -25,8 +25,4 @@ enum JSONOutput {
         object["object"] = (try? JSONValue.parse(record.payload)) ?? .string(record.payload)
         return .object(object)
     }
-
-    static func summary(_ summary: DrainSummary) -> JSONValue {
-        .object(ReportJSON.summary(summary))
-    }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EventQueue
+import EventQueueDelivery
 
 #if canImport(Glibc)
     import Glibc

@@ -51,9 +51,6 @@ struct QueueOptionGroup: ParsableArguments {
             }
             parsedDurability = value
         }
-        if let busyTimeoutMilliseconds, busyTimeoutMilliseconds < 0 {
-            throw fail("--busy-timeout must be 0 or more milliseconds", status: ExitStatus.usage)
-        }
         do {
             return try QueueEnvironment.options(
                 busyTimeoutMilliseconds: busyTimeoutMilliseconds, durability: parsedDurability)

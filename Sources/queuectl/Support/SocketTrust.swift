@@ -71,22 +71,8 @@ struct SocketTrust {
     /// The uid of the process that listens on `path` (`SO_PEERCRED` of a connection), or `nil` when nothing
     /// answers.
     static func peerUID(_ path: String) -> uid_t? {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard descriptor >= 0 else { return nil }
+        guard case .success(let descriptor) = UnixSocketAddress.connectedStream(to: path) else { return nil }
         defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-        }
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard connected == 0 else { return nil }
         // struct ucred: pid, uid, gid.
         var credentials: (Int32, UInt32, UInt32) = (0, UInt32.max, UInt32.max)
         var length = socklen_t(MemoryLayout.size(ofValue: credentials))

@@ -1,0 +1,84 @@
+/// Every exit status of `queuectl` and `queued`, in one table: both tools exit with these values, their `--help`
+/// lists them from here, and the README's table is checked against this one by a test (`ExitStatusTests`), so the
+/// documented and the real statuses cannot drift apart. sysexits.h values where one fits (64 and up), so that
+/// systemd's `RestartPreventExitStatus=78` keeps a broken setup from restart loops; 10 to 13 are drain results.
+///
+/// Scripts act on these numbers: never renumber one.
+public enum ExitStatus: Int32, CaseIterable, Sendable {
+    case success = 0
+    case problemsFound = 1
+    case someDead = 10
+    case recordsRemain = 11
+    case sinkMisconfigured = 12
+    case anotherDrainerRunning = 13
+    case usage = 64
+    case invalidInput = 65
+    case inputMissing = 66
+    case unavailable = 69
+    case internalError = 70
+    case cannotCreate = 73
+    case ioError = 74
+    case busy = 75
+    case refused = 77
+    case badQueueFileOrConfiguration = 78
+
+    /// The tools that exit with a status.
+    public enum Tool: String, CaseIterable, Sendable {
+        case queuectl
+        case queued
+    }
+
+    /// What the status means, as the README's table and `--help` say it.
+    public var meaning: String {
+        switch self {
+        case .success:
+            return "success (`drain`: everything was delivered; `queued`: stopped cleanly on SIGTERM or SIGINT)"
+        case .problemsFound:
+            return "`check` found a problem, or an id given to `dead retry`/`purge` is not a dead letter"
+        case .someDead: return "`drain`: some records went dead in this pass"
+        case .recordsRemain: return "`drain`: records remain (waiting for a retry, or the sink is unavailable)"
+        case .sinkMisconfigured:
+            return "`drain`: the sink is misconfigured, nothing was lost (for `drain --local` also a jsonl file "
+                + "that cannot be opened)"
+        case .anotherDrainerRunning: return "`drain`: another drain pass holds the queue's drain lock"
+        case .usage: return "usage: an unknown or malformed flag or argument, or a numeric option out of its range"
+        case .invalidInput: return "invalid record or input, with the line or index and the field"
+        case .inputMissing:
+            return "input file missing, or no queue at the path (`status`, `peek`, `dead`, `check`, "
+                + "`drain --local`)"
+        case .unavailable: return "`drain`: no daemon listens on the control socket"
+        case .internalError: return "`queued`: an internal failure (the log has the details)"
+        case .cannotCreate:
+            return "cannot open or create the queue file (`queued`: or the control socket)"
+        case .ioError:
+            return "disk full or I/O error (`drain --wait`: also a progress stream that ended without a summary)"
+        case .busy: return "queue busy, retry"
+        case .refused:
+            return "`drain`: the daemon refused this user, or the socket is not trusted (its directory, file or "
+                + "listener belongs to someone other than root, you, or the queue file's owner)"
+        case .badQueueFileOrConfiguration:
+            return "not a queue file, corrupt, or a newer schema (the file is never modified); `queued`: also a "
+                + "bad configuration"
+        }
+    }
+
+    /// The tools that can exit with this status.
+    public var tools: [Tool] {
+        switch self {
+        case .success, .usage, .cannotCreate, .ioError, .busy, .badQueueFileOrConfiguration:
+            return [.queuectl, .queued]
+        case .internalError: return [.queued]
+        default: return [.queuectl]
+        }
+    }
+
+    /// The `Exit status:` paragraph of a tool's `--help`, built from this table.
+    public static func helpText(for tool: Tool) -> String {
+        helpText(listing: allCases.filter { $0.tools.contains(tool) })
+    }
+
+    /// The same for some of the statuses (a subcommand's own).
+    public static func helpText(listing statuses: [ExitStatus]) -> String {
+        "Exit status: " + statuses.map { "\($0.rawValue) \($0.meaning)" }.joined(separator: "; ") + "."
+    }
+}

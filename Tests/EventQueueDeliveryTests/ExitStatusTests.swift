@@ -1,0 +1,46 @@
+import Foundation
+import Testing
+
+@testable import EventQueueDelivery
+
+/// The README's table of exit statuses is the code's (`ExitStatus`): same statuses, meanings and tools.
+@Suite struct ExitStatusTests {
+    static let readme =
+        #filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(3)
+        .joined(separator: "/") + "/README.md"
+
+    /// The rows between the README's `exit-statuses` markers.
+    static func readmeRows() throws -> [String] {
+        let text = try String(contentsOfFile: readme, encoding: .utf8)
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let start = try #require(lines.firstIndex { $0.hasPrefix("<!-- exit-statuses") }, "no table in \(readme)")
+        let end = try #require(lines.firstIndex { $0 == "<!-- /exit-statuses -->" }, "no end of the table")
+        return lines[(start + 3)..<end].filter { !$0.isEmpty }
+    }
+
+    @Test func theReadmeListsEveryStatusOfTheTableAndNoOther() throws {
+        let expected = ExitStatus.allCases.map { status in
+            "| \(status.rawValue) | \(status.meaning) | \(status.tools.map(\.rawValue).joined(separator: ", ")) |"
+        }
+        let rows = try Self.readmeRows()
+        #expect(rows.count == expected.count)
+        for (row, wanted) in zip(rows, expected) { #expect(row == wanted) }
+    }
+
+    @Test func drainResultsExitWithTheTablesStatuses() {
+        #expect(
+            DrainResult.allCases.map(\.exitStatus) == [
+                .success, .someDead, .recordsRemain, .sinkMisconfigured, .anotherDrainerRunning,
+            ])
+        #expect(DrainResult.allCases.map(\.exitCode) == [0, 10, 11, 12, 13])
+    }
+
+    @Test func eachToolsHelpListsItsOwnStatuses() {
+        let queued = ExitStatus.helpText(for: .queued)
+        #expect(queued.contains("70 `queued`: an internal failure"))
+        #expect(!queued.contains("69 "))
+        let queuectl = ExitStatus.helpText(for: .queuectl)
+        #expect(queuectl.contains("69 `drain`: no daemon listens"))
+        #expect(!queuectl.contains("70 "))
+    }
+}
