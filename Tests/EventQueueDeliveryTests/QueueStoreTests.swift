@@ -40,7 +40,7 @@ struct QueueStoreTests {
             return DeliveryReport(.delivered, for: batch)
         }
         let stop = Locked(false)
-        // One record per batch: three fsync'd commits per record (drain lock, claim, ack).
+        // One record per batch: an fsync'd commit per record (an ack shares its transaction with the next claim).
         let drainer = try makeDrainer(
             path, sink: sink, options: DrainOptions(batchSize: 1), queueOptions: QueueOptions(durability: .full))
         async let drained = drainOnce(drainer, shouldStop: { stop.value })
