@@ -149,7 +149,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EventQueueBrazeTests",
-            dependencies: ["EventQueueBraze", "FakeBraze", "EventQueueDelivery", "EventQueue"]
+            dependencies: ["EventQueueBraze", "FakeBraze", "EventQueueDelivery", "EventQueue", "EventQueueTestSupport"]
         ),
         .testTarget(
             name: "queuedTests",

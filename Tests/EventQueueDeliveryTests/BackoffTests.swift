@@ -47,7 +47,7 @@ import Testing
     func delaysAreFullJitterWithinTheCeiling(attempt: Int) {
         let backoff = Backoff()
         let ceiling = backoff.ceiling(attempt: attempt)
-        var generator = SeededGenerator(seed: 0x5EED + UInt64(attempt))
+        var generator = SplitMix64(seed: 0x5EED + UInt64(attempt))
         let samples = (0..<2_000).map { _ in backoff.delay(attempt: attempt, using: &generator) }
         #expect(samples.allSatisfy { (1...ceiling).contains($0) })
         #expect(Set(samples).count > 500, "jittered, not lock-step")
@@ -58,8 +58,8 @@ import Testing
 
     @Test func delaysAreReproducibleWithASeededGenerator() {
         let backoff = Backoff()
-        var first = SeededGenerator(seed: 42)
-        var second = SeededGenerator(seed: 42)
+        var first = SplitMix64(seed: 42)
+        var second = SplitMix64(seed: 42)
         let one = (1...50).map { backoff.delay(attempt: $0 % 12, using: &first) }
         let two = (1...50).map { backoff.delay(attempt: $0 % 12, using: &second) }
         #expect(one == two)
@@ -77,7 +77,7 @@ import Testing
 
     @Test func aOneMillisecondBackoffAlwaysWaitsOneMillisecond() {
         let backoff = Backoff(baseMilliseconds: 1, capMilliseconds: 1)
-        var generator = SeededGenerator(seed: 7)
+        var generator = SplitMix64(seed: 7)
         for attempt in [1, 2, 10, 1_000] {
             #expect(backoff.delay(attempt: attempt, using: &generator) == 1)
         }

@@ -14,7 +14,7 @@ import Testing
 /// pool produces (2 s in the lock test).
 @Suite(.timeLimit(.minutes(2)))
 struct QueueStoreTests {
-    let directory = DeliveryScratchDirectory()
+    let directory = Scratch()
 
     /// Sleeps `interval` `ticks` times; returns the worst lateness of a wake-up.
     func worstLateness(ticks: Int = 50, interval: Duration = .milliseconds(10)) async throws -> Duration {
