@@ -27,12 +27,7 @@ import EventQueueTestSupport
 
     @Test func steadyLoadWithFaultsKeepsMemoryAndFilesFlatAndLosesNothing() async throws {
         let started = ContinuousClock.now
-        var faults = FakeBrazeFaults()
-        faults.seed = UInt64.random(in: 1...UInt64.max)
-        faults.serverErrorRate = 0.04
-        faults.rateLimitRate = 0.01
-        faults.retryAfterSeconds = 1
-        try await BrazeScenario.run(faults: faults) { scenario in
+        try await BrazeScenario.run(faults: .background(rateLimitRate: 0.01)) { scenario in
             let (scratch, db, key, server) = (scenario.scratch, scenario.db, scenario.key, scenario.server)
             // No --drain-interval: passes come from the launches (and the daemon's own retry schedule).
             let daemon = try await scenario.startDaemon(

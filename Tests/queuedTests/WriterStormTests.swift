@@ -22,13 +22,8 @@ import EventQueueTestSupport
 
     @Test func eightWritersAndTheDaemonKilledAtRandomLoseNothing() async throws {
         let started = ContinuousClock.now
-        var faults = FakeBrazeFaults()
-        faults.seed = UInt64.random(in: 1...UInt64.max)
-        faults.serverErrorRate = 0.04
-        faults.rateLimitRate = 0.02
-        faults.retryAfterSeconds = 1
         // The scenario makes the (empty) queue: it exists before the foreign writers connect (docs/SCHEMA.md).
-        try await BrazeScenario.run(faults: faults) { scenario in
+        try await BrazeScenario.run(faults: .background(rateLimitRate: 0.02)) { scenario in
             let (scratch, db, key, server) = (scenario.scratch, scenario.db, scenario.key, scenario.server)
             let until = ContinuousClock.now + .milliseconds(Int(Self.stormSeconds * 1000))
             let daemonArguments = [
