@@ -49,13 +49,7 @@ import EventQueueTestSupport
             #expect(daemon.exited == 0, "clean stop: \(daemon.log.suffix(2000))")
             #expect(!daemon.log.contains(key))
 
-            let received = scratch.file("received.ndjson")
-            try await Storm.saveReceived(server.baseURL, to: received, scratch: scratch)
-            let logs = results.map(\.log)
-            Storm.keep(logs + [received], as: "soak")
-            let report = HistoryChecker.check(
-                try WriterHistory.read(logs: logs), delivered: try SinkHistory.brazeReceived(received))
-            let script = try await Storm.runScript(logs: logs, braze: [received], scratch: scratch)
+            let (report, script) = try await Storm.judge(results, at: server, as: "soak", scratch: scratch)
             let stats = server.stats()
             let faultsSeen = (stats.byStatus[500] ?? 0) + (stats.byStatus[429] ?? 0)
             let warm = samples.warm

@@ -75,13 +75,7 @@ import EventQueueTestSupport
             #expect(settled["dead"] as? Int == 0, "nothing breaks a rule, so nothing may be dead: \(settled)")
             #expect(!final.log.contains(key))
 
-            let received = scratch.file("received.ndjson")
-            try await Storm.saveReceived(server.baseURL, to: received, scratch: scratch)
-            let logs = results.map(\.log)
-            Storm.keep(logs + [received], as: "writer-storm")
-            let report = HistoryChecker.check(
-                try WriterHistory.read(logs: logs), delivered: try SinkHistory.brazeReceived(received))
-            let script = try await Storm.runScript(logs: logs, braze: [received], scratch: scratch)
+            let (report, script) = try await Storm.judge(results, at: server, as: "writer-storm", scratch: scratch)
             let stats = server.stats()
             let writerKills = results.reduce(0) { $0 + $1.kills }
             print(

@@ -1,3 +1,4 @@
+import FakeBraze
 import Foundation
 import EventQueueTestSupport
 
@@ -237,6 +238,22 @@ enum Storm {
                 stop,
             ]
         }
+    }
+
+    /// Judges a run the two ways that must agree: `HistoryChecker` and `scripts/check-history`, over the writers'
+    /// logs and what the fake received (saved to `received.ndjson`, and kept as `name` when
+    /// `$EVENTQUEUE_KEEP_HISTORY` is set).
+    static func judge(_ results: [SlotResult], at server: FakeBrazeServer, as name: String, scratch: Scratch)
+        async throws -> (report: HistoryChecker.Report, script: (status: Int32, summary: String, report: [String: Any]))
+    {
+        let received = scratch.file("received.ndjson")
+        try await saveReceived(server.baseURL, to: received, scratch: scratch)
+        let logs = results.map(\.log)
+        keep(logs + [received], as: name)
+        let report = HistoryChecker.check(
+            try WriterHistory.read(logs: logs), delivered: try SinkHistory.brazeReceived(received))
+        let script = try await runScript(logs: logs, braze: [received], scratch: scratch)
+        return (report, script)
     }
 
     /// The fake's `GET /_received` saved to `path`: the received-log format `scripts/check-history --braze` reads.
