@@ -153,7 +153,7 @@ let package = Package(
         .target(name: "EventQueueTestSupport", path: "Tests/EventQueueTestSupport"),
         .testTarget(
             name: "EventQueueRecordsTests",
-            dependencies: ["EventQueueRecords"]
+            dependencies: ["EventQueueRecords", "EventQueueTestSupport"]
         ),
         .testTarget(
             name: "EventQueueTests",
@@ -168,7 +168,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EventQueueBrazeTests",
-            dependencies: ["EventQueueBraze", "FakeBraze", "EventQueueDelivery", "EventQueue"]
+            dependencies: ["EventQueueBraze", "FakeBraze", "EventQueueDelivery", "EventQueue", "EventQueueTestSupport"]
         ),
         .testTarget(
             name: "EventQueueCommandLineTests",

@@ -45,7 +45,8 @@ CREATE TABLE records (
 ) STRICT;
 
 -- Claiming walks live records in id order: dead rows (kept until purged) are not in this index, so a pile of
--- dead letters never slows a claim. See ConsumerQueries.claim and the EXPLAIN QUERY PLAN test.
+-- dead letters never slows a claim. See ConsumerSQL.claim and its EXPLAIN QUERY PLAN test
+-- (ClaimQueryPlanTests).
 CREATE INDEX records_live ON records (id, state, next_attempt_at_ms, lease_expires_at_ms)
     WHERE state != 'dead';
 

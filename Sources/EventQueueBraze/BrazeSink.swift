@@ -8,10 +8,11 @@ import NIOCore
 ///
 /// A batch becomes as few requests as Braze's limits and per-user ordering allow (see `BrazeBatcher`), sent one
 /// after another. Several batches are delivered at once (the drain loop's `maxInFlight`; they never share a
-/// user), all paced by one `BrazeRateGovernor`. Each answer is mapped to per-record outcomes: Braze's partial success (`errors`) rejects only
-/// the objects it names; a 400 is bisected down to the offending records so one bad record never blocks or
-/// dead-letters its neighbours; 401/403/404 halt the pass (nothing is counted against the records); 429, 5xx
-/// and network failures retry. The API key never appears in logs, errors or descriptions.
+/// user), all paced by one `BrazeRateGovernor`. Each answer is mapped to per-record outcomes: Braze's partial
+/// success (`errors`) rejects only the objects it names; a 400 is bisected down to the offending records so one
+/// bad record never blocks or dead-letters its neighbours; 401/403/404 and redirects (never followed) halt the
+/// pass (nothing is counted against the records); 408, 429, 5xx and network failures retry. The API key never
+/// appears in logs, errors or descriptions.
 public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     public let name: String
     private let endpoint: String
@@ -30,6 +31,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     ///   - baseURL: the REST endpoint of the account's instance, e.g. `https://rest.iad-01.braze.com` (never
     ///     hard-coded: it differs per instance).
     ///   - maxObjectsPerRequest: the combined limit of some plans (50); `nil` for only the 75-per-array limit.
+    ///   - connectTimeout: the deadline for opening a connection; a timeout is retried.
     ///   - requestTimeout: the deadline for one request, answer body included; a timeout is retried.
     ///   - maxInFlight: requests in flight at most (the send window's ceiling; a 429 halves the window).
     ///   - maxRequestsPerSecond: this host's share of the workspace's rate limit; `nil` for no cap of our own.
@@ -84,12 +86,13 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     public var description: String { "BrazeSink(\(name))" }
     public var customMirror: Mirror { Mirror(self, children: ["name": name], displayStyle: .class) }
 
-    /// Closes the HTTP client's connections; call once, after the last `deliver`.
-    /// `Sink.close()`: shuts the HTTP client down.
+    /// `Sink.close()`: the same as `shutdown()`.
     public func close() async {
         await shutdown()
     }
 
+    /// Closes the HTTP client's connections; call once, after the last `deliver` (a debug build traps when an
+    /// HTTP client is released without it).
     public func shutdown() async {
         await transport.shutdown()
     }

@@ -4,30 +4,10 @@ import Testing
 @testable import EventQueueBraze
 
 @Suite struct BrazeAPIKeyTests {
-    /// A scratch directory with a key file and a systemd credentials directory.
-    final class Scratch {
-        let path: String
-
-        init() throws {
-            path = NSTemporaryDirectory() + "braze-key-test-" + UUID().uuidString
-            try FileManager.default.createDirectory(atPath: path + "/credentials", withIntermediateDirectories: true)
-        }
-
-        func write(_ name: String, _ content: String) throws -> String {
-            let file = path + "/" + name
-            try content.write(toFile: file, atomically: true, encoding: .utf8)
-            // Key files readable by others are refused (issue 13, item 4).
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
-            return file
-        }
-
-        deinit { try? FileManager.default.removeItem(atPath: path) }
-    }
-
     @Test func fileBeatsCredentialBeatsEnvironment() throws {
-        let scratch = try Scratch()
-        let file = try scratch.write("key", "  from-file\n")
-        _ = try scratch.write("credentials/braze-api-key", "from-credential\n")
+        let scratch = Scratch()
+        let file = try scratch.writeKey("key", "  from-file\n")
+        _ = try scratch.writeKey("credentials/braze-api-key", "from-credential\n")
         let environment = ["CREDENTIALS_DIRECTORY": scratch.path + "/credentials", "BRAZE_API_KEY": "from-env"]
 
         #expect(try BrazeAPIKey.resolve(apiKeyFile: file, environment: environment).secret == "from-file")
@@ -40,11 +20,11 @@ import Testing
     }
 
     @Test func unusableSourcesAreClearErrors() throws {
-        let scratch = try Scratch()
+        let scratch = Scratch()
         #expect(throws: BrazeConfigurationError.missingKey) {
             try BrazeAPIKey.resolve(apiKeyFile: nil, environment: [:])
         }
-        let empty = try scratch.write("empty", " \n\n")
+        let empty = try scratch.writeKey("empty", " \n\n")
         #expect(throws: BrazeConfigurationError.emptyKey(source: "--api-key-file \(empty)")) {
             try BrazeAPIKey.resolve(apiKeyFile: empty, environment: ["BRAZE_API_KEY": "ignored"])
         }
@@ -61,7 +41,7 @@ import Testing
             #expect(reason.contains("No such file"))
             #expect("\(error)".contains("check the path"))
         }
-        let twoLines = try scratch.write("two", "secret-one\nsecret-two\n")
+        let twoLines = try scratch.writeKey("two", "secret-one\nsecret-two\n")
         do {
             _ = try BrazeAPIKey.resolve(apiKeyFile: twoLines, environment: [:])
             Issue.record("a key with a newline inside must be refused")
@@ -82,5 +62,18 @@ import Testing
         #expect(String(reflecting: key) == "BrazeAPIKey(redacted)")
         #expect(!dumped.contains(testKey))
         #expect(Mirror(reflecting: key).children.isEmpty)
+    }
+}
+
+extension Scratch {
+    /// Writes a key file (mode 0600: key files readable by others are refused, issue 13 item 4), creating its
+    /// directory (`credentials/`, a systemd credentials directory) if needed; returns its path.
+    func writeKey(_ name: String, _ content: String) throws -> String {
+        let path = file(name)
+        try FileManager.default.createDirectory(
+            atPath: URL(fileURLWithPath: path).deletingLastPathComponent().path, withIntermediateDirectories: true)
+        try content.write(toFile: path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        return path
     }
 }

@@ -28,31 +28,30 @@ import Testing
         return texts.joined(separator: "\n")
     }
 
-    @Test(arguments: [401, 400, 500])
-    func anEchoedKeyIsRedactedEverywhere(status: Int) async throws {
+    /// Delivers `records` through a sink whose fake answers with `status` and `message`; returns `everything`.
+    static func textsAfterDelivering(
+        _ records: [OutgoingRecord], status: Int, message: String
+    ) async throws -> String {
         var faults = FakeBrazeFaults()
         faults.hostileStatus = status
-        faults.hostileMessage = "you sent {authorization}"
+        faults.hostileMessage = message
         let lines = Locked<[String]>([])
         let logger = Logger(label: "hostile") { _ in CapturingLogHandler(lines: lines) }
-        let report = try await withSink(faults: faults, logger: logger) { _, sink in
-            await sink.deliver(distinctEvents(3))
-        }
-        let text = Self.everything(report, log: lines.value)
+        let report = try await withSink(faults: faults, logger: logger) { _, sink in await sink.deliver(records) }
+        return everything(report, log: lines.value)
+    }
+
+    @Test(arguments: [401, 400, 500])
+    func anEchoedKeyIsRedactedEverywhere(status: Int) async throws {
+        let text = try await Self.textsAfterDelivering(
+            distinctEvents(3), status: status, message: "you sent {authorization}")
         #expect(text.contains("you sent Bearer [redacted]"), "\(text)")
         #expect(!text.contains(testKey), "the key leaked: \(text)")
     }
 
     @Test func controlSequencesFromTheSinkAreEscaped() async throws {
-        var faults = FakeBrazeFaults()
-        faults.hostileStatus = 400
-        faults.hostileMessage = "bad\u{1B}[2J\u{1B}]0;owned\u{07} request\u{9B}31m"
-        let lines = Locked<[String]>([])
-        let logger = Logger(label: "hostile") { _ in CapturingLogHandler(lines: lines) }
-        let report = try await withSink(faults: faults, logger: logger) { _, sink in
-            await sink.deliver(distinctEvents(1))
-        }
-        let text = Self.everything(report, log: lines.value)
+        let text = try await Self.textsAfterDelivering(
+            distinctEvents(1), status: 400, message: "bad\u{1B}[2J\u{1B}]0;owned\u{07} request\u{9B}31m")
         #expect(text.contains("bad\\x1B[2J\\x1B]0;owned\\x07 request\\x9B31m"), "\(text)")
         #expect(!text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x9B })
     }
@@ -110,14 +109,8 @@ import Testing
 
 /// Key files: regular, and not readable by others (issue 13, item 4).
 @Suite struct BrazeKeyFileTests {
-    final class Directory {
-        let path = NSTemporaryDirectory() + "braze-keyfile-" + UUID().uuidString
-        init() throws { try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true) }
-        deinit { try? FileManager.default.removeItem(atPath: path) }
-    }
-
     @Test func aWorldReadableKeyFileIsRefusedWithTheFix() throws {
-        let directory = try Directory()
+        let directory = Scratch()
         let file = directory.path + "/key"
         try Data("sk-file-key\n".utf8).write(to: URL(fileURLWithPath: file))
         chmod(file, 0o644)
@@ -137,7 +130,7 @@ import Testing
     }
 
     @Test func aFIFOIsRefusedAtOnceInsteadOfHanging() throws {
-        let directory = try Directory()
+        let directory = Scratch()
         let fifo = directory.path + "/key.fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
         // Before the fix, open(2) waited for a writer forever; with O_NONBLOCK it returns and fstat refuses it.

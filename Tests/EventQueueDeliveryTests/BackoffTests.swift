@@ -48,7 +48,7 @@ import Testing
     func delaysAreFullJitterWithinTheCeiling(attempt: Int) {
         let backoff = Backoff()
         let ceiling = backoff.ceiling(attempt: attempt)
-        var generator = SeededGenerator(seed: 0x5EED + UInt64(attempt))
+        var generator = SplitMix64(seed: 0x5EED + UInt64(attempt))
         let samples = (0..<2_000).map { _ in backoff.delay(attempt: attempt, using: &generator) }
         #expect(samples.allSatisfy { (1...ceiling).contains($0) })
         #expect(Set(samples).count > 500, "jittered, not lock-step")
@@ -59,8 +59,8 @@ import Testing
 
     @Test func delaysAreReproducibleWithASeededGenerator() {
         let backoff = Backoff()
-        var first = SeededGenerator(seed: 42)
-        var second = SeededGenerator(seed: 42)
+        var first = SplitMix64(seed: 42)
+        var second = SplitMix64(seed: 42)
         let one = (1...50).map { backoff.delay(attempt: $0 % 12, using: &first) }
         let two = (1...50).map { backoff.delay(attempt: $0 % 12, using: &second) }
         #expect(one == two)
@@ -78,7 +78,7 @@ import Testing
 
     @Test func aOneMillisecondBackoffAlwaysWaitsOneMillisecond() {
         let backoff = Backoff(baseMilliseconds: 1, capMilliseconds: 1)
-        var generator = SeededGenerator(seed: 7)
+        var generator = SplitMix64(seed: 7)
         for attempt in [1, 2, 10, 1_000] {
             #expect(backoff.delay(attempt: attempt, using: &generator) == 1)
         }
@@ -89,7 +89,7 @@ import Testing
     @Test func dueTimesCountFromTheGivenNowAndStayWithinTheHorizon() {
         let backoff = Backoff()
         let now: Int64 = 1_800_000_000_000
-        var generator = SeededGenerator(seed: 11)
+        var generator = SplitMix64(seed: 11)
         for attempt in 1...12 {
             let due = backoff.dueTime(attempt: attempt, hint: nil, now: now, using: &generator)
             #expect((now + 1...now + backoff.ceiling(attempt: attempt)).contains(due), "attempt \(attempt)")

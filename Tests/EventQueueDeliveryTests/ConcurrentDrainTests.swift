@@ -87,7 +87,7 @@ final class ConcurrentWatchingSink: Sink {
 
 @Suite(.timeLimit(.minutes(2)))
 struct ConcurrentDrainTests {
-    let directory = DeliveryScratchDirectory()
+    let directory = Scratch()
     var path: String { directory.queuePath }
 
     @Test func severalBatchesAreInFlightAtOnceWithoutAUserInTwoAndEachUserInOrder() async throws {

@@ -6,7 +6,7 @@ import Testing
 
 @Suite(.timeLimit(.minutes(2)))
 struct DrainerTests {
-    let directory = DeliveryScratchDirectory()
+    let directory = Scratch()
     var path: String { directory.queuePath }
 
     // MARK: - A full pass
@@ -463,7 +463,7 @@ struct DrainerTests {
     /// A sink's retry hint is a plain `Int64`; one meaning "much later" must not crash the drain.
     @Test func aHugeRetryHintDoesNotCrashTheDrain() async {
         await #expect(processExitsWith: .success) {
-            let directory = DeliveryScratchDirectory()
+            let directory = Scratch()
             let path = directory.queuePath
             try enqueue([testEvent("e", user: "u")], at: path)
             let sink = ScriptedSink { _, _ in .retry(reason: "retry much later", afterMilliseconds: .max) }

@@ -16,7 +16,7 @@ import Testing
 /// from what a blocked pool produces (the 10 s guard in the lock test, or SQLite's 5 s busy timeout).
 @Suite(.timeLimit(.minutes(2)))
 struct QueueStoreTests {
-    let directory = DeliveryScratchDirectory()
+    let directory = Scratch()
     static let bound = Duration.seconds(2)
 
     /// Sleeps `interval` `ticks` times; returns the worst lateness of a wake-up.

@@ -10,24 +10,15 @@ import Testing
 /// The socket's directory must be ours (issue 13, item 1). The two-user attack itself is in
 /// `queuedTests/SocketTakeoverTests`; these are the rules, as one user.
 @Suite struct SocketDirectoryTests {
-    final class Directory {
-        let path: String
-        init() throws {
-            path = "/tmp/eq-socketdir-" + UUID().uuidString.prefix(8)
-            guard mkdir(path, 0o700) == 0 else { throw CocoaError(.fileWriteUnknown) }
-        }
-        deinit { try? FileManager.default.removeItem(atPath: path) }
-    }
-
     @Test func ourOwnPrivateDirectoryIsTrusted() throws {
-        let directory = try Directory()
+        let directory = Scratch()
         #expect(SocketDirectory.problem(socketPath: directory.path + "/control.sock", trustedOwners: [getuid()]) == nil)
         // /tmp itself: root's, world-writable but sticky.
         #expect(SocketDirectory.problem(socketPath: "/tmp/x.sock", trustedOwners: [getuid()]) == nil)
     }
 
     @Test func aDirectoryWritableByOthersIsRefused() throws {
-        let directory = try Directory()
+        let directory = Scratch()
         let inner = directory.path + "/eventqueue"
         mkdir(inner, 0o700)
         chmod(inner, 0o777)
@@ -43,7 +34,7 @@ import Testing
             print("skipping: chown to another uid needs root")
             return
         }
-        let directory = try Directory()
+        let directory = Scratch()
         let inner = directory.path + "/eventqueue"
         mkdir(inner, 0o700)
         chown(inner, 54_321, 54_321)
@@ -54,7 +45,7 @@ import Testing
     }
 
     @Test func aSymbolicLinkMadeBySomeoneElseIsNotFollowed() throws {
-        let directory = try Directory()
+        let directory = Scratch()
         let target = directory.path + "/target"
         mkdir(target, 0o700)
         let link = directory.path + "/link"

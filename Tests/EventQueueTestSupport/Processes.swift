@@ -9,63 +9,40 @@ public enum Products {
     public static var stormWriter: String { directory.appendingPathComponent("eventqueue-storm-writer").path }
 }
 
-public struct ProcessResult: Sendable {
+public struct ProcessResult: Sendable, CustomStringConvertible {
     public var status: Int32
     public var stdout: String
     public var stderr: String
+    /// True when the process outlived `run`'s timeout and was SIGKILLed (`status` is then 9).
+    public var timedOut = false
+
+    /// Both streams, stdout first (for messages that may go to either).
+    public var output: String { stdout + stderr }
+
+    public var description: String {
+        "exit \(status)\(timedOut ? " (killed at the timeout)" : ""): \(output.suffix(2000))"
+    }
 }
 
-/// Launches are serialized: Foundation's `Process.run()` on Linux is not documented as safe to call from several
-/// threads at once. The processes themselves still run concurrently.
-public let processLaunchLock = NSLock()
-
-/// Runs a process to completion without blocking a cooperative thread: output goes to files (no pipe can fill
-/// up and stall the child), and the wait is a termination handler.
+/// Runs a process to completion (a `ChildProcess`, awaited without blocking a cooperative thread) and returns its
+/// status and output. With a `timeout`, a process still running then is SIGKILLed: a program that should have
+/// stopped by itself must not hang the test, and one that should keep running (a daemon) is shown to have.
 public func run(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:], stdin: String? = nil,
-    in scratch: Scratch
+    timeout: Duration? = nil, in scratch: Scratch
 ) async throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    var merged = ProcessInfo.processInfo.environment
-    for (key, value) in environment { merged[key] = value }
-    process.environment = merged
-    let id = UUID().uuidString
-    let outPath = scratch.file("out-\(id)")
-    let errPath = scratch.file("err-\(id)")
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-    let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    process.standardOutput = out
-    process.standardError = err
-    var input: FileHandle?
-    defer { try? input?.close() }  // not left to deinit: a test that runs thousands of processes ran out of fds
-    if let stdin {
-        let inPath = scratch.file("in-\(id)")
-        _ = FileManager.default.createFile(atPath: inPath, contents: Data(stdin.utf8))
-        input = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
-        process.standardInput = input
+    let child = try ChildProcess(
+        executable, arguments, environment: environment, stdin: stdin, logDirectory: scratch.path)
+    defer { child.removeOutput() }
+    var result = ProcessResult(status: 0, stdout: "", stderr: "")
+    if let timeout {
+        (result.status, result.timedOut) = await child.exited(within: timeout)
     } else {
-        process.standardInput = FileHandle.nullDevice
+        result.status = await child.exited()
     }
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { finished in continuation.resume(returning: finished.terminationStatus) }
-        do {
-            try processLaunchLock.withLock { try process.run() }
-        } catch {
-            process.terminationHandler = nil
-            continuation.resume(throwing: error)
-        }
-    }
-    try out.close()
-    try err.close()
-    let stdout = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-    let stderr = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-    try? FileManager.default.removeItem(atPath: outPath)
-    try? FileManager.default.removeItem(atPath: errPath)
-    return ProcessResult(status: status, stdout: stdout, stderr: stderr)
+    result.stdout = child.standardOutput
+    result.stderr = child.standardError
+    return result
 }
 
 /// Runs queuectl with `--db` appended.

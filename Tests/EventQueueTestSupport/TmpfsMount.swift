@@ -79,3 +79,33 @@ public final class TmpfsMount: @unchecked Sendable {
         unmount()
     }
 }
+
+extension TmpfsMount {
+    /// Writes a filler file until only `bytes` stay free.
+    @discardableResult
+    public func fill(_ name: String = "filler", leaving bytes: Int64) throws -> String {
+        try fill(name, bytes: freeBytes - bytes)
+    }
+}
+
+/// A queue on a small filesystem of its own, for the full-disk and read-only tests.
+public struct TmpfsQueue: Sendable {
+    /// The test's directory (logs, the daemon's socket and sink file: not on the small filesystem).
+    public let scratch: Scratch
+    public let mount: TmpfsMount
+    /// The queue file, on the mount.
+    public let db: String
+}
+
+/// Runs `body` with a queue of `records` pending events (`makeQueue`) on a tmpfs of `megabytes` (root only:
+/// such tests carry `.enabled(if: runningAsRoot, …)`), unmounted afterwards even when `body` throws.
+public func withQueueOnTmpfs<T>(
+    megabytes: Int = 64, records: Int, _ body: (TmpfsQueue) async throws -> T
+) async throws -> T {
+    let scratch = Scratch()
+    let mount = try TmpfsMount(in: scratch, megabytes: megabytes)
+    defer { mount.unmount() }
+    let queue = TmpfsQueue(scratch: scratch, mount: mount, db: mount.file("q.db"))
+    try await makeQueue(queue.db, records: records, in: scratch)
+    return try await body(queue)
+}

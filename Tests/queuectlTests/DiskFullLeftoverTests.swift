@@ -11,27 +11,25 @@ import EventQueueTestSupport
 @Suite(.serialized) struct DiskFullLeftoverTests {
     @Test(.enabled(if: runningAsRoot, "mounting a tmpfs needs root"))
     func anOpenOnAFullDiskLeavesNoSharedMemoryFileBehind() async throws {
-        let scratch = Scratch()
-        let mount = try TmpfsMount(in: scratch, megabytes: 24)
-        defer { mount.unmount() }
-        let db = mount.file("q.db")
-        try await makeQueue(db, records: 5, in: scratch)
-        #expect(access(db + "-shm", F_OK) != 0)
-        _ = try mount.fill(bytes: mount.freeBytes)
-        let noReserve = ["EVENTQUEUE_MIN_FREE_BYTES": "0"]
-        for arguments in [
-            ["enqueue", "event", "e", "--external-id", "u1"], ["status"], ["drain", "--local", "--sink", "null"],
-        ] {
-            let result = try await queuectl(arguments, db: db, environment: noReserve, in: scratch)
-            #expect(result.status == 74, "\(arguments): \(result.stderr)")
-            #expect(result.stderr.contains("queue disk full"), "\(arguments): \(result.stderr)")
-            #expect(access(db + "-shm", F_OK) != 0, "\(arguments) left a -shm behind")
-            #expect(access(db + "-wal", F_OK) != 0, "\(arguments) left a -wal behind")
+        try await withQueueOnTmpfs(megabytes: 24, records: 5) { tmpfs in
+            let (scratch, mount, db) = (tmpfs.scratch, tmpfs.mount, tmpfs.db)
+            #expect(access(db + "-shm", F_OK) != 0)
+            try mount.fill(leaving: 0)
+            let noReserve = ["EVENTQUEUE_MIN_FREE_BYTES": "0"]
+            for arguments in [
+                ["enqueue", "event", "e", "--external-id", "u1"], ["status"], ["drain", "--local", "--sink", "null"],
+            ] {
+                let result = try await queuectl(arguments, db: db, environment: noReserve, in: scratch)
+                #expect(result.status == 74, "\(arguments): \(result.stderr)")
+                #expect(result.stderr.contains("queue disk full"), "\(arguments): \(result.stderr)")
+                #expect(access(db + "-shm", F_OK) != 0, "\(arguments) left a -shm behind")
+                #expect(access(db + "-wal", F_OK) != 0, "\(arguments) left a -wal behind")
+            }
+            // A queue that does not exist yet is not created half-way either.
+            let fresh = mount.file("new.db")
+            let create = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: fresh, in: scratch)
+            #expect(create.status == 74, "\(create.stderr)")
+            #expect(access(fresh, F_OK) != 0)
         }
-        // A queue that does not exist yet is not created half-way either.
-        let fresh = mount.file("new.db")
-        let create = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: fresh, in: scratch)
-        #expect(create.status == 74, "\(create.stderr)")
-        #expect(access(fresh, F_OK) != 0)
     }
 }

@@ -13,28 +13,26 @@ import EventQueueTestSupport
 @Suite(.serialized) struct FilePermissionTests {
     @Test(.enabled(if: runningAsRoot, "mounting a tmpfs needs root"))
     func aReadOnlyFilesystemIsNamedAndNothingChanges() async throws {
-        let scratch = Scratch()
-        let mount = try TmpfsMount(in: scratch, megabytes: 64)
-        defer { mount.unmount() }
-        let db = mount.file("q.db")
-        try await makeQueue(db, records: 20, in: scratch)
-        try mount.remount(readOnly: true)
-        let before = try FileFingerprint(db)
-        for arguments in [
-            ["enqueue", "event", "e", "--external-id", "u1"], ["enqueue", "--ndjson", "-"], ["status"],
-            ["drain", "--local", "--sink", "null"],
-        ] {
-            let result = try await queuectl(arguments, db: db, stdin: numberedEvents(2), in: scratch)
-            #expect(result.status == 73, "\(arguments): \(result.stderr)")
-            expectOneLine(result, naming: db, saying: "mounted read-only; remount it read-write")
+        try await withQueueOnTmpfs(records: 20) { tmpfs in
+            let (scratch, mount, db) = (tmpfs.scratch, tmpfs.mount, tmpfs.db)
+            try mount.remount(readOnly: true)
+            let before = try FileFingerprint(db)
+            for arguments in [
+                ["enqueue", "event", "e", "--external-id", "u1"], ["enqueue", "--ndjson", "-"], ["status"],
+                ["drain", "--local", "--sink", "null"],
+            ] {
+                let result = try await queuectl(arguments, db: db, stdin: numberedEvents(2), in: scratch)
+                #expect(result.status == 73, "\(arguments): \(result.stderr)")
+                expectOneLine(result, naming: db, saying: "mounted read-only; remount it read-write")
+            }
+            // A queue that does not exist yet cannot be created there either.
+            let fresh = mount.file("new.db")
+            let create = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: fresh, in: scratch)
+            #expect(create.status == 73)
+            expectOneLine(create, naming: fresh, saying: "read-only")
+            #expect(!FileManager.default.fileExists(atPath: fresh))
+            #expect(try FileFingerprint(db) == before)
         }
-        // A queue that does not exist yet cannot be created there either.
-        let fresh = mount.file("new.db")
-        let create = try await queuectl(["enqueue", "event", "e", "--external-id", "u1"], db: fresh, in: scratch)
-        #expect(create.status == 73)
-        expectOneLine(create, naming: fresh, saying: "read-only")
-        #expect(!FileManager.default.fileExists(atPath: fresh))
-        #expect(try FileFingerprint(db) == before)
     }
 
     @Test func aMissingDirectoryIsNamed() async throws {

@@ -17,31 +17,25 @@ import EventQueueTestSupport
     // MARK: 1. Healthy
 
     @Test func healthyDeliversEveryRecordOnceWithinLimitsAndInUserOrder() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(
-            MarkedRecord.make(300, users: 20, kinds: ["attribute", "event", "purchase"]), db: db, in: scratch)
-        try await withFakeBraze(key: key) { server in
-            let daemon = try await BrazeFault.startDaemon(scratch: scratch, db: db, server: server, key: key)
+        try await BrazeScenario.run(
+            records: MarkedRecord.make(300, users: 20, kinds: ["attribute", "event", "purchase"])
+        ) { scenario in
+            let daemon = try await scenario.startDaemon()
             try await withDaemon(daemon) { daemon in
-                let drain = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                let drain = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 #expect(drain.status == 0, "\(drain.stdout) \(drain.stderr)")
                 #expect(drain.stdout.hasPrefix("delivered 300, retried 0, dead 0"), "\(drain.stdout)")
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0)
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.duplicateDeliveries == 0, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
-            let received = BrazeFault.received(server)
+            let report = scenario.expectDeliveredOnce()
+            let received = BrazeFault.received(scenario.server)
             #expect(received.allSatisfy { $0.accepted })
             var perArray: [String: Int] = [:]
             for object in received { perArray["\(object.request)/\(object.array)", default: 0] += 1 }
             #expect(perArray.values.allSatisfy { $0 <= 75 }, "\(perArray.filter { $0.value > 75 })")
-            let stats = server.stats()
+            let stats = scenario.server.stats()
             #expect(stats.byStatus.keys.allSatisfy { $0 == 201 }, "\(stats)")
-            #expect(!daemon.log.contains(key))
+            #expect(!daemon.log.contains(scenario.key))
             print("BrazeFault healthy: records 300, requests \(stats.requests), \(report)")
         }
     }
@@ -49,29 +43,22 @@ import EventQueueTestSupport
     // MARK: 2. 500s
 
     @Test func serverErrorsAreRetriedUntilEverythingIsDeliveredOnce() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(200, users: 10), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.seed = 42
         faults.serverErrorRate = 0.3
-        try await withFakeBraze(key: key, faults: faults) { server in
-            let daemon = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key, arguments: ["--max-attempts", "20"])
+        try await BrazeScenario.run(records: MarkedRecord.make(200, users: 10), faults: faults) { scenario in
+            let daemon = try await scenario.startDaemon(arguments: ["--max-attempts", "20"])
             try await withDaemon(daemon) { daemon in
                 daemon.signal(SIGUSR1)
                 // Only the one launch: the daemon schedules its own passes at the next retry time.
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0, timeout: .seconds(90))
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.duplicateDeliveries == 0, "500 means nothing applied: \(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
-            #expect(try await BrazeFault.deadLetters(db: db, in: scratch).isEmpty)
-            let stats = server.stats()
+            // A 500 means nothing was applied, so nothing may arrive twice.
+            let report = scenario.expectDeliveredOnce()
+            #expect(try await BrazeFault.deadLetters(db: scenario.db, in: scenario.scratch).isEmpty)
+            let stats = scenario.server.stats()
             #expect((stats.byStatus[500] ?? 0) > 0, "the fault never fired: \(stats)")
-            #expect(!daemon.log.contains(key))
+            #expect(!daemon.log.contains(scenario.key))
             print(
                 "BrazeFault 500s: records 200, requests \(stats.requests), 500s \(stats.byStatus[500] ?? 0), "
                     + "\(report)")
@@ -81,21 +68,16 @@ import EventQueueTestSupport
     // MARK: 3. 429 storm
 
     @Test func rateLimitStormWaitsForTheResetWithoutSpendingAttempts() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(150, users: 10), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.rateLimitNextRequests = 3
         faults.rateLimitResetAfterSeconds = 2
-        try await withFakeBraze(key: key, faults: faults) { server in
+        try await BrazeScenario.run(records: MarkedRecord.make(150, users: 10), faults: faults) { scenario in
             // One attempt only: a 429 counted as an attempt would dead-letter the record at once.
-            let daemon = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key, arguments: ["--max-attempts", "1"])
+            let daemon = try await scenario.startDaemon(arguments: ["--max-attempts", "1"])
             try await withDaemon(daemon) { daemon in
                 #expect(try await daemon.request("POST", "/launch").status == 202)
-                try await BrazeFault.waitFor("the first 429") { (server.stats().byStatus[429] ?? 0) >= 1 }
-                let waiting = try await BrazeFault.peek(db: db, in: scratch)
+                try await waitFor("the first 429") { (scenario.server.stats().byStatus[429] ?? 0) >= 1 }
+                let waiting = try await BrazeFault.peek(db: scenario.db, in: scenario.scratch)
                 #expect(!waiting.isEmpty, "the 429 should leave records waiting for the reset")
                 #expect(waiting.allSatisfy { $0["attempts"] as? Int == 0 }, "\(waiting.prefix(3))")
                 #expect(
@@ -103,14 +85,11 @@ import EventQueueTestSupport
                     "\(waiting.prefix(3))")
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0)
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.duplicateDeliveries == 0, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
-            #expect(try await BrazeFault.deadLetters(db: db, in: scratch).isEmpty)
-            let stats = server.stats()
+            let report = scenario.expectDeliveredOnce()
+            #expect(try await BrazeFault.deadLetters(db: scenario.db, in: scenario.scratch).isEmpty)
+            let stats = scenario.server.stats()
             #expect(stats.byStatus[429] == 3, "\(stats)")
-            #expect(!daemon.log.contains(key))
+            #expect(!daemon.log.contains(scenario.key))
             print(
                 "BrazeFault 429: records 150, requests \(stats.requests), 429s \(stats.byStatus[429] ?? 0), \(report)")
         }
@@ -119,38 +98,29 @@ import EventQueueTestSupport
     // MARK: 4. 201 with errors
 
     @Test func objectsNamedInErrorsAreDeadAndTheRestDelivered() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
         let marker = "REJECT-ME"
-        let records = try await BrazeFault.enqueue(
-            MarkedRecord.make(120, users: 12, kinds: ["attribute", "event", "purchase"]) {
-                $0 % 10 == 3 ? marker : nil
-            },
-            db: db, in: scratch)
+        let records = MarkedRecord.make(120, users: 12, kinds: ["attribute", "event", "purchase"]) {
+            $0 % 10 == 3 ? marker : nil
+        }
         let refused = Set(records.filter { $0.flag != nil }.map(\.marker))
         var faults = FakeBrazeFaults()
         faults.rejectMarker = marker
-        try await withFakeBraze(key: key, faults: faults) { server in
-            let daemon = try await BrazeFault.startDaemon(scratch: scratch, db: db, server: server, key: key)
+        try await BrazeScenario.run(records: records, faults: faults) { scenario in
+            let daemon = try await scenario.startDaemon()
             try await withDaemon(daemon) { daemon in
-                let drain = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                let drain = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 #expect(drain.status == 10, "\(drain.stdout) \(drain.stderr)")
                 try await BrazeFault.waitUntilSettled(daemon, dead: refused.count)
             }
-            let dead = try await BrazeFault.deadLetters(db: db, in: scratch)
+            let dead = try await BrazeFault.deadLetters(db: scenario.db, in: scenario.scratch)
             #expect(Set(dead.keys) == refused)
             #expect(dead.values.allSatisfy { $0.hasPrefix("Braze rejected it") }, "\(dead)")
-            let delivered = Set(records.map(\.marker)).subtracting(refused)
-            let report = BrazeFault.check(records, expected: delivered, server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.duplicateDeliveries == 0, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
-            let refusedAtFake = BrazeFault.received(server).filter { !$0.accepted }.map(\.marker)
+            let report = scenario.expectDeliveredOnce(scenario.markers.subtracting(refused))
+            let refusedAtFake = BrazeFault.received(scenario.server).filter { !$0.accepted }.map(\.marker)
             #expect(refusedAtFake.count == refused.count && Set(refusedAtFake) == refused, "sent once each")
-            #expect(!daemon.log.contains(key))
+            #expect(!daemon.log.contains(scenario.key))
             print(
-                "BrazeFault 201+errors: records 120, requests \(server.stats().requests), dead \(dead.count), "
+                "BrazeFault 201+errors: records 120, requests \(scenario.server.stats().requests), dead \(dead.count), "
                     + "\(report)")
         }
     }
@@ -158,33 +128,25 @@ import EventQueueTestSupport
     // MARK: 5. 400 for a poison record
 
     @Test func aPoisonRecordIsIsolatedByBisectionAndNeverBlocksTheQueue() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
         let poison = "POISON-PILL"
-        let records = try await BrazeFault.enqueue(
-            MarkedRecord.make(100, users: 10) { $0 == 37 ? poison : nil }, db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.poisonMarker = poison
-        try await withFakeBraze(key: key, faults: faults) { server in
-            let daemon = try await BrazeFault.startDaemon(scratch: scratch, db: db, server: server, key: key)
+        let records = MarkedRecord.make(100, users: 10) { $0 == 37 ? poison : nil }
+        try await BrazeScenario.run(records: records, faults: faults) { scenario in
+            let daemon = try await scenario.startDaemon()
             try await withDaemon(daemon) { daemon in
-                let drain = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                let drain = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 #expect(drain.status == 10, "\(drain.stdout) \(drain.stderr)")
                 #expect(drain.stdout.hasPrefix("delivered 99, retried 0, dead 1"), "\(drain.stdout)")
                 try await BrazeFault.waitUntilSettled(daemon, dead: 1)
             }
-            let dead = try await BrazeFault.deadLetters(db: db, in: scratch)
+            let dead = try await BrazeFault.deadLetters(db: scenario.db, in: scenario.scratch)
             #expect(Array(dead.keys) == ["m37"])
             #expect(dead["m37"]?.hasPrefix("Braze rejected it: 400") == true, "\(dead)")
-            let report = BrazeFault.check(
-                records, expected: Set(records.map(\.marker)).subtracting(["m37"]), server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.duplicateDeliveries == 0, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
-            let stats = server.stats()
+            let report = scenario.expectDeliveredOnce(scenario.markers.subtracting(["m37"]))
+            let stats = scenario.server.stats()
             #expect((stats.byStatus[400] ?? 0) >= 7, "75 records bisect down to one in at least 7 steps: \(stats)")
-            #expect(!daemon.log.contains(key))
+            #expect(!daemon.log.contains(scenario.key))
             print(
                 "BrazeFault poison: records 100, requests \(stats.requests), 400s \(stats.byStatus[400] ?? 0), "
                     + "\(report)")
@@ -194,19 +156,14 @@ import EventQueueTestSupport
     // MARK: 6. 401 mid-drain
 
     @Test func unauthorizedMidDrainStopsKeepsRecordsAndResumesAfterTheFix() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(200, users: 10), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.unauthorizedAfterRequests = 2
-        try await withFakeBraze(key: key, faults: faults) { server in
-            let daemon = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key, arguments: ["--batch-size", "25"])
+        try await BrazeScenario.run(records: MarkedRecord.make(200, users: 10), faults: faults) { scenario in
+            let daemon = try await scenario.startDaemon(arguments: ["--batch-size", "25"])
             try await withDaemon(daemon) { daemon in
-                let halted = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                let halted = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 #expect(halted.status == 12, "\(halted.stdout) \(halted.stderr)")
-                let status = try await BrazeFault.waitUntilSettledOrPending(daemon, pending: 150)
+                let status = try await BrazeFault.waitUntilSettled(daemon, pending: 150)
                 #expect(status["leased"] as? Int == 0)
                 let state = try #require(status["daemon"] as? [String: Any])
                 let sink = try #require(state["sink"] as? [String: Any])
@@ -216,61 +173,51 @@ import EventQueueTestSupport
                 let lastPass = try #require(state["last_pass"] as? [String: Any])
                 #expect(lastPass["result"] as? String == "sink_misconfigured", "\(lastPass)")
 
-                let pending = try await BrazeFault.peek(db: db, in: scratch)
+                let pending = try await BrazeFault.peek(db: scenario.db, in: scenario.scratch)
                 #expect(pending.count == 150)
                 #expect(pending.allSatisfy { $0["attempts"] as? Int == 0 }, "\(pending.prefix(3))")
                 #expect(pending.allSatisfy { $0["state"] as? String == "pending" }, "\(pending.prefix(3))")
-                let deliveredSoFar = Set(BrazeFault.received(server).map(\.marker))
-                #expect(deliveredSoFar == Set(records.prefix(50).map(\.marker)))
-                #expect(server.stats().byStatus[401] == 1, "\(server.stats())")
+                let deliveredSoFar = Set(BrazeFault.received(scenario.server).map(\.marker))
+                #expect(deliveredSoFar == Set(scenario.records.prefix(50).map(\.marker)))
+                #expect(scenario.server.stats().byStatus[401] == 1, "\(scenario.server.stats())")
 
-                server.setFaults(.none)
-                let resumed = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                scenario.server.setFaults(.none)
+                let resumed = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 #expect(resumed.status == 0, "\(resumed.stdout) \(resumed.stderr)")
                 let settled = try await BrazeFault.waitUntilSettled(daemon, dead: 0)
                 let healthy = (settled["daemon"] as? [String: Any])?["sink"] as? [String: Any]
                 #expect(healthy?["healthy"] as? Bool == true, "\(settled)")
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.duplicateDeliveries == 0, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
-            #expect(!daemon.log.contains(key))
-            print("BrazeFault 401: records 200, requests \(server.stats().requests), \(report)")
+            let report = scenario.expectDeliveredOnce()
+            #expect(!daemon.log.contains(scenario.key))
+            print("BrazeFault 401: records 200, requests \(scenario.server.stats().requests), \(report)")
         }
     }
 
     // MARK: 7. Dropped connections and mid-response resets
 
     @Test func droppedConnectionsAndResetsLoseNothing() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
         let batch = 50
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(200, users: 10), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.seed = 7
         faults.dropConnectionRate = 0.15
         faults.resetMidResponseRate = 0.15
-        try await withFakeBraze(key: key, faults: faults) { server in
-            let daemon = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key,
+        try await BrazeScenario.run(records: MarkedRecord.make(200, users: 10), faults: faults) { scenario in
+            let daemon = try await scenario.startDaemon(
                 arguments: ["--max-attempts", "20", "--batch-size", "\(batch)"])
             try await withDaemon(daemon) { daemon in
                 daemon.signal(SIGUSR1)
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0, timeout: .seconds(90))
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            let stats = server.stats()
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
+            let report = scenario.expectNothingLostOrReordered()
+            let stats = scenario.server.stats()
             #expect(stats.dropped + stats.resetMidResponse > 0, "the faults never fired: \(stats)")
             // The fake records a request's objects before it decides to drop the connection or cut the answer,
             // so both model "Braze applied it, the client never heard". Each such request can come back once.
             let unanswered = stats.dropped + stats.resetMidResponse
             #expect(report.duplicateDeliveries <= unanswered * batch, "\(report); \(stats)")
             // Every duplicate's first copy travelled in a request that got no complete answer.
-            let received = BrazeFault.received(server)
+            let received = BrazeFault.received(scenario.server)
             var firstRequest: [String: Int] = [:]
             var resentRequests: Set<Int> = []
             for object in received where object.accepted {
@@ -281,7 +228,7 @@ import EventQueueTestSupport
                 }
             }
             #expect(resentRequests.count <= unanswered, "\(resentRequests.sorted()); \(stats)")
-            #expect(!daemon.log.contains(key))
+            #expect(!daemon.log.contains(scenario.key))
             print(
                 "BrazeFault drops/resets: records 200, requests \(stats.requests), dropped \(stats.dropped), "
                     + "reset \(stats.resetMidResponse), duplicated requests \(resentRequests.count), \(report)")
@@ -291,29 +238,23 @@ import EventQueueTestSupport
     // MARK: 8. Slow responses beyond the lease
 
     @Test func slowResponsesBeyondTheLeaseAreNotDeliveredTwice() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(60, users: 6), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.delayMilliseconds = 2500
-        try await withFakeBraze(key: key, faults: faults) { server in
+        try await BrazeScenario.run(records: MarkedRecord.make(60, users: 6), faults: faults) { scenario in
             let arguments = ["--lease-seconds", "1", "--batch-size", "20"]
-            let daemon = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key, arguments: arguments)
+            let daemon = try await scenario.startDaemon(arguments: arguments)
             try await withDaemon(daemon) { daemon in
                 // A second daemon on the same file, launched while the first is mid-request: the renewed drain
                 // lock and record leases must keep it from sending anything twice.
-                let rival = try await BrazeFault.startDaemon(
-                    scratch: scratch, db: db, server: server, key: key, name: "rival", arguments: arguments)
+                let rival = try await scenario.startDaemon(name: "rival", arguments: arguments)
                 try await withDaemon(rival) { rival in
                     daemon.signal(SIGUSR1)
-                    try await BrazeFault.waitFor("the first slow request") { server.stats().requests >= 1 }
+                    try await waitFor("the first slow request") { scenario.server.stats().requests >= 1 }
                     // Launch the rival several times while the first request (2.5 s) is unanswered, so its
                     // tries span more than the 1 s lease: only renewals keep the lock and the records held.
                     var rivalPasses = 0
                     var tries = 0
-                    while server.stats().requests < 2, tries < 6 {
+                    while scenario.server.stats().requests < 2, tries < 6 {
                         tries += 1
                         rival.signal(SIGUSR1)
                         let state = try await rival.waitUntilIdle(passes: rivalPasses + 1, timeout: .seconds(10))
@@ -325,17 +266,14 @@ import EventQueueTestSupport
                     #expect(rivalPass?["result"] as? String == "another_drainer_running", "\(rivalPass ?? [:])")
                     try await BrazeFault.waitUntilSettled(daemon, dead: 0)
                     _ = try await rival.waitUntilIdle(passes: 1)
-                    #expect(!rival.log.contains(key))
+                    #expect(!rival.log.contains(scenario.key))
                 }
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.duplicateDeliveries == 0, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
-            let stats = server.stats()
+            let report = scenario.expectDeliveredOnce()
+            let stats = scenario.server.stats()
             #expect(stats.requests == 3, "one request per batch of 20, none repeated: \(stats)")
             #expect(!daemon.log.contains("lease lapsed"), "\(daemon.log.suffix(3000))")
-            #expect(!daemon.log.contains(key))
+            #expect(!daemon.log.contains(scenario.key))
             print("BrazeFault slow: records 60, requests \(stats.requests), \(report)")
         }
     }
@@ -343,59 +281,50 @@ import EventQueueTestSupport
     // MARK: 9. The key never leaks
 
     @Test func theKeyFromTheEnvironmentNeverAppearsInLogsStatusMetricsOrArgv() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(30, users: 3), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.unauthorizedAfterRequests = 0  // every request 401 until cleared: errors get logged
-        try await withFakeBraze(key: key, faults: faults) { server in
-            let daemon = try await BrazeFault.startDaemon(scratch: scratch, db: db, server: server, key: key)
+        try await BrazeScenario.run(records: MarkedRecord.make(30, users: 3), faults: faults) { scenario in
+            let daemon = try await scenario.startDaemon()
             try await withDaemon(daemon) { daemon in
-                let halted = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                let halted = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 #expect(halted.status == 12, "\(halted.stdout) \(halted.stderr)")
-                #expect(!halted.stdout.contains(key) && !halted.stderr.contains(key))
-                try await Self.expectNoKey(key, in: daemon)
+                #expect(!halted.stdout.contains(scenario.key) && !halted.stderr.contains(scenario.key))
+                try await Self.expectNoKey(scenario.key, in: daemon)
                 var transient = FakeBrazeFaults()
                 transient.serverErrorRate = 1
-                server.setFaults(transient)
-                _ = try await BrazeFault.drainAndWait(daemon, in: scratch)
-                try await Self.expectNoKey(key, in: daemon)
-                server.setFaults(.none)
+                scenario.server.setFaults(transient)
+                _ = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
+                try await Self.expectNoKey(scenario.key, in: daemon)
+                scenario.server.setFaults(.none)
                 // The 500s scheduled a retry; wait for it, or launch once more.
-                _ = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                _ = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0)
-                try await Self.expectNoKey(key, in: daemon)
+                try await Self.expectNoKey(scenario.key, in: daemon)
             }
-            #expect(!daemon.log.contains(key))
+            #expect(!daemon.log.contains(scenario.key))
             #expect(daemon.log.contains("401"), "the 401 was logged (so the check above means something)")
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
+            let report = scenario.report()
             #expect(report.lost.isEmpty && report.duplicateDeliveries == 0, "\(report)")
         }
     }
 
     @Test func theKeyFromAKeyFileIsUsedAndNeverLeaks() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let keyFile = scratch.file("braze.key")
-        try Data((key + "\n").utf8).write(to: URL(fileURLWithPath: keyFile))
-        chmod(keyFile, 0o600)
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(20, users: 4), db: db, in: scratch)
-        try await withFakeBraze(key: key) { server in
-            let daemon = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: nil, keyFile: keyFile)
+        try await BrazeScenario.run(records: MarkedRecord.make(20, users: 4)) { scenario in
+            let keyFile = scenario.scratch.file("braze.key")
+            try Data((scenario.key + "\n").utf8).write(to: URL(fileURLWithPath: keyFile))
+            chmod(keyFile, 0o600)
+            let daemon = try await scenario.startDaemon(keyFile: keyFile)
             try await withDaemon(daemon) { daemon in
-                let drain = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                let drain = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 #expect(drain.status == 0, "the fake checks the key: \(drain.stdout) \(drain.stderr)")
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0)
-                try await Self.expectNoKey(key, in: daemon)
+                try await Self.expectNoKey(scenario.key, in: daemon)
                 let environment = FileManager.default.contents(atPath: "/proc/\(daemon.pid)/environ") ?? Data()
-                #expect(!String(decoding: environment, as: UTF8.self).contains(key))
+                #expect(!String(decoding: environment, as: UTF8.self).contains(scenario.key))
                 #expect(BrazeFault.commandLine(of: daemon.pid).contains("--api-key-file"))
             }
-            #expect(!daemon.log.contains(key))
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
+            #expect(!daemon.log.contains(scenario.key))
+            let report = scenario.report()
             #expect(report.lost.isEmpty && report.duplicateDeliveries == 0, "\(report)")
         }
     }
@@ -413,22 +342,5 @@ import EventQueueTestSupport
         #expect(!commandLine.contains(key))
         #expect(!daemon.log.contains(key))
         #expect(!daemon.log.contains("Bearer"))
-    }
-}
-
-extension BrazeFault {
-    /// Polls `GET /status` until the daemon is idle with `pending` records left and none leased.
-    static func waitUntilSettledOrPending(
-        _ daemon: DaemonProcess, pending: Int, timeout: Duration = .seconds(30)
-    ) async throws -> [String: Any] {
-        let deadline = ContinuousClock.now + timeout
-        var last: [String: Any] = [:]
-        while ContinuousClock.now < deadline {
-            last = try await daemon.status()
-            let state = (last["daemon"] as? [String: Any])?["state"] as? String
-            if last["pending"] as? Int == pending, last["leased"] as? Int == 0, state == "idle" { return last }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw ScratchError(message: "expected \(pending) pending and idle: \(last)")
     }
 }

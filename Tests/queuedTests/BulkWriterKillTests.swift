@@ -24,19 +24,18 @@ import EventQueueTestSupport
 
         let writer = try ChildProcess(
             Products.queuectl, ["enqueue", "--ndjson", input, "--db", db], logDirectory: scratch.path)
-        var killedAt = -1
+        // The WAL's size is looked at every 2 ms (it grows by about 1 MiB in 10 ms), until it reaches the mark or
+        // the writer is gone (finished early, or failed: nothing left to kill).
         var walSeen = 0
-        let deadline = ContinuousClock.now + .seconds(120)
-        while ContinuousClock.now < deadline {
+        let reached = await Wait.value(timeout: .seconds(120), every: .milliseconds(2)) { () -> Bool? in
             walSeen = Self.size(of: db + "-wal")
-            if walSeen >= walBytes {
-                writer.signal(SIGKILL)
-                killedAt = walSeen
-                break
-            }
-            // The writer is gone (finished early, or failed): nothing left to kill.
-            if kill(writer.pid, 0) != 0 { break }
-            try await Task.sleep(for: .milliseconds(2))
+            if walSeen >= walBytes { return true }
+            return writer.hasExited ? false : nil
+        }
+        var killedAt = -1
+        if reached == true {
+            writer.signal(SIGKILL)
+            killedAt = walSeen
         }
         let status = await writer.exited()
         #expect(killedAt >= walBytes, "the WAL never reached \(walBytes) bytes (\(walSeen)); writer exit \(status)")

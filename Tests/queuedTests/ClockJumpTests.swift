@@ -63,7 +63,7 @@ import EventQueueTestSupport
         interrupted.close()
         #expect(leased.records.count == 5 && nacked.retried.count == 5 && lockTaken)
 
-        let clock = try FakeTime(in: scratch)
+        let clock = try await FakeTime(in: scratch)
         let daemon = try await DaemonProcess(scratch: scratch, db: db, environment: clock.environment)
         BrazeFault.pumpNotifications(daemon)
         let elapsed = try await withDaemon(daemon) { daemon in
@@ -85,9 +85,7 @@ import EventQueueTestSupport
             return elapsed
         }
         let report = HistoryChecker.check(enqueued: Set(records.map(\.marker)), delivered: try Self.delivered(daemon))
-        #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-        #expect(report.duplicateDeliveries == 0, "\(report)")
-        #expect(report.reordered.isEmpty, "\(report)")
+        expectDeliveredOnce(report)
         #expect(daemon.log.contains("the wall clock was stepped"), "\(daemon.log.suffix(2000))")
         #expect(elapsed < .seconds(60))
         print("ClockJump back 1 h: records 60, all delivered \(elapsed) after the step, \(report)")
@@ -99,40 +97,27 @@ import EventQueueTestSupport
     /// renewed leases, and records wait for retries, when the clock steps an hour forward, and again when it
     /// steps back. The one daemon must deliver every record exactly once, in order, losing nothing.
     @Test func stepsForwardAndBackMidDrainNeitherLoseNorDuplicate() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(80, users: 8), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.seed = 11
         faults.delayMilliseconds = 1_000
         faults.serverErrorRate = 0.25
-        let clock = try FakeTime(in: scratch)
-        try await withFakeBraze(key: key, faults: faults) { server in
-            var environment = clock.environment
-            environment["BRAZE_API_KEY"] = key
-            let daemon = try await DaemonProcess(
-                scratch: scratch, db: db,
-                arguments: [
-                    "--sink", "braze:" + server.baseURL, "--lease-seconds", "2", "--batch-size", "10",
-                    "--max-attempts", "30",
-                ], environment: environment)
-            BrazeFault.pumpNotifications(daemon)
+        try await BrazeScenario.run(records: MarkedRecord.make(80, users: 8), faults: faults) { scenario in
+            let clock = try await FakeTime(in: scenario.scratch)
+            let daemon = try await scenario.startDaemon(
+                arguments: ["--lease-seconds", "2", "--batch-size", "10", "--max-attempts", "30"],
+                environment: clock.environment)
             try await withDaemon(daemon) { daemon in
                 daemon.signal(SIGUSR1)
-                try await BrazeFault.waitFor("the first request") { server.stats().requests >= 1 }
+                try await waitFor("the first request") { scenario.server.stats().requests >= 1 }
                 try clock.set("+1h")
-                try await BrazeFault.waitFor("three more requests", timeout: .seconds(60)) {
-                    server.stats().requests >= 4
+                try await waitFor("three more requests", timeout: .seconds(60)) {
+                    scenario.server.stats().requests >= 4
                 }
                 try clock.set("+0")
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0, timeout: .seconds(90))
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            let stats = server.stats()
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.duplicateDeliveries == 0, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
+            let report = scenario.expectDeliveredOnce()
+            let stats = scenario.server.stats()
             #expect((stats.byStatus[500] ?? 0) > 0, "the 500s fired, so records waited for retries: \(stats)")
             let steps = daemon.log.components(separatedBy: "the wall clock was stepped").count - 1
             #expect(steps >= 2, "both steps noticed: \(daemon.log.suffix(3000))")
@@ -150,38 +135,30 @@ import EventQueueTestSupport
     /// each of them exactly once more: twice in all at Braze (the late request went out), never three times,
     /// nothing lost. (The other consumer's clock is its `now`, not libfaketime: see `FakeTime` on timers.)
     @Test func aLateResultAfterTheLeaseWasLostIsDiscardedAndDeliveredExactlyOnceMore() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(20, users: 4), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.delayMilliseconds = 3_000
-        try await withFakeBraze(key: key, faults: faults) { server in
-            let daemon = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key,
-                arguments: ["--lease-seconds", "2", "--batch-size", "10"])
+        try await BrazeScenario.run(records: MarkedRecord.make(20, users: 4), faults: faults) { scenario in
+            let daemon = try await scenario.startDaemon(arguments: ["--lease-seconds", "2", "--batch-size", "10"])
             var taken: [Int64] = []
             try await withDaemon(daemon) { daemon in
                 daemon.signal(SIGUSR1)
-                try await BrazeFault.waitFor("the first request") { server.stats().requests >= 1 }
-                let other = try QueueConsumer(path: db, consumerID: "other-consumer")
+                try await waitFor("the first request") { scenario.server.stats().requests >= 1 }
+                let other = try QueueConsumer(path: scenario.db, consumerID: "other-consumer")
                 let claim = try other.claim(
                     limit: 10, leaseMilliseconds: 60_000, now: WallClock.nowMilliseconds() + Self.hour)
                 taken = claim.records.map(\.id)
                 try other.release(taken, lease: claim.lease)
                 other.close()
-                #expect(server.stats().requests == 1, "taken while the first request was still unanswered")
+                #expect(scenario.server.stats().requests == 1, "taken while the first request was still unanswered")
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0)
             }
-            let firstBatch = Array(records.prefix(10))
+            let firstBatch = Array(scenario.records.prefix(10))
             #expect(taken == firstBatch.map(\.id), "the other consumer took exactly the batch in flight")
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
+            let report = scenario.expectNothingLostOrReordered()
             #expect(
                 report.duplicated == Dictionary(uniqueKeysWithValues: firstBatch.map { ($0.marker, 2) }), "\(report)")
             #expect(daemon.log.contains("late results will be discarded"), "\(daemon.log.suffix(3000))")
-            print("ClockJump lease lost: records 20, requests \(server.stats().requests), \(report)")
+            print("ClockJump lease lost: records 20, requests \(scenario.server.stats().requests), \(report)")
         }
     }
 
@@ -195,7 +172,7 @@ import EventQueueTestSupport
         let db = scratch.file("queue.db")
         let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--drain-interval", "0.5"])
         BrazeFault.pumpNotifications(daemon)
-        let clock = try FakeTime(in: scratch)
+        let clock = try await FakeTime(in: scratch)
         let offsets = ["-1h", "+0", "+1h"]
         let rounds = 6
         let perRound = 20
@@ -228,9 +205,7 @@ import EventQueueTestSupport
         let lines = try DeliveredLine.parse(file: daemon.sinkFile)
         let report = HistoryChecker.check(enqueued: expected, delivered: try Self.delivered(daemon))
         #expect(expected.count == offsets.count * rounds * perRound)
-        #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-        #expect(report.duplicateDeliveries == 0, "\(report)")
-        #expect(report.reordered.isEmpty, "\(report)")
+        expectDeliveredOnce(report)
         // Each writer stamped its events with its own clock: proof the writers really ran an hour off.
         for (writer, expectedShift) in [(0, -3_600.0), (1, 0.0), (2, 3_600.0)] {
             let times = lines.filter { (BrazeFault.marker(of: $0.object) ?? "").hasPrefix("w\(writer)r") }
@@ -249,40 +224,28 @@ import EventQueueTestSupport
     /// leases as long expired. A live process on this host keeps its lock whatever the clocks say, so the two
     /// never drain at once and no batch is delivered twice (before the fix: one batch reached Braze 5 times).
     @Test func twoDaemonsWithClocksTwentyMinutesApartNeverDeliverABatchTwice() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(300, users: 30), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.seed = 16
         faults.serverErrorRate = 0.1
         faults.delayMilliseconds = 600
-        let clock = try FakeTime(in: scratch)
-        try await withFakeBraze(key: key, faults: faults) { server in
+        try await BrazeScenario.run(records: MarkedRecord.make(300, users: 30), faults: faults) { scenario in
+            let clock = try await FakeTime(in: scenario.scratch)
             let arguments = [
-                "--sink", "braze:" + server.baseURL, "--lease-seconds", "4", "--batch-size", "25",
-                "--drain-interval", "1", "--max-attempts", "50",
+                "--lease-seconds", "4", "--batch-size", "25", "--drain-interval", "1", "--max-attempts", "50",
             ]
-            let onTime = try await DaemonProcess(
-                scratch: scratch, db: db, name: "on-time", arguments: arguments, environment: ["BRAZE_API_KEY": key])
-            BrazeFault.pumpNotifications(onTime)
-            let ahead = try await DaemonProcess(
-                scratch: scratch, db: db, name: "ahead", arguments: arguments,
-                environment: clock.environment(offset: "+20m").merging(["BRAZE_API_KEY": key]) { _, new in new })
-            BrazeFault.pumpNotifications(ahead)
+            let onTime = try await scenario.startDaemon(name: "on-time", arguments: arguments)
+            let ahead = try await scenario.startDaemon(
+                name: "ahead", arguments: arguments, environment: clock.environment(offset: "+20m"))
             try await withDaemon(onTime) { onTime in
                 try await withDaemon(ahead) { ahead in
-                    try await BrazeFault.waitFor("every record delivered", timeout: .seconds(120)) {
-                        Set(BrazeFault.received(server).filter(\.accepted).map(\.marker)).count == records.count
+                    try await waitFor("every record delivered", timeout: .seconds(120)) {
+                        Set(BrazeFault.received(scenario.server).filter(\.accepted).map(\.marker)) == scenario.markers
                     }
                     _ = try await BrazeFault.waitUntilSettled(onTime, dead: 0, timeout: .seconds(60))
-                    #expect(!ahead.log.contains(key) && !onTime.log.contains(key))
+                    #expect(!ahead.log.contains(scenario.key) && !onTime.log.contains(scenario.key))
                 }
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.duplicateDeliveries == 0, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
+            let report = scenario.expectDeliveredOnce()
             print("ClockJump two daemons, +20 min apart: \(report)")
         }
     }

@@ -13,17 +13,12 @@ import EventQueueTestSupport
 /// takes over the killed daemon's leases at once instead of waiting out the lease.
 @Suite(.serialized) struct ConcurrentDeliveryTests {
     @Test func manyRequestsInFlightKeepUserOrderAndAreFull() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(3_000, users: 100), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.delayMilliseconds = 50
-        try await withFakeBraze(key: key, faults: faults) { server in
-            let daemon = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key, arguments: ["--max-in-flight", "8"])
+        try await BrazeScenario.run(records: MarkedRecord.make(3_000, users: 100), faults: faults) { scenario in
+            let daemon = try await scenario.startDaemon(arguments: ["--max-in-flight", "8"])
             try await withDaemon(daemon) { daemon in
-                let drain = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                let drain = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 #expect(drain.status == 0, "\(drain.stdout) \(drain.stderr)")
                 #expect(drain.stderr.contains("in flight"), "drain --wait progress shows records in flight")
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0)
@@ -36,11 +31,8 @@ import EventQueueTestSupport
                     #expect(metrics.contains(name), "/metrics lacks \(name)")
                 }
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.duplicateDeliveries == 0, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
-            let stats = server.stats()
+            scenario.expectDeliveredOnce()
+            let stats = scenario.server.stats()
             #expect(stats.userOverlaps == 0, "\(stats)")
             #expect(stats.maxInFlight > 1 && stats.maxInFlight <= 8, "\(stats)")
             #expect(3_000 / max(1, stats.requests) >= 70, "requests not full: \(stats.requests) for 3,000 objects")
@@ -49,24 +41,18 @@ import EventQueueTestSupport
     }
 
     @Test func maxRequestsPerSecondIsNeverExceededInAnySecond() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(900, users: 300), db: db, in: scratch)
-        try await withFakeBraze(key: key) { server in
-            let daemon = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key,
+        try await BrazeScenario.run(records: MarkedRecord.make(900, users: 300)) { scenario in
+            let daemon = try await scenario.startDaemon(
                 arguments: [
                     "--max-in-flight", "8", "--braze-max-objects", "10", "--batch-size", "10",
                     "--max-requests-per-second", "20",
                 ])
             try await withDaemon(daemon) { daemon in
-                let drain = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                let drain = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 #expect(drain.status == 0, "\(drain.stdout) \(drain.stderr)")
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            #expect(report.isValid && report.duplicateDeliveries == 0, "\(report)")
-            let stats = server.stats()
+            scenario.expectDeliveredOnce()
+            let stats = scenario.server.stats()
             #expect(stats.requests >= 90)
             #expect(stats.maxRequestsInOneSecond <= 20, "\(stats)")
         }
@@ -76,35 +62,31 @@ import EventQueueTestSupport
     /// daemon's records within 5 s (it releases the leases of a process that no longer exists), loses nothing,
     /// reorders nothing, and redelivers at most the records that were in flight.
     @Test func sigkillWhileRequestsAreInFlightThenRestartTakesOverAtOnce() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(6_000, users: 200), db: db, in: scratch)
         var faults = FakeBrazeFaults()
         faults.delayMilliseconds = 50
         let maxInFlight = 8
-        try await withFakeBraze(key: key, faults: faults) { server in
-            let first = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key, name: "first",
+        try await BrazeScenario.run(records: MarkedRecord.make(6_000, users: 200), faults: faults) { scenario in
+            let first = try await scenario.startDaemon(
+                name: "first",
                 arguments: ["--max-in-flight", "\(maxInFlight)", "--drain-on-start"])
-            try await BrazeFault.waitFor("some deliveries", timeout: .seconds(30)) { server.stats().requests >= 10 }
+            try await waitFor("some deliveries", timeout: .seconds(30)) { scenario.server.stats().requests >= 10 }
             first.signal(SIGKILL)
             _ = await first.waitForExit(timeout: .seconds(10))
-            let leasedAtKill = try await BrazeFault.peek(db: db, in: scratch).filter {
+            let leasedAtKill = try await BrazeFault.peek(db: scenario.db, in: scenario.scratch).filter {
                 ($0["state"] as? String) == "leased"
             }
             #expect(!leasedAtKill.isEmpty, "the kill landed between batches; nothing was in flight")
 
             let restart = ContinuousClock.now
-            let second = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key, name: "second",
+            let second = try await scenario.startDaemon(
+                name: "second",
                 arguments: ["--max-in-flight", "\(maxInFlight)", "--drain-on-start"])
             try await withDaemon(second) { daemon in
                 // The killed daemon's records are delivered (leases released at once, not after 60 s).
                 let killedMarkers = Set(
                     leasedAtKill.compactMap { ($0["object"] as? [String: Any]).flatMap(BrazeFault.marker) })
-                try await BrazeFault.waitFor("the killed daemon's records", timeout: .seconds(30)) {
-                    let accepted = Set(BrazeFault.received(server).filter(\.accepted).map(\.marker))
+                try await waitFor("the killed daemon's records", timeout: .seconds(30)) {
+                    let accepted = Set(BrazeFault.received(scenario.server).filter(\.accepted).map(\.marker))
                     return killedMarkers.isSubset(of: accepted)
                 }
                 let takeover = ContinuousClock.now - restart
@@ -114,12 +96,10 @@ import EventQueueTestSupport
                 )
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0, timeout: .seconds(90))
             }
-            let report = BrazeFault.check(records, expected: Set(records.map(\.marker)), server: server)
-            #expect(report.lost.isEmpty && report.unexpected.isEmpty, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
+            let report = scenario.expectNothingLostOrReordered()
             // Crash bound: the batches in flight (max-in-flight x 75 records per claim).
             #expect(report.duplicateDeliveries <= maxInFlight * 75, "\(report)")
-            #expect(server.stats().userOverlaps == 0)
+            #expect(scenario.server.stats().userOverlaps == 0)
             print("SIGKILL with requests in flight: \(report)")
         }
     }

@@ -105,10 +105,8 @@ import EventQueueTestSupport
             try await withDaemon(second) { second in
                 #expect(try await first.request("POST", "/launch").status == 202)
                 // Launch the second one while the first is in its pass (and so holds the drain lock).
-                let deadline = ContinuousClock.now + .seconds(30)
-                while try await first.daemonStatus()["state"] as? String != "draining" {
-                    try #require(ContinuousClock.now < deadline, "the first daemon never started its pass")
-                    try await Task.sleep(for: .milliseconds(5))
+                try await waitFor("the first daemon's pass", every: .milliseconds(5)) {
+                    try await first.daemonStatus()["state"] as? String == "draining"
                 }
                 let answer = try await second.request("POST", "/launch?wait=true")
                 let summary = answer.body.split(separator: "\n").last.map(String.init) ?? ""

@@ -37,17 +37,15 @@ import EventQueueTestSupport
     // Mounting needs root: CI runs as root; elsewhere this test is skipped.
     @Test(.enabled(if: runningAsRoot, "mounting a tmpfs needs root"))
     func aReadOnlyFilesystemIsRefusedWith73() async throws {
-        let scratch = Scratch()
-        let mount = try TmpfsMount(in: scratch, megabytes: 64)
-        defer { mount.unmount() }
-        let db = mount.file("q.db")
-        try await makeQueue(db, records: 20, in: scratch)
-        try mount.remount(readOnly: true)
-        let before = try FileFingerprint(db)
-        let (status, log) = try await startAndWaitForExit(db: db, scratch: scratch)
-        #expect(status == 73, "log:\n\(log)")
-        expectOneErrorLine(log, naming: db, saying: "mounted read-only; remount it read-write")
-        #expect(try FileFingerprint(db) == before)
+        try await withQueueOnTmpfs(records: 20) { tmpfs in
+            let (scratch, mount, db) = (tmpfs.scratch, tmpfs.mount, tmpfs.db)
+            try mount.remount(readOnly: true)
+            let before = try FileFingerprint(db)
+            let (status, log) = try await startAndWaitForExit(db: db, scratch: scratch)
+            #expect(status == 73, "log:\n\(log)")
+            expectOneErrorLine(log, naming: db, saying: "mounted read-only; remount it read-write")
+            #expect(try FileFingerprint(db) == before)
+        }
     }
 
     // Switching to nobody needs root: CI runs as root; elsewhere this test is skipped.

@@ -21,34 +21,33 @@ import EventQueueTestSupport
     /// 500), in a loop. Now the row is dead-lettered at claim with the reason, the daemon keeps running, and the
     /// other records (one with attempts near the top of the range) are retried and dead-lettered sanely.
     @Test func attemptsAtTheTopOfInt64AreDeadLetteredNotACrash() async throws {
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        let records = try await BrazeFault.enqueue(MarkedRecord.make(3, users: 3), db: db, in: scratch)
-        try await hostileSQL(
-            db, "UPDATE records SET attempts = 9223372036854775807 WHERE id = \(records[0].id);", in: scratch)
-        try await hostileSQL(db, "UPDATE records SET attempts = 999999 WHERE id = \(records[1].id);", in: scratch)
         var faults = FakeBrazeFaults()
         faults.serverErrorRate = 1.0
-        try await withFakeBraze(key: key, faults: faults) { server in
-            let daemon = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key, arguments: ["--max-attempts", "1000000"])
+        try await BrazeScenario.run(records: MarkedRecord.make(3, users: 3), faults: faults) { scenario in
+            let (db, records) = (scenario.db, scenario.records)
+            try await hostileSQL(
+                db, "UPDATE records SET attempts = 9223372036854775807 WHERE id = \(records[0].id);",
+                in: scenario.scratch)
+            try await hostileSQL(
+                db, "UPDATE records SET attempts = 999999 WHERE id = \(records[1].id);", in: scenario.scratch)
+            let daemon = try await scenario.startDaemon(arguments: ["--max-attempts", "1000000"])
             try await withDaemon(daemon) { daemon in
-                let drain = try await BrazeFault.drainAndWait(daemon, in: scratch)
+                let drain = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
                 #expect(drain.status != 132 && drain.stdout.contains("dead"), "\(drain.stdout) \(drain.stderr)")
-                try await BrazeFault.waitFor("two dead letters") {
+                try await waitFor("two dead letters") {
                     (try await daemon.status())["dead"] as? Int == 2
                 }
                 #expect(daemon.exited == nil, "the daemon must not crash: \(daemon.log.suffix(3000))")
             }
             #expect(!daemon.log.contains("arithmetic overflow"), "\(daemon.log.suffix(3000))")
-            let dead = try await BrazeFault.deadLetters(db: db, in: scratch)
+            let dead = try await BrazeFault.deadLetters(db: scenario.db, in: scenario.scratch)
             #expect(
-                dead[records[0].marker]?.contains("attempts 9223372036854775807 is out of range") == true, "\(dead)")
-            #expect(dead[records[1].marker]?.contains("gave up after 1000000 attempts") == true, "\(dead)")
+                dead[scenario.records[0].marker]?.contains("attempts 9223372036854775807 is out of range") == true,
+                "\(dead)")
+            #expect(dead[scenario.records[1].marker]?.contains("gave up after 1000000 attempts") == true, "\(dead)")
             // The hostile row was never sent; the others were tried (and answered 500).
-            #expect(!BrazeFault.received(server).contains { $0.marker == records[0].marker })
-            #expect((server.stats().byStatus[500] ?? 0) > 0, "\(server.stats())")
+            #expect(!BrazeFault.received(scenario.server).contains { $0.marker == scenario.records[0].marker })
+            #expect((scenario.server.stats().byStatus[500] ?? 0) > 0, "\(scenario.server.stats())")
         }
     }
 

@@ -22,18 +22,13 @@ import EventQueueTestSupport
         var wedged = false
         for pass in 1...14 {
             daemon.signal(SIGUSR1)
-            // Wait for this pass to finish, with a short deadline per status request.
-            let deadline = ContinuousClock.now + .seconds(5)
-            var done = false
-            while ContinuousClock.now < deadline {
-                guard let state = try await Self.daemonState(daemon, timeout: 3) else { break }
-                if state.idle, state.passes >= pass {
-                    done = true
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(50))
+            // Wait for this pass to finish, with a short deadline per status request (a wedged daemon answers
+            // none: that ends the wait at once).
+            let done = try await Wait.value(timeout: .seconds(5)) { () async throws -> Bool? in
+                guard let state = try await Self.daemonState(daemon, timeout: 3) else { return false }
+                return state.idle && state.passes >= pass ? true : nil
             }
-            guard done else {
+            guard done == true else {
                 wedged = true
                 break
             }

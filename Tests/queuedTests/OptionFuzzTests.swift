@@ -19,7 +19,7 @@ import EventQueueTestSupport
 
     /// A seeded mix of the extremes and random numbers, so a failure can be replayed.
     static func values(count: Int, seed: UInt64) -> [String] {
-        var generator = SplitMix(seed: seed)
+        var generator = SplitMix64(seed: seed)
         return (0..<count).map { index in
             if index < extremes.count { return extremes[index] }
             switch generator.next() % 4 {
@@ -134,31 +134,22 @@ import EventQueueTestSupport
     /// `enqueue --busy-timeout 9223372036854775807` while another process holds the write lock overflowed in
     /// BusyWait (SIGILL); now it is refused with the range, and a valid timeout ends busy (75).
     @Test func aHugeBusyTimeoutUnderAHeldLockIsRefusedNotATrap() async throws {
-        let python = "/usr/bin/python3"
-        guard FileManager.default.isExecutableFile(atPath: python) else {
-            print("skipping: \(python) is not installed")
-            return
-        }
         let scratch = Scratch()
         let db = scratch.file("queue.db")
         try await enqueueEvents(1, db: db, in: scratch)
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: python)
+        // Holds the write lock until it is killed (the kernel then drops the lock); says so with a file.
         let ready = scratch.file("locked")
-        holder.arguments = [
-            "-c",
-            "import sqlite3,sys,os\nc=sqlite3.connect(sys.argv[1],isolation_level=None)\nc.execute('BEGIN IMMEDIATE')\n"
-                + "open(sys.argv[2],'w').close()\nsys.stdin.read()",
-            db, ready,
-        ]
-        let input = Pipe()
-        holder.standardInput = input
-        try processLaunchLock.withLock { try holder.run() }
-        defer {
-            try? input.fileHandleForWriting.close()
-            holder.waitUntilExit()
-        }
-        try await BrazeFault.waitFor("the lock holder") { FileManager.default.fileExists(atPath: ready) }
+        let holder = try ChildProcess(
+            "/usr/bin/python3",
+            [
+                "-c",
+                "import sqlite3,sys,signal\nc=sqlite3.connect(sys.argv[1],isolation_level=None)\n"
+                    + "c.execute('BEGIN IMMEDIATE')\nopen(sys.argv[2],'w').close()\nsignal.pause()",
+                db, ready,
+            ], logDirectory: scratch.path)
+        defer { holder.signal(SIGKILL) }
+        try await waitFor("the lock holder") { FileManager.default.fileExists(atPath: ready) || holder.hasExited }
+        try #require(!holder.hasExited, "the lock holder failed: \(holder.standardError)")
         let event = ["enqueue", "event", "e", "--external-id", "u"]
         let huge = try await queuectl(event + ["--busy-timeout", "9223372036854775807"], db: db, in: scratch)
         #expect(huge.status == 64, "\(huge.stderr)")
@@ -168,18 +159,5 @@ import EventQueueTestSupport
         let environment = try await queuectl(
             event, db: db, environment: ["EVENTQUEUE_BUSY_TIMEOUT_MS": "9223372036854775807"], in: scratch)
         #expect(environment.status == 64, "\(environment.stderr)")
-    }
-}
-
-/// SplitMix64, for replayable fuzz values.
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

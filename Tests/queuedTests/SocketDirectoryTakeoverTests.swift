@@ -19,35 +19,12 @@ import EventQueueTestSupport
         var victimBase: String { "/tmp/eventqueue-\(victimUID)" }
     }
 
-    /// Runs `command` to completion, or stops it (SIGKILL) after `timeout`: a daemon that should have refused
-    /// to start must not hang the test.
-    static func run(_ command: [String], timeout: Duration = .seconds(30), in scratch: Scratch) async throws
-        -> (status: Int32?, output: String)
+    /// Runs `command` (argv) to completion, or SIGKILLs it after `timeout`: a daemon that should have refused to
+    /// start must not hang the test, and one that should keep running is shown to have (`timedOut`).
+    static func runCommand(_ command: [String], timeout: Duration? = nil, in scratch: Scratch) async throws
+        -> ProcessResult
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        let outputPath = scratch.file("out-\(UUID().uuidString)")
-        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
-        chmod(outputPath, 0o666)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try processLaunchLock.withLock { try process.run() }
-        try? output.close()
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        var status: Int32?
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        } else {
-            status = process.terminationStatus
-        }
-        return (status, (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "")
+        try await run(command[0], Array(command.dropFirst()), timeout: timeout, in: scratch)
     }
 
     /// `setpriv` to USER (exec, no fork: killing the pid kills the command; runuser forks and its child outlives
@@ -74,7 +51,8 @@ import EventQueueTestSupport
             }
         }
         for name in names {
-            let made = try await Self.run(["/usr/sbin/useradd", "-M", "-s", "/usr/sbin/nologin", name], in: scratch)
+            let made = try await Self.runCommand(
+                ["/usr/sbin/useradd", "-M", "-s", "/usr/sbin/nologin", name], in: scratch)
             guard made.status == 0 else { throw ScratchError(message: "useradd \(name): \(made.output)") }
             guard let entry = getpwnam(name) else { throw ScratchError(message: "no passwd entry for \(name)") }
             uids.append(entry.pointee.pw_uid)
@@ -97,12 +75,9 @@ import EventQueueTestSupport
             c.close()
         """
 
-    @Test func anotherUsersDirectoryOrSocketIsNeverTrusted() async throws {
-        guard getuid() == 0 else {
-            print("skipping SocketDirectoryTakeoverTests: creating two users needs root")
-            return
-        }
-        let python = "/usr/bin/python3"
+    @Test(.enabled(if: runningAsRoot, "creating two users needs root"))
+    func anotherUsersDirectoryOrSocketIsNeverTrusted() async throws {
+        let python = "/usr/bin/python3"  // installed by scripts/setup; the storm tests need it too
         let scratch = Scratch()
         chmod(scratch.path, 0o755)
         try await Self.withUsers(in: scratch) { users in
@@ -110,14 +85,14 @@ import EventQueueTestSupport
             mkdir(home, 0o700)
             chown(home, users.victimUID, gid_t(getpwnam(users.victim).pointee.pw_gid))
             let db = home + "/queue.db"
-            let enqueue = try await Self.run(
+            let enqueue = try await Self.runCommand(
                 Self.as(users.victim, [Products.queuectl, "enqueue", "event", "e", "--external-id", "u", "--db", db]),
                 in: scratch)
             #expect(enqueue.status == 0, "\(enqueue.output)")
             let daemon = Self.as(users.victim, [Products.queued, "--db", db, "--sink", "null"])
 
             // 1. The attacker pre-creates the victim's default directory, mode 0777.
-            let made = try await Self.run(
+            let made = try await Self.runCommand(
                 Self.as(
                     users.attacker,
                     [
@@ -126,41 +101,33 @@ import EventQueueTestSupport
                     ]),
                 in: scratch)
             #expect(made.status == 0, "\(made.output)")
-            let refused = try await Self.run(daemon, timeout: .seconds(20), in: scratch)
+            let refused = try await Self.runCommand(daemon, timeout: .seconds(20), in: scratch)
             #expect(refused.status == 73, "the daemon used the attacker's directory: \(refused)")
             #expect(refused.output.contains("owned by uid \(users.attackerUID)"), "\(refused.output)")
             #expect(!FileManager.default.fileExists(atPath: users.victimBase + "/eventqueue/control.sock"))
 
             // 2. The attacker listens there in the daemon's place: the victim's client refuses to believe it.
-            if FileManager.default.isExecutableFile(atPath: python) {
-                let script = scratch.file("impostor.py")
-                _ = FileManager.default.createFile(atPath: script, contents: Data(Self.impostor.utf8))
-                chmod(script, 0o644)
-                for socketPath in [
-                    users.victimBase + "/eventqueue/control.sock", "/tmp/eq-impostor-\(users.attacker).sock",
-                ] {
-                    let impostor = Process()
-                    let command = Self.as(users.attacker, [python, script, socketPath])
-                    impostor.executableURL = URL(fileURLWithPath: command[0])
-                    impostor.arguments = Array(command.dropFirst())
-                    try processLaunchLock.withLock { try impostor.run() }
-                    defer {
-                        kill(impostor.processIdentifier, SIGKILL)
-                        impostor.waitUntilExit()
-                        unlink(socketPath)
-                    }
-                    try await BrazeFault.waitFor("the impostor's socket") {
-                        FileManager.default.fileExists(atPath: socketPath)
-                    }
-                    var drainCommand = [Products.queuectl, "drain", "--wait", "--db", db]
-                    if !socketPath.hasPrefix(users.victimBase) { drainCommand += ["--socket", socketPath] }
-                    let drain = try await Self.run(Self.as(users.victim, drainCommand), in: scratch)
-                    #expect(drain.status == 77, "\(socketPath): the impostor was believed: \(drain)")
-                    #expect(!drain.output.contains("delivered 999"), "\(drain.output)")
-                    #expect(drain.output.contains("uid \(users.attackerUID)"), "\(drain.output)")
+            let script = scratch.file("impostor.py")
+            _ = FileManager.default.createFile(atPath: script, contents: Data(Self.impostor.utf8))
+            chmod(script, 0o644)
+            for socketPath in [
+                users.victimBase + "/eventqueue/control.sock", "/tmp/eq-impostor-\(users.attacker).sock",
+            ] {
+                let command = Self.as(users.attacker, [python, script, socketPath])
+                let impostor = try ChildProcess(command[0], Array(command.dropFirst()), logDirectory: scratch.path)
+                defer {
+                    impostor.signal(SIGKILL)
+                    unlink(socketPath)
                 }
-            } else {
-                print("skipping the impostor half: \(python) is not installed")
+                try await waitFor("the impostor's socket") {
+                    FileManager.default.fileExists(atPath: socketPath)
+                }
+                var drainCommand = [Products.queuectl, "drain", "--wait", "--db", db]
+                if !socketPath.hasPrefix(users.victimBase) { drainCommand += ["--socket", socketPath] }
+                let drain = try await Self.runCommand(Self.as(users.victim, drainCommand), in: scratch)
+                #expect(drain.status == 77, "\(socketPath): the impostor was believed: \(drain)")
+                #expect(!drain.output.contains("delivered 999"), "\(drain.output)")
+                #expect(drain.output.contains("uid \(users.attackerUID)"), "\(drain.output)")
             }
 
             // 3. A symbolic link the attacker made, pointing at a directory of theirs, is not followed.
@@ -168,10 +135,10 @@ import EventQueueTestSupport
             let attackerHome = scratch.file("attacker")
             mkdir(attackerHome, 0o777)
             chown(attackerHome, users.attackerUID, gid_t(getpwnam(users.attacker).pointee.pw_gid))
-            let linked = try await Self.run(
+            let linked = try await Self.runCommand(
                 Self.as(users.attacker, ["/bin/ln", "-s", attackerHome, users.victimBase]), in: scratch)
             #expect(linked.status == 0, "\(linked.output)")
-            let notFollowed = try await Self.run(daemon, timeout: .seconds(20), in: scratch)
+            let notFollowed = try await Self.runCommand(daemon, timeout: .seconds(20), in: scratch)
             #expect(notFollowed.status == 73, "the daemon followed the attacker's link: \(notFollowed)")
             #expect(
                 notFollowed.output.contains("symbolic link owned by uid \(users.attackerUID)"), "\(notFollowed.output)")
@@ -179,8 +146,8 @@ import EventQueueTestSupport
             try? FileManager.default.removeItem(atPath: users.victimBase)
 
             // 4. Without the attacker, the victim's own default directory works.
-            let started = try await Self.run(daemon, timeout: .seconds(10), in: scratch)
-            #expect(started.status == nil, "the daemon should have kept running: \(started)")
+            let started = try await Self.runCommand(daemon, timeout: .seconds(10), in: scratch)
+            #expect(started.timedOut, "the daemon should have kept running: \(started)")
             #expect(started.output.contains("queued ready"), "\(started.output)")
         }
     }

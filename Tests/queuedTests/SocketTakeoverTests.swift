@@ -10,7 +10,7 @@ import EventQueueTestSupport
         let second = try ChildProcess(
             Products.queued, ["--db", scratch.file("b.db"), "--socket", first.socket, "--sink", "null"],
             logDirectory: scratch.path)
-        let (status, timedOut) = await second.exited(within: 20)
+        let (status, timedOut) = await second.exited(within: .seconds(20))
         #expect(!timedOut && status == 73, "\(second.standardError)")
         #expect(second.standardError.contains("another daemon is listening on it"))
         // The first daemon still answers on its socket.

@@ -42,6 +42,7 @@ import EventQueueTestSupport
                         maxWAL = max(maxWAL, wal)
                         maxDatabase = max(maxDatabase, database)
                     }
+                    // The sampling rate of a measurement, not a synchronisation: nothing waits on this loop.
                     try? await Task.sleep(for: .milliseconds(100))
                 }
             }
@@ -140,23 +141,20 @@ import EventQueueTestSupport
                 while !stop.isSet {
                     _ = try await queuectl(["status", "--json"], db: db, in: scratch)
                     reads += 1
+                    // A monitor's pace (an operator's `watch queuectl status`), not a synchronisation.
                     try await Task.sleep(for: .milliseconds(200))
                 }
                 return reads
             }()
             // Drained: no record of the backlog is left (writers keep adding their own).
-            let deadline = clock.now + (Self.long ? .seconds(3_600) : .seconds(300))
-            var drained = false
-            while clock.now < deadline {
-                let first = try await queuectl(["peek", "--json", "--limit", "1"], db: db, in: scratch)
-                let object = try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [[String: Any]]
-                let firstID = (object?.first?["id"] as? NSNumber)?.int64Value ?? Int64.max
-                if firstID > lastBacklogID {
-                    drained = true
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(500))
-            }
+            let drained =
+                try await Wait.value(timeout: Self.long ? .seconds(3_600) : .seconds(300), every: .milliseconds(500)) {
+                    () async throws -> Bool? in
+                    let first = try await queuectl(["peek", "--json", "--limit", "1"], db: db, in: scratch)
+                    let object = try JSONSerialization.jsonObject(with: Data(first.stdout.utf8)) as? [[String: Any]]
+                    let firstID = (object?.first?["id"] as? NSNumber)?.int64Value ?? Int64.max
+                    return firstID > lastBacklogID ? true : nil
+                } ?? false
             stop.set()
             written = try await writers
             statusReads = try await monitor
@@ -165,7 +163,7 @@ import EventQueueTestSupport
             daemon.signal(SIGUSR1)
             try await BrazeFault.waitUntilSettled(daemon, dead: 0, timeout: .seconds(120))
             // The pass after the writers stopped vacuums in steps and truncates the WAL.
-            try await BrazeFault.waitFor("the WAL truncated after the drain", timeout: .seconds(60)) {
+            try await waitFor("the WAL truncated after the drain", timeout: .seconds(60)) {
                 Sampler.size(db + "-wal") == 0
             }
         }

@@ -22,26 +22,16 @@ import EventQueueTestSupport
 
     @Test func eightWritersAndTheDaemonKilledAtRandomLoseNothing() async throws {
         let started = ContinuousClock.now
-        let scratch = Scratch()
-        let db = scratch.file("queue.db")
-        let key = BrazeFault.makeKey()
-        // The queue exists before the foreign writers connect (docs/SCHEMA.md).
-        try QueueWriter(path: db).close()  // status and check never create a queue
-
-        var faults = FakeBrazeFaults()
-        faults.seed = UInt64.random(in: 1...UInt64.max)
-        faults.serverErrorRate = 0.04
-        faults.rateLimitRate = 0.02
-        faults.retryAfterSeconds = 1
-        try await withFakeBraze(key: key, faults: faults) { server in
+        // The scenario makes the (empty) queue: it exists before the foreign writers connect (docs/SCHEMA.md).
+        try await BrazeScenario.run(faults: .background(rateLimitRate: 0.02)) { scenario in
+            let (scratch, db, key, server) = (scenario.scratch, scenario.db, scenario.key, scenario.server)
             let until = ContinuousClock.now + .milliseconds(Int(Self.stormSeconds * 1000))
             let daemonArguments = [
                 "--drain-on-start", "--drain-interval", "0.3", "--lease-seconds", "2", "--batch-size",
                 "\(Self.batchSize)", "--max-attempts", "1000",
             ]
 
-            async let daemonKills = Self.killDaemonRepeatedly(
-                scratch: scratch, db: db, server: server, key: key, arguments: daemonArguments, until: until)
+            async let daemonKills = Self.killDaemonRepeatedly(scenario, arguments: daemonArguments, until: until)
             let results = try await withThrowingTaskGroup(of: Storm.SlotResult.self) { group in
                 for slot in 0..<2 {
                     group.addTask {
@@ -78,21 +68,14 @@ import EventQueueTestSupport
 
             // The final drain: no more faults, one daemon until nothing is pending or leased.
             server.setFaults(.none)
-            let final = try await BrazeFault.startDaemon(
-                scratch: scratch, db: db, server: server, key: key, name: "final", arguments: daemonArguments)
+            let final = try await scenario.startDaemon(name: "final", arguments: daemonArguments)
             let settled = try await withDaemon(final) { daemon in
                 try await BrazeFault.waitUntilSettled(daemon, timeout: .seconds(300))
             }
             #expect(settled["dead"] as? Int == 0, "nothing breaks a rule, so nothing may be dead: \(settled)")
             #expect(!final.log.contains(key))
 
-            let received = scratch.file("received.ndjson")
-            try await Storm.saveReceived(server.baseURL, to: received, scratch: scratch)
-            let logs = results.map(\.log)
-            Storm.keep(logs + [received], as: "writer-storm")
-            let report = HistoryChecker.check(
-                try WriterHistory.read(logs: logs), delivered: try SinkHistory.brazeReceived(received))
-            let script = try await Storm.runScript(logs: logs, braze: [received], scratch: scratch)
+            let (report, script) = try await Storm.judge(results, at: server, as: "writer-storm", scratch: scratch)
             let stats = server.stats()
             let writerKills = results.reduce(0) { $0 + $1.kills }
             print(
@@ -104,9 +87,7 @@ import EventQueueTestSupport
                     + "\(Int((ContinuousClock.now - started) / .seconds(1))) s")
             print("writer storm: scripts/check-history: \(script.summary)")
 
-            #expect(report.lost.isEmpty, "\(report)")
-            #expect(report.unexpected.isEmpty, "\(report)")
-            #expect(report.reordered.isEmpty, "\(report)")
+            expectNothingLostOrReordered(report)
             #expect(
                 report.duplicateDeliveries <= kills * Self.batchSize,
                 "at most one batch per daemon kill: \(report)")
@@ -129,22 +110,19 @@ import EventQueueTestSupport
     /// Starts a daemon, lets it run for a random moment (sometimes before READY=1, mostly mid-pass), SIGKILLs it,
     /// and starts the next, until `until`. Returns the number of kills.
     static func killDaemonRepeatedly(
-        scratch: Scratch, db: String, server: FakeBrazeServer, key: String, arguments: [String],
-        until: ContinuousClock.Instant
+        _ scenario: BrazeScenario, arguments: [String], until: ContinuousClock.Instant
     ) async throws -> Int {
         var kills = 0
         while ContinuousClock.now < until {
-            let daemon = try await DaemonProcess(
-                scratch: scratch, db: db, name: "d\(kills)",
-                arguments: ["--sink", "braze:" + server.baseURL] + arguments, environment: ["BRAZE_API_KEY": key],
-                waitForReady: false)
-            BrazeFault.pumpNotifications(daemon)
+            let daemon = try await scenario.startDaemon(name: "d\(kills)", arguments: arguments, waitForReady: false)
+            // The random lifetime is the point (a kill at an unforeseeable moment), not a wait for something.
             try await Task.sleep(for: .milliseconds(Int.random(in: 300...3000)))
             daemon.signal(SIGKILL)
             guard await daemon.waitForExit(timeout: .seconds(30)) != nil else {
                 throw ScratchError(message: "a SIGKILLed daemon did not exit")
             }
             kills += 1
+            // Sometimes a pause before the restart (a supervisor's back-off), sometimes none: chaos, not a wait.
             if Bool.random() { try await Task.sleep(for: .milliseconds(Int.random(in: 0...500))) }
         }
         return kills

@@ -18,8 +18,9 @@ public struct QueueOptions: Sendable, Hashable {
     public var minimumFreeBytes: Int64
     /// Runs `PRAGMA quick_check` when an existing file is opened, before anything could write to it, and refuses
     /// a damaged file with `QueueError.corrupt`. A corrupt page that a write does not touch is otherwise only
-    /// found later (by a claim, or never); the check reads every page, so it is off for library writers (the hot
-    /// path of an extension) and on for `queuectl enqueue` and the daemon's start.
+    /// found later (by a claim, or never). The check reads every page, so it is off by default: writers (the
+    /// library's hot path and `queuectl enqueue`, called once per record) never pay for it. `queued` turns it on
+    /// for its start (`Daemon`), so a damaged file is refused there, untouched, instead of found mid-pass.
     public var verifyIntegrityOnOpen: Bool
 
     public init(

@@ -2,7 +2,6 @@ import EventQueue
 import EventQueueDelivery
 import Foundation
 import Logging
-import Synchronization
 
 @testable import EventQueueBraze
 @testable import FakeBraze
@@ -11,21 +10,6 @@ import Synchronization
 let testKey = "sk-test-7f3a9c1e-SECRET-KEY-4b2d"
 
 let fixedTime = "2024-05-01T12:00:00.000Z"
-
-/// A value shared between a test and the closures it hands to the code under test.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) {
-        mutex = Mutex(value)
-    }
-
-    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result {
-        mutex.withLock { value in body(&value) }
-    }
-
-    var value: Value { mutex.withLock { $0 } }
-}
 
 func outgoing(_ record: Record, id: Int64) -> OutgoingRecord {
     let user = ["external_id", "braze_id", "email", "phone"].lazy.compactMap { key in

@@ -7,7 +7,7 @@ import Testing
 /// wait is for an event (a sink entered, a pass ended, a timer went to sleep), never for the wall clock.
 @Suite(.timeLimit(.minutes(2)))
 struct LaunchCoordinatorTests {
-    let directory = DeliveryScratchDirectory()
+    let directory = Scratch()
     var path: String { directory.queuePath }
 
     /// A coordinator over a new drainer for `path`, on `clock`; the caller stops it and closes the store.

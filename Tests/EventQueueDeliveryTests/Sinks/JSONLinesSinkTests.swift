@@ -5,7 +5,7 @@ import Testing
 @testable import EventQueueDelivery
 
 @Suite struct JSONLinesSinkTests {
-    let directory = DeliveryScratchDirectory()
+    let directory = Scratch()
 
     func record(_ id: Int64, _ kind: RecordKind, _ json: String) throws -> OutgoingRecord {
         let object = try #require(try JSONValue.parse(json).objectValue)

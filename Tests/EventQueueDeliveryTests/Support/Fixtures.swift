@@ -1,24 +1,8 @@
 import EventQueue
 import Logging
-import Synchronization
 import Testing
 
 @testable import EventQueueDelivery
-
-/// A value shared between a test and the closures it hands to the code under test.
-final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
-
-    init(_ value: Value) {
-        mutex = Mutex(value)
-    }
-
-    func withLock<Result: Sendable>(_ body: (inout Value) -> Result) -> Result {
-        mutex.withLock { value in body(&value) }
-    }
-
-    var value: Value { mutex.withLock { $0 } }
-}
 
 /// A one-shot signal: `wait()` returns once `fire()` has been called (before or after the wait began).
 struct Signal: Sendable {
@@ -91,21 +75,4 @@ func drainOnce(
     let summary = try await drainer.drain(shouldStop: shouldStop)
     await drainer.store.close()
     return summary
-}
-
-/// SplitMix64: a small deterministic generator, so random-looking tests are reproducible.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

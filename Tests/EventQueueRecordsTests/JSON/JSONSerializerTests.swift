@@ -2,32 +2,6 @@ import Testing
 
 @testable import EventQueueRecords
 
-/// A tiny deterministic generator (SplitMix64), so property tests are reproducible without extra packages.
-struct SplitMix64 {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-
-    /// A number in `0..<bound`.
-    mutating func below(_ bound: Int) -> Int {
-        Int(next() % UInt64(bound))
-    }
-
-    mutating func pick<T>(_ choices: [T]) -> T {
-        choices[below(choices.count)]
-    }
-}
-
 /// Generates arbitrary JSON values, biased towards the awkward parts: escapes, control characters, NUL,
 /// non-ASCII (2-, 3- and 4-byte), U+2028, combining marks, odd number spellings and empty containers.
 struct JSONValueGenerator {

@@ -7,7 +7,7 @@ import Testing
 /// virtual-machine steps of one claim (deterministic, unlike a timing) at two backlog sizes.
 @Suite struct ClaimQueryPlanTests {
     @Test func claimUsesTheLiveAndUserIndexesWithoutSorting() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         try QueueWriter(path: path).close()
         let raw = try RawDatabase(path: path)
@@ -36,7 +36,7 @@ import Testing
     /// Builds a queue with `deadInFront` dead records followed by `backlog` pending ones, then counts the VM steps
     /// of one claim of 100.
     private func claimSteps(backlog: Int, deadInFront: Int = 0) throws -> Int32 {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         try QueueWriter(path: path).close()
         let raw = try RawDatabase(path: path)

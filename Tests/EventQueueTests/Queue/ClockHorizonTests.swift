@@ -6,7 +6,7 @@ import Testing
 /// (`ClockHorizon`) comes from a clock that was ahead of the reader's, and counts as passed; a plausible one is
 /// honoured. Each test writes state at one `now` and reads it an hour earlier: the clock stepped back.
 @Suite struct ClockHorizonTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var path: String { directory.file("q.db") }
     static let hour: Int64 = 3_600_000
 

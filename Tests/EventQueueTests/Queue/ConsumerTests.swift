@@ -3,7 +3,7 @@ import Testing
 @testable import EventQueue
 
 @Suite struct ConsumerTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var path: String { directory.file("q.db") }
 
     func enqueue(_ records: [Record]) throws -> [Int64] {

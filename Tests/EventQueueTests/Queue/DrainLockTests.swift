@@ -5,7 +5,7 @@ import Testing
 /// One drain pass per queue file at a time, across processes: the lock is a lease row in the file.
 @Suite struct DrainLockTests {
     @Test func secondDrainerIsRefusedUntilTheLockIsReleasedOrExpires() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let first = try QueueConsumer(path: path, consumerID: "first")
         let second = try QueueConsumer(path: path, consumerID: "second")
@@ -30,7 +30,7 @@ import Testing
 @Suite struct DrainLockTakeoverTests {
     /// A daemon restarted after `kill -9` on the same host need not wait for its predecessor's lock to expire.
     @Test func lockOfADeadProcessOnThisHostIsTakenOverAtOnce() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let host = QueueConsumer.hostName()
         // pid 2^22+1 is above Linux's pid_max limit, so no such process exists.
@@ -53,7 +53,7 @@ import Testing
 /// Issue 16, defect 5: a live process on this host keeps its drain lock whatever the clocks say.
 @Suite struct DrainLockClockDisagreementTests {
     @Test func aLiveLocalHolderKeepsItsLockEvenWhenItLooksExpiredToAClockAhead() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let host = QueueConsumer.hostName()
         let live = try QueueConsumer(path: path, consumerID: "\(host):1:init")  // pid 1 always runs

@@ -8,7 +8,7 @@ import Testing
     /// SQLite's length() stops at NUL, so without the check a NUL key would fail the column's CHECK with an SQLite
     /// error; it must be the typed error, and nothing may be written.
     @Test func anIdempotencyKeyWithNULIsRefusedBeforeSQLite() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let writer = try QueueWriter(path: directory.file("q.db"))
         defer { writer.close() }
         #expect(throws: QueueError.invalidIdempotencyKey("\u{0}k")) {
@@ -20,7 +20,7 @@ import Testing
     /// A line with a second identity never becomes a record, and the user_key SQLite derives for the records
     /// that do is the identity the validator saw (external_id before email in attributes).
     @Test func aDuplicateIdentityCannotReachTheQueue() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let writer = try QueueWriter(path: directory.file("q.db"))
         defer { writer.close() }
         let good = try Record(jsonLine: #"{"type":"event","external_id":"u1","name":"n"}"#)

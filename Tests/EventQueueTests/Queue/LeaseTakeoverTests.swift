@@ -19,7 +19,7 @@ import Testing
     }
 
     @Test func leasesOfADeadProcessAreReleasedAndALiveOnesKept() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let host = QueueConsumer.hostName()
         // pid 2^22+1 is above Linux's pid_max limit: no such process.
@@ -38,7 +38,7 @@ import Testing
 
     /// A pid reused by a later process: the start time in the owner id no longer matches, so the holder is gone.
     @Test func aReusedPidIsNotMistakenForTheHolder() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let host = QueueConsumer.hostName()
         let start = try #require(ProcessIdentity.ownStartTime)

@@ -5,7 +5,7 @@ import Testing
 /// `QueueWriter.batch`: records appended as they are read, all committed or none, and bad entries kept as dead
 /// letters with their reason in the same transaction; `retryDeadChecked` leaves still-invalid ones dead.
 @Suite struct QueueBatchTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var path: String { directory.file("q.db") }
 
     @Test func goodAndBadEntriesCommitTogetherWithTheReason() throws {

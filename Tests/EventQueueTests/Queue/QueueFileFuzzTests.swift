@@ -8,23 +8,12 @@ import Testing
 /// the consumer and salvages what is left. Nothing may trap, no record that was not mutated may be lost or
 /// dead-lettered, and salvage's counts must add up. 12 rounds always; EVENTQUEUE_LONG_TESTS=1 runs 500.
 @Suite struct QueueFileFuzzTests {
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let hostileIntegers: [String] = [
         "-9223372036854775808", "-1", "0", "1", "4611686018427387904", "4611686018427387905",
         "9000000000000000000", "9223372036854775807", "253402300800000",
     ]
 
-    static func mutation(_ rng: inout SplitMix, id: Int64) -> String {
+    static func mutation(_ rng: inout SplitMix64, id: Int64) -> String {
         let value = hostileIntegers.randomElement(using: &rng) ?? "0"
         let now = WallClock.nowMilliseconds()
         let statements = [
@@ -48,10 +37,10 @@ import Testing
     }
 
     @Test func mutatedRowsNeitherCrashNorCostValidRecords() throws {
-        let rounds = ProcessInfo.processInfo.environment["EVENTQUEUE_LONG_TESTS"] == "1" ? 500 : 12
-        var rng = SplitMix(state: 16)
+        let rounds = TestProfile.isLong ? 500 : 12
+        var rng = SplitMix64(seed: 16)
         for round in 0..<rounds {
-            let directory = TemporaryDirectory()
+            let directory = Scratch()
             let path = directory.file("q.db")
             let writer = try QueueWriter(path: path, options: QueueOptions(durability: .normal))
             let names = (0..<30).map { "f\(round)-\($0)" }

@@ -7,7 +7,7 @@ import Testing
 /// attempts and due times of 2^63-1, a delivered key dated 9e18) and lost count of rows it passed over. Now every
 /// copied column is validated, and recovered + invalid + unreadable = seen.
 @Suite struct SalvageHostileTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var old: String { directory.file("old.db") }
     var new: String { directory.file("new.db") }
 

@@ -6,7 +6,7 @@ import Testing
 /// `QueueSalvage` on a healthy file copies everything exactly (ids, states, times, keys, the id counter), and
 /// never changes the old file. The damaged-file cases run through `queuectl salvage` in queuectlTests.
 @Suite struct SalvageTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var old: String { directory.file("old.db") }
     var new: String { directory.file("new.db") }
 

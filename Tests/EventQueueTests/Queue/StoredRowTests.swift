@@ -6,7 +6,7 @@ import Testing
 /// Issue 13 item 7 and issue 16 defect 1: every value a claim reads from a row is input from another user.
 /// Rows out of range, or with text that is not UTF-8, are dead-lettered with the reason, never sent or changed.
 @Suite struct StoredRowTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var path: String { directory.file("q.db") }
 
     func seed(_ count: Int) throws -> [Int64] {

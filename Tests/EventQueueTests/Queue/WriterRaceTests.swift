@@ -8,7 +8,7 @@ import Testing
 /// and the lookup of its id) failed with `.sqlite(code: 0)`, shown as exit 74 "I/O error". Both statements now
 /// run in one transaction, so nothing can come between them.
 @Suite struct WriterRaceTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var path: String { directory.file("q.db") }
 
     @Test func aKeyedEnqueueNeverLosesARaceWithAPurge() throws {

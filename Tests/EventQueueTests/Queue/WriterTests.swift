@@ -3,7 +3,7 @@ import Testing
 @testable import EventQueue
 
 @Suite struct WriterTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var path: String { directory.file("q.db") }
 
     @Test func enqueueStoresTheBrazeObjectWithTheEnqueueTime() throws {

@@ -8,7 +8,7 @@ import Testing
 /// typed `busy` error at the timeout (not before, not long after), and a checkpoint's shorter wait does not
 /// stick to the connection.
 @Suite struct BusyWaitTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var path: String { directory.file("q.db") }
 
     /// Holds the write lock from another connection on its own thread for `milliseconds`, then commits. Returns
@@ -22,6 +22,8 @@ import Testing
                 let raw = try RawDatabase(path: path)
                 try raw.execute("BEGIN IMMEDIATE")
                 taken.signal()
+                // Holding the lock for this long is what the tests measure the busy handler against: the sleep is
+                // the other process's transaction, not a wait for an event.
                 usleep(useconds_t(milliseconds * 1000))
                 try raw.execute("COMMIT")
             } catch {

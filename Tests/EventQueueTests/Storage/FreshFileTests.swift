@@ -6,7 +6,7 @@ import Testing
 /// A new queue file holds its schema in the main file, not in the WAL, so its sizes mean what they say.
 @Suite struct FreshFileTests {
     @Test func theSchemaIsCheckpointedIntoTheNewFile() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let writer = try QueueWriter(path: path)
         defer { writer.close() }

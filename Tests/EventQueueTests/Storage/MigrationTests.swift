@@ -6,7 +6,7 @@ import Testing
 
 @Suite struct MigrationTests {
     @Test func freshFileGetsLatestSchemaAndPragmas() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let writer = try QueueWriter(path: path)
         defer { writer.close() }
@@ -29,7 +29,7 @@ import Testing
     }
 
     @Test func filesAndJournalsAreGroupShared() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let previous = umask(0o077)  // the most restrictive umask a writer could run with
         defer { umask(previous) }
@@ -44,7 +44,7 @@ import Testing
     }
 
     @Test func closingTheLastConnectionRemovesTheWAL() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let writer = try QueueWriter(path: path)
         try writer.enqueue(event("e", user: "u1"))
@@ -55,7 +55,7 @@ import Testing
     /// Upgrading from every earlier version: build the file with migrations 1...v only, then open it.
     @Test(arguments: 1...max(1, Migrations.latestVersion))
     func upgradesFromEachEarlierVersion(version: Int) throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let connection = try Connection(path: path, busyTimeoutMilliseconds: 1000)
         try connection.execute("PRAGMA auto_vacuum = INCREMENTAL", operation: "test")
@@ -74,7 +74,7 @@ import Testing
     }
 
     @Test func refusesANewerFileWithoutTouchingIt() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         do {
             let raw = try RawDatabase(path: path)
@@ -96,7 +96,7 @@ import Testing
     }
 
     @Test func refusesAForeignFile() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("notes.txt")
         let content = Array(repeating: "not a database\n", count: 200).joined()
         let fd = open(path, O_WRONLY | O_CREAT, 0o644)
@@ -123,7 +123,7 @@ import Testing
     /// Several threads (separate connections, as separate processes would have) open a new file at once: exactly
     /// one migrates, all succeed, and the schema is created once. The process-level variant is in queuectlTests.
     @Test func concurrentOpenersMigrateOnce() async throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         try await withThrowingTaskGroup(of: Int64.self) { group in
             for index in 0..<8 {

@@ -9,7 +9,7 @@ import Testing
 @Suite struct OpenCostMeasurement {
     @Test(.enabled(if: ProcessInfo.processInfo.environment["EVENTQUEUE_MEASURE_OPEN"] == "1"))
     func writerOpenCost() throws {
-        let directory = TemporaryDirectory()
+        let directory = Scratch()
         let path = directory.file("q.db")
         let seed = try QueueWriter(path: path)
         try seed.enqueue(event("a", user: "u1"))

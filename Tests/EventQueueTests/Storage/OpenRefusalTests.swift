@@ -5,7 +5,7 @@ import Testing
 
 /// The library's own refusals: the free-space reserve on every enqueue path, and the integrity check on open.
 @Suite struct OpenRefusalTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var path: String { directory.file("q.db") }
 
     @Test func theReserveRefusesABatchAndWritesNothing() throws {

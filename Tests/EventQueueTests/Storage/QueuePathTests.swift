@@ -10,7 +10,7 @@ import Testing
 /// Issue 13 items 6 and 8: a `--db` path is a path to a regular file with one name, or to nothing; everything
 /// else is refused before SQLite touches it, and every file EventQueue creates is 0660.
 @Suite struct QueuePathTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var path: String { directory.file("q.db") }
 
     func expectRefused(_ path: String, saying words: String, sourceLocation: SourceLocation = #_sourceLocation) {

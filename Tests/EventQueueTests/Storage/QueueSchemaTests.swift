@@ -6,7 +6,7 @@ import Testing
 /// Issue 16 defect 3: schema objects EventQueue did not create are named by `check` and refused by consumers
 /// (the daemon) and writers, before they can run.
 @Suite struct QueueSchemaTests {
-    let directory = TemporaryDirectory()
+    let directory = Scratch()
     var path: String { directory.file("q.db") }
 
     func seeded() throws -> RawDatabase {

@@ -1,12 +1,9 @@
 import CSQLite
 import Glibc
-import EventQueueTestSupport
+@_exported import EventQueueTestSupport
 import Testing
 
 @testable import EventQueue
-
-/// The shared per-test directory (EventQueueTestSupport), under the name these tests have always used.
-typealias TemporaryDirectory = Scratch
 
 /// Raw SQLite access for assertions that must not go through the code under test.
 final class RawDatabase {

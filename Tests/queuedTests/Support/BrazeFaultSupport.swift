@@ -1,3 +1,4 @@
+import EventQueue
 import FakeBraze
 import Foundation
 import Testing
@@ -134,24 +135,11 @@ enum BrazeFault {
         return HistoryChecker.check(enqueued: expected, delivered: delivered)
     }
 
-    /// Starts a daemon on `server` with the key in `$BRAZE_API_KEY` (or `keyFile`).
-    static func startDaemon(
-        scratch: Scratch, db: String, server: FakeBrazeServer, key: String?, keyFile: String? = nil,
-        name: String = "d", arguments: [String] = []
-    ) async throws -> DaemonProcess {
-        var all = ["--sink", "braze:" + server.baseURL] + arguments
-        if let keyFile { all += ["--api-key-file", keyFile] }
-        var environment: [String: String] = [:]
-        if let key { environment["BRAZE_API_KEY"] = key }
-        let daemon = try await DaemonProcess(
-            scratch: scratch, db: db, name: name, arguments: all, environment: environment)
-        pumpNotifications(daemon)
-        return daemon
-    }
-
     /// Reads the daemon's NOTIFY_SOCKET continuously until it exits, as systemd does, so a daemon that runs many
     /// passes never finds the socket's queue (net.unix.max_dgram_qlen, 10 by default) full. Before e42609e a full
-    /// queue blocked sd_notify and wedged the daemon; NotifyBacklogTests covers that on its own.
+    /// queue blocked sd_notify and wedged the daemon; NotifyBacklogTests covers that on its own. The pause between
+    /// reads is a reader's pace (the queue holds 10 datagrams; a pass sends 2), not a synchronisation: no test
+    /// waits on this loop.
     static func pumpNotifications(_ daemon: DaemonProcess) {
         Task.detached {
             while daemon.exited == nil {
@@ -161,37 +149,28 @@ enum BrazeFault {
         }
     }
 
-    /// Polls `GET /status` until nothing is pending or leased and the daemon is idle; returns the status.
+    /// Waits (polling `GET /status`) until `pending` records are pending (none by default), none leased, the
+    /// daemon idle, and (when given) `dead` records dead; returns the status.
     @discardableResult
     static func waitUntilSettled(
-        _ daemon: DaemonProcess, dead: Int? = nil, timeout: Duration = .seconds(60)
+        _ daemon: DaemonProcess, pending: Int = 0, dead: Int? = nil, timeout: Duration = .seconds(60)
     ) async throws -> [String: Any] {
-        let deadline = ContinuousClock.now + timeout
         var last: [String: Any] = [:]
-        while ContinuousClock.now < deadline {
+        let settled = try await Wait.value(timeout: timeout, every: .milliseconds(100)) {
+            () async throws -> [String: Any]? in
             last = try await daemon.status()
             let state = (last["daemon"] as? [String: Any])?["state"] as? String
-            if last["pending"] as? Int == 0, last["leased"] as? Int == 0, state == "idle",
-                dead == nil || last["dead"] as? Int == dead
-            {
-                return last
-            }
-            try await Task.sleep(for: .milliseconds(100))
+            let done =
+                last["pending"] as? Int == pending && last["leased"] as? Int == 0 && state == "idle"
+                && (dead == nil || last["dead"] as? Int == dead)
+            return done ? last : nil
         }
-        throw ScratchError(
-            message: "queue not settled within \(timeout): \(last); log tail:\n\(daemon.log.suffix(4000))")
-    }
-
-    /// Polls until `condition` holds; throws after `timeout`.
-    static func waitFor(
-        _ what: String, timeout: Duration = .seconds(30), _ condition: () async throws -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
+        guard let settled else {
+            throw ScratchError(
+                message: "queue not settled (\(pending) pending) within \(timeout): \(last); log tail:\n"
+                    + daemon.log.suffix(4000))
         }
-        throw ScratchError(message: "timed out waiting for \(what)")
+        return settled
     }
 
     /// `queuectl drain --wait` against the daemon's socket.
@@ -204,6 +183,104 @@ enum BrazeFault {
         let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") ?? Data()
         return String(decoding: data.map { $0 == 0 ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
     }
+}
+
+/// The setup every Braze fault scenario shares (BrazeFaultTests, ClockJumpTests, HostileSinkTests, SoakTests,
+/// WriterStormTests): a directory and queue file of its own, a fresh key, the records enqueued before anything
+/// runs (with the ids the queue gave them), and a started fake `/users/track` answering with `faults`.
+///
+/// It lives here rather than in EventQueueTestSupport because it needs FakeBraze (and so SwiftNIO): the shared
+/// target stays Foundation-only, so the storage and CLI suites that link it do not build or load an HTTP server.
+struct BrazeScenario {
+    let scratch: Scratch
+    let db: String
+    let key: String
+    /// What was enqueued, in id order.
+    let records: [MarkedRecord]
+    let server: FakeBrazeServer
+
+    /// Every enqueued marker: what a scenario without rejections expects delivered.
+    var markers: Set<String> { Set(records.map(\.marker)) }
+
+    /// Enqueues `records` (none: an empty queue, made so that writers and `queuectl status` find one), starts the
+    /// fake and runs `body`; the fake is stopped afterwards (see `withFakeBraze`).
+    static func run<T>(
+        records: [MarkedRecord] = [], faults: FakeBrazeFaults = .none, _ body: (BrazeScenario) async throws -> T
+    ) async throws -> T {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        let key = BrazeFault.makeKey()
+        let enqueued: [MarkedRecord]
+        if records.isEmpty {
+            try QueueWriter(path: db).close()
+            enqueued = []
+        } else {
+            enqueued = try await BrazeFault.enqueue(records, db: db, in: scratch)
+        }
+        return try await withFakeBraze(key: key, faults: faults) { server in
+            try await body(BrazeScenario(scratch: scratch, db: db, key: key, records: enqueued, server: server))
+        }
+    }
+
+    /// Starts a daemon draining to the fake, with the key in `$BRAZE_API_KEY` (or only in `keyFile`), reading its
+    /// notify socket as systemd would.
+    func startDaemon(
+        name: String = "d", arguments: [String] = [], environment: [String: String] = [:], keyFile: String? = nil,
+        waitForReady: Bool = true
+    ) async throws -> DaemonProcess {
+        var all = ["--sink", "braze:" + server.baseURL] + arguments
+        var environment = environment
+        if let keyFile {
+            all += ["--api-key-file", keyFile]
+        } else {
+            environment["BRAZE_API_KEY"] = key
+        }
+        let daemon = try await DaemonProcess(
+            scratch: scratch, db: db, name: name, arguments: all, environment: environment,
+            waitForReady: waitForReady)
+        BrazeFault.pumpNotifications(daemon)
+        return daemon
+    }
+
+    /// The history check of what the fake accepted against `expected` (every marker unless said otherwise).
+    func report(expecting expected: Set<String>? = nil) -> HistoryChecker.Report {
+        BrazeFault.check(records, expected: expected ?? markers, server: server)
+    }
+
+    /// Every expected record (all unless said otherwise) reached the fake, nothing unexpected did, and each
+    /// user's records arrived in id order. Duplicates are the caller's to judge (see `expectDeliveredOnce`).
+    @discardableResult
+    func expectNothingLostOrReordered(
+        _ expected: Set<String>? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) -> HistoryChecker.Report {
+        let report = report(expecting: expected)
+        queuedTests.expectNothingLostOrReordered(report, sourceLocation: sourceLocation)
+        return report
+    }
+
+    /// `expectNothingLostOrReordered`, and no record arrived twice.
+    @discardableResult
+    func expectDeliveredOnce(
+        _ expected: Set<String>? = nil, sourceLocation: SourceLocation = #_sourceLocation
+    ) -> HistoryChecker.Report {
+        let report = expectNothingLostOrReordered(expected, sourceLocation: sourceLocation)
+        #expect(report.duplicateDeliveries == 0, "\(report)", sourceLocation: sourceLocation)
+        return report
+    }
+}
+
+/// The history checker's verdict on a run without a crash to excuse anything: nothing lost, nothing unexpected,
+/// each user's records in id order. Duplicates are judged by the caller (a crash may redeliver a batch).
+func expectNothingLostOrReordered(_ report: HistoryChecker.Report, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(report.lost.isEmpty, "\(report)", sourceLocation: sourceLocation)
+    #expect(report.unexpected.isEmpty, "\(report)", sourceLocation: sourceLocation)
+    #expect(report.reordered.isEmpty, "\(report)", sourceLocation: sourceLocation)
+}
+
+/// `expectNothingLostOrReordered`, and no record delivered twice.
+func expectDeliveredOnce(_ report: HistoryChecker.Report, sourceLocation: SourceLocation = #_sourceLocation) {
+    expectNothingLostOrReordered(report, sourceLocation: sourceLocation)
+    #expect(report.duplicateDeliveries == 0, "\(report)", sourceLocation: sourceLocation)
 }
 
 /// Runs `body` with a started fake and always stops it. Every answer takes at least 10 ms (unless the faults
@@ -223,5 +300,18 @@ func withFakeBraze<T>(
     } catch {
         try? await server.stop()
         throw error
+    }
+}
+
+extension FakeBrazeFaults {
+    /// The background faults of the long runs (SoakTests, WriterStormTests): 4% of requests answered 500 and
+    /// `rateLimitRate` of them 429 with `Retry-After: 1`, from a random seed (each run meets other faults).
+    static func background(rateLimitRate: Double) -> FakeBrazeFaults {
+        var faults = FakeBrazeFaults()
+        faults.seed = UInt64.random(in: 1...UInt64.max)
+        faults.serverErrorRate = 0.04
+        faults.rateLimitRate = rateLimitRate
+        faults.retryAfterSeconds = 1
+        return faults
     }
 }

@@ -7,18 +7,16 @@ import EventQueueTestSupport
 
 /// A `queued` started by a test: its own directory, queue file, socket, sink file and NOTIFY_SOCKET. Always
 /// stopped by `withDaemon` (SIGTERM, then SIGKILL after a timeout), so nothing outlives the test.
-final class DaemonProcess: @unchecked Sendable {
+final class DaemonProcess: Sendable {
     let scratch: Scratch
     let db: String
     let socket: String
     let sinkFile: String
     let logFile: String
     let notify: NotifyListener
-    private let process = Process()
-    private let lock = NSLock()
-    private var exitStatus: Int32?
+    private let child: ChildProcess
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { child.pid }
 
     /// Starts the daemon; unless `waitForReady` is false, returns once it sent `READY=1`.
     init(
@@ -32,29 +30,15 @@ final class DaemonProcess: @unchecked Sendable {
         logFile = scratch.file("\(name).log")
         notify = try NotifyListener(path: scratch.file("\(name)-notify-\(UUID().uuidString.prefix(8)).sock"))
         let command = launcher + [Products.queued]
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments =
+        child = try ChildProcess(
+            command[0],
             Array(command.dropFirst())
-            + ["--db", db, "--socket", socket, "--sink", "jsonl:" + sinkFile, "--log-level", "debug"] + arguments
-        var merged = ProcessInfo.processInfo.environment
-        for key in ["JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_PID", "LISTEN_FDS", "EVENTQUEUE_SOCKET"]
-        {
-            merged[key] = nil
-        }
-        merged["NOTIFY_SOCKET"] = notify.path
-        for (key, value) in environment { merged[key] = value }
-        process.environment = merged
-        _ = FileManager.default.createFile(atPath: logFile, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logFile))
-        process.standardOutput = log
-        process.standardError = log
-        process.standardInput = FileHandle.nullDevice
-        process.terminationHandler = { [weak self] finished in
-            guard let self else { return }
-            self.lock.withLock { self.exitStatus = finished.terminationStatus }
-        }
-        try processLaunchLock.withLock { try process.run() }
-        try? log.close()
+                + ["--db", db, "--socket", socket, "--sink", "jsonl:" + sinkFile, "--log-level", "debug"] + arguments,
+            environment: ["NOTIFY_SOCKET": notify.path].merging(environment) { _, given in given },
+            unsetting: [
+                "JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_PID", "LISTEN_FDS", "EVENTQUEUE_SOCKET",
+            ],
+            logDirectory: scratch.path, outputFile: logFile)
         if waitForReady {
             guard await notify.waitFor({ $0.contains("READY=1") }) != nil else {
                 _ = await stop()
@@ -65,20 +49,17 @@ final class DaemonProcess: @unchecked Sendable {
 
     var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
 
-    var exited: Int32? { lock.withLock { exitStatus } }
+    /// The exit status once the daemon has exited, else `nil`.
+    var exited: Int32? { child.status }
 
     func signal(_ number: Int32) {
-        if exited == nil { kill(process.processIdentifier, number) }
+        child.signal(number)
     }
 
-    /// Waits for the process to exit; `nil` after `timeout`.
+    /// The exit status, or `nil` if the daemon was still running after `timeout` (it is SIGKILLed then).
     func waitForExit(timeout: Duration) async -> Int32? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let status = exited { return status }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return exited
+        let (status, timedOut) = await child.exited(within: timeout)
+        return timedOut ? nil : status
     }
 
     /// SIGTERM, then SIGKILL if it has not exited within `timeout`. Returns the exit status (or -9 when killed).
@@ -86,10 +67,7 @@ final class DaemonProcess: @unchecked Sendable {
     func stop(timeout: Duration = .seconds(20)) async -> Int32 {
         if let status = exited { return status }
         signal(SIGTERM)
-        if let status = await waitForExit(timeout: timeout) { return status }
-        signal(SIGKILL)
-        _ = await waitForExit(timeout: .seconds(10))
-        return -9
+        return await waitForExit(timeout: timeout) ?? -9
     }
 
     /// `curl --unix-socket` against the control socket: the HTTP status and body.
@@ -118,16 +96,17 @@ final class DaemonProcess: @unchecked Sendable {
         try await status()["daemon"] as? [String: Any] ?? [:]
     }
 
-    /// Polls `/status` until the daemon is idle with at least `passes` passes done.
+    /// Waits (polling `/status`) until the daemon is idle with at least `passes` passes done; returns its state.
     func waitUntilIdle(passes: Int, timeout: Duration = .seconds(60)) async throws -> [String: Any] {
-        let deadline = ContinuousClock.now + timeout
         var last: [String: Any] = [:]
-        while ContinuousClock.now < deadline {
+        let idle = try await Wait.value(timeout: timeout) { () async throws -> [String: Any]? in
             last = try await daemonStatus()
-            if last["state"] as? String == "idle", (last["passes"] as? Int ?? 0) >= passes { return last }
-            try await Task.sleep(for: .milliseconds(50))
+            return last["state"] as? String == "idle" && (last["passes"] as? Int ?? 0) >= passes ? last : nil
         }
-        throw ScratchError(message: "daemon not idle after \(passes) passes: \(last); log:\n\(log)")
+        guard let idle else {
+            throw ScratchError(message: "daemon not idle after \(passes) passes: \(last); log:\n\(log)")
+        }
+        return idle
     }
 }
 

@@ -28,25 +28,19 @@ final class FakeTime: Sendable {
     let shared: String
 
     /// Starts at `offset` (libfaketime syntax: "+0", "-1h", "+3600").
-    init(in scratch: Scratch, name: String = "faketime", offset: String = "+0") throws {
+    init(in scratch: Scratch, name: String = "faketime", offset: String = "+0") async throws {
         guard let library = Self.library else {
             throw ScratchError(
                 message: "libfaketimeMT.so.1 is missing: install the libfaketime package (scripts/setup does)")
         }
         self.library = library
         file = scratch.file("\(name).rc")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", #"printf %s "$FAKETIME_SHARED"; exec /bin/true"#]
-        process.environment = ["LD_PRELOAD": library, "FAKETIME": "+0", "PATH": "/usr/bin:/bin"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try processLaunchLock.withLock { try process.run() }
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        shared = String(decoding: output, as: UTF8.self)
+        let announced = try await run(
+            "/bin/sh", ["-c", #"printf %s "$FAKETIME_SHARED"; exec /bin/true"#],
+            environment: ["LD_PRELOAD": library, "FAKETIME": "+0"], in: scratch)
+        shared = announced.stdout
         guard shared.split(separator: " ").count == 2 else {
-            throw ScratchError(message: "libfaketime announced no shared segment: '\(shared)'")
+            throw ScratchError(message: "libfaketime announced no shared segment: '\(shared)' (\(announced))")
         }
         try set(offset)
     }

@@ -49,12 +49,7 @@ final class NotifyListener: @unchecked Sendable {
     func waitFor(
         _ predicate: (String) -> Bool, timeout: Duration = .seconds(30)
     ) async -> String? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let found = messages.first(where: predicate) { return found }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return nil
+        await Wait.value(timeout: timeout) { messages.first(where: predicate) }
     }
 
     private func drain() {

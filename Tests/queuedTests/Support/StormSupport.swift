@@ -1,3 +1,4 @@
+import FakeBraze
 import Foundation
 import EventQueueTestSupport
 
@@ -105,7 +106,7 @@ enum Storm {
                 if random.randrange(3) == 0:
                     output = child.stdout.read(1)  # returns once it printed (committed), or exited
                 else:
-                    time.sleep(typical * random.uniform(0, 1.3))
+                    time.sleep(typical * random.uniform(0, 1.3))  # a random moment to kill at: the point
                 child.kill()  # SIGKILL; a no-op once it has exited
             output += child.stdout.read()
             status = child.wait()
@@ -117,7 +118,7 @@ enum Storm {
             if status == 0 and len(ids) == len(markers):
                 note("ok %s %s" % (",".join(markers), ",".join(ids)))
                 confirmed += 1
-            time.sleep(pause)
+            time.sleep(pause)  # the writer's pace
         print(json.dumps({"confirmed_calls": confirmed, "kills": kills}))
         """#
 
@@ -145,15 +146,11 @@ enum Storm {
             let argv = try command(incarnation, logPath)
             let child = try ChildProcess(argv[0], Array(argv.dropFirst()), logDirectory: scratch.path)
             if let killAfter {
+                // SIGKILLed at the end of a random lifetime, unless it exited before.
                 let lifetime = Double.random(in: killAfter)
                 let end = min(until, ContinuousClock.now + .milliseconds(Int(lifetime * 1000)))
-                while ContinuousClock.now < end, !child.hasExited {
-                    try await Task.sleep(for: .milliseconds(20))
-                }
-                if !child.hasExited {
-                    child.signal(SIGKILL)
-                    result.kills += 1
-                }
+                let (_, killed) = await child.exited(within: end - ContinuousClock.now)
+                if killed { result.kills += 1 }
             }
             let status = await child.exited()
             if status != 0, !child.terminatedBySignal {
@@ -224,8 +221,8 @@ enum Storm {
                 os.write(fd, ("ok %s %d\n" % (marker, cursor.lastrowid)).encode())
             except sqlite3.Error as error:
                 sys.stderr.write("%s: %s\n" % (marker, error))
-                time.sleep(0.05)
-            time.sleep(float(pause) / 1000)
+                time.sleep(0.05)  # back off after an error, as a real writer would
+            time.sleep(float(pause) / 1000)  # the writer's pace
         """#
 
     static func foreignWriter(
@@ -241,6 +238,22 @@ enum Storm {
                 stop,
             ]
         }
+    }
+
+    /// Judges a run the two ways that must agree: `HistoryChecker` and `scripts/check-history`, over the writers'
+    /// logs and what the fake received (saved to `received.ndjson`, and kept as `name` when
+    /// `$EVENTQUEUE_KEEP_HISTORY` is set).
+    static func judge(_ results: [SlotResult], at server: FakeBrazeServer, as name: String, scratch: Scratch)
+        async throws -> (report: HistoryChecker.Report, script: (status: Int32, summary: String, report: [String: Any]))
+    {
+        let received = scratch.file("received.ndjson")
+        try await saveReceived(server.baseURL, to: received, scratch: scratch)
+        let logs = results.map(\.log)
+        keep(logs + [received], as: name)
+        let report = HistoryChecker.check(
+            try WriterHistory.read(logs: logs), delivered: try SinkHistory.brazeReceived(received))
+        let script = try await runScript(logs: logs, braze: [received], scratch: scratch)
+        return (report, script)
     }
 
     /// The fake's `GET /_received` saved to `path`: the received-log format `scripts/check-history --braze` reads.
@@ -311,13 +324,5 @@ enum ProcessFigures {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0) }
             .sorted()
-    }
-}
-
-extension ChildProcess {
-    /// Removes the output files (storms start thousands of processes).
-    func removeOutput() {
-        try? FileManager.default.removeItem(atPath: stdoutPath)
-        try? FileManager.default.removeItem(atPath: stderrPath)
     }
 }
