@@ -183,7 +183,7 @@ def main():
     results = {"records": args.records, "users": args.users, "runs": [], "sweep": [], "kill": []}
     try:
         if args.only in ("all", "targets"):
-            for delay, in_flight, extra in [(50, 16, ()), (150, 16, ()), (150, 24, ()), (150, 32, ()), (0, 1, ()),
+            for delay, in_flight, extra in [(50, 16, ()), (50, 24, ()), (150, 16, ()), (150, 24, ()), (150, 32, ()), (0, 1, ()),
                                             (0, 16, ()), (50, 16, ("--max-requests-per-second", "100"))]:
                 results["runs"].append(one_run(args, template, delay, in_flight, extra))
             results["kill"].append(kill_restart(args, template, 50, 16))
