@@ -46,7 +46,8 @@ public struct Drainer: Sendable {
         return options.batchSize / perRequest * perRequest
     }
 
-    /// Runs one pass. `progress` is called after every settled batch; `shouldStop` is checked before every claim
+    /// Runs one pass. `progress` is called once per settled batch, after the commit that acked it (batches
+    /// settled together report the same summary); `shouldStop` is checked before every claim
     /// (a graceful shutdown stops claiming but lets the batches in flight finish). When the task is cancelled,
     /// the outcomes the sink did report are applied and the records it reported nothing for are released at once.
     public func drain(
@@ -111,8 +112,8 @@ public struct Drainer: Sendable {
         /// The delivered records of the batches that settled since the last commit: acked together with the next
         /// claims, in one transaction (`QueueConsumer.ackAndClaim`), or on their own when no claim follows.
         var pendingAcks: [(ids: [Int64], lease: Lease)] = []
-        /// A batch settled since progress was last reported.
-        var progressDue = false
+        /// Batches settled since progress was last reported: one report each.
+        var unreported = 0
         /// After a short claim (every user with a claimable record is in flight already), the most batches to
         /// keep in flight for the next few seconds (`ceilingSpan`): asking for more only walks the whole backlog
         /// to come back short again (2,000 users and 32 requests of 75 in flight: every claim read every live
@@ -198,7 +199,7 @@ public struct Drainer: Sendable {
                     pass.summary.inFlight -= result.delivery.records.count
                     try? await settle(result, pass: &pass)
                 }
-                try? await commit(&pass, progress: nil)
+                _ = try? await commit(&pass, progress: nil)
                 return error
             }
         }
@@ -265,7 +266,7 @@ public struct Drainer: Sendable {
         _ pass: inout PassState, claiming count: Int? = nil, progress: (@Sendable (DrainSummary) async -> Void)?
     ) async throws(QueueError) -> [Claim] {
         let pending = pass.pendingAcks
-        if pending.isEmpty, count == nil, !pass.progressDue { return [] }
+        if pending.isEmpty, count == nil, pass.unreported == 0 { return [] }
         let (leaseMilliseconds, limit) = (options.leaseMilliseconds, claimSize)
         let now = WallClock.nowMilliseconds()
         if count != nil { pass.lastClaimAt = now }
@@ -289,9 +290,10 @@ public struct Drainer: Sendable {
                 "late ack discarded: the lease of some delivered records had lapsed",
                 metadata: ["acked": "\(acked)", "delivered": "\(delivered)"])
         }
-        if pass.progressDue {
-            pass.progressDue = false
-            if let progress { await progress(pass.summary) }
+        let reports = pass.unreported
+        pass.unreported = 0
+        if let progress {
+            for _ in 0..<reports { await progress(pass.summary) }
         }
         return claims
     }
@@ -303,7 +305,7 @@ public struct Drainer: Sendable {
             records: finished.delivery.records, report: finished.report, cancelled: finished.cancelled)
         let lease = finished.delivery.claim.lease
         if !settlement.delivered.isEmpty { pass.pendingAcks.append((settlement.delivered, lease)) }
-        pass.progressDue = true
+        pass.unreported += 1
         if !settlement.rejected.isEmpty || !settlement.retries.isEmpty || !settlement.released.isEmpty {
             let attempts = Dictionary(
                 finished.delivery.records.map { ($0.id, $0.attempts) }, uniquingKeysWith: { first, _ in first })
