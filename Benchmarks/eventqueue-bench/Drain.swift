@@ -19,11 +19,13 @@ let claimSQL = """
     WHERE id IN (
         SELECT r.id FROM records AS r INDEXED BY records_live
         WHERE r.state != 'dead'
-          AND (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
+          AND ((CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
+            OR (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) > ?5)
           AND NOT EXISTS (
-              SELECT 1 FROM records AS e INDEXED BY records_user
-              WHERE e.user_key = r.user_key AND e.id < r.id AND e.state != 'dead'
-                AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END) > ?3)
+              SELECT 1 FROM records AS e INDEXED BY records_user_order
+              WHERE e.user_key = r.user_key AND e.id < r.id AND e.dead_at_ms IS NULL AND e.state != 'dead'
+                AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
+                    BETWEEN ?3 + 1 AND ?5)
         ORDER BY r.id
         LIMIT ?4)
     RETURNING id, kind, payload, user_key, created_at_ms, attempts
@@ -59,6 +61,7 @@ func rawDrain(path: String, batchSize: Int, jsonlPath: String?) throws -> Double
         sqlite3_bind_int64(claim, 2, nowMs + 60_000)
         sqlite3_bind_int64(claim, 3, nowMs)
         sqlite3_bind_int64(claim, 4, Int64(batchSize))
+        sqlite3_bind_int64(claim, 5, nowMs + 15 * 60 * 1_000)  // ClockHorizon.latestPlausible
         var ids: [Int64] = []
         var lines: [UInt8] = []
         while sqlite3_step(claim) == SQLITE_ROW {

@@ -14,7 +14,8 @@ import Logging
 ///
 /// Crash-safe by construction: a record is deleted only after the sink reported it delivered, and each batch
 /// is acked as soon as it comes back, so a crash at any point redelivers at most the batches in flight
-/// (`maxInFlight` × the claim size).
+/// (`maxInFlight` × the claim size). The batches that came back while the connection was busy are acked
+/// together, with the claims that replace them, in one transaction (group commit: one fsync for all).
 ///
 /// Reading guide: `runPass` opens deliveries and waits for them; `settle` is the one place that writes a
 /// batch's outcomes (the ack included) and the one place that reports progress; `Settlement` decides each
@@ -51,7 +52,8 @@ public struct Drainer: Sendable {
         return options.batchSize / perRequest * perRequest
     }
 
-    /// Runs one pass. `progress` is called after every settled batch; `shouldStop` is checked before every claim
+    /// Runs one pass. `progress` is called once per settled batch, after the commit that acked it (batches
+    /// settled together report the same summary); `shouldStop` is checked before every claim
     /// (a graceful shutdown stops claiming but lets the batches in flight finish). When the task is cancelled,
     /// the outcomes the sink did report are applied and the records it reported nothing for are released at once.
     public func drain(
@@ -117,60 +119,98 @@ public struct Drainer: Sendable {
         var failedBatchesInARow = 0
         /// When the drain lock was last renewed, on the drain clock's monotonic side.
         var lockRenewedAt: Duration
-        /// The delivered records of a batch that settled: acked together with the next claim, in one transaction
-        /// (`QueueConsumer.ackAndClaim`), or on their own when no claim follows at once.
-        var pendingAck: (ids: [Int64], lease: Lease)?
-        /// A batch settled since progress was last reported.
-        var progressDue = false
+        /// The delivered records of the batches that settled since the last commit: acked together with the next
+        /// claims, in one transaction (`QueueConsumer.ackAndClaim`), or on their own when no claim follows.
+        var pendingAcks: [(ids: [Int64], lease: Lease)] = []
+        /// Batches settled since progress was last reported: one report each.
+        var unreported = 0
+        /// After a short claim (every user with a claimable record is in flight already), the most batches to
+        /// keep in flight for the next few seconds (`ceilingSpan`): asking for more only walks the whole backlog
+        /// to come back short again (2,000 users and 32 requests of 75 in flight: every claim read every live
+        /// row). It only ever lowers concurrency; it lapses so that users who arrive later get the full window.
+        var ceiling: (batches: Int, until: Duration)?
 
         var stopping: Bool { summary.halt != nil }
     }
 
     /// Opens deliveries while there is room and something to claim, then settles each as it finishes.
+    ///
+    /// A finished delivery puts its result in `finished` before its task ends, so after waiting for one the loop
+    /// takes every result that is in: the batches that came back while the last commit ran are settled and
+    /// acked together, and the same transaction claims their replacements.
     private func runPass(
         _ pass: inout PassState, progress: (@Sendable (DrainSummary) async -> Void)?, shouldStop: @Sendable () -> Bool
     ) async throws(QueueError) {
         let maxInFlight = effectiveMaxInFlight
         let (sink, store, logger, clock) = (self.sink, self.store, self.logger, self.clock)
         let leaseMilliseconds = options.leaseMilliseconds
-        let failure: QueueError? = await withTaskGroup(of: LeasedDelivery.Finished.self) { group in
+        let finished = FinishedDeliveries()
+        let failure: QueueError? = await withTaskGroup(of: Void.self) { group in
             do throws(QueueError) {
                 while true {
-                    while pass.deliveriesInFlight < maxInFlight, !pass.exhausted, !pass.stopping, !shouldStop(),
-                        !Task.isCancelled
-                    {
-                        try await renewLockIfDue(&pass)
-                        if pass.stopping { break }
-                        guard let delivery = try await claimNext(&pass, progress: progress) else {
-                            pass.exhausted = true
-                            break
+                    var room = maxInFlight - pass.deliveriesInFlight
+                    if let ceiling = pass.ceiling {
+                        if clock.monotonic() < ceiling.until {
+                            room = min(room, ceiling.batches - pass.deliveriesInFlight)
+                        } else {
+                            pass.ceiling = nil
                         }
-                        pass.deliveriesInFlight += 1
-                        pass.summary.inFlight += delivery.records.count
-                        group.addTask {
-                            await delivery.run(
-                                sink: sink, store: store, leaseMilliseconds: leaseMilliseconds, clock: clock,
-                                logger: logger)
+                    }
+                    if room > 0, !pass.exhausted, !pass.stopping, !shouldStop(), !Task.isCancelled {
+                        try await renewLockIfDue(&pass)
+                        let deliveries = pass.stopping ? [] : try await claimNext(room, &pass, progress: progress)
+                        if deliveries.count < room {
+                            pass.exhausted = true
+                            let batches = max(1, pass.deliveriesInFlight + deliveries.count)
+                            pass.ceiling = (batches, clock.monotonic() + Self.ceilingSpan)
+                        }
+                        for delivery in deliveries {
+                            pass.deliveriesInFlight += 1
+                            pass.summary.inFlight += delivery.records.count
+                            group.addTask {
+                                finished.put(
+                                    await delivery.run(
+                                        sink: sink, store: store, leaseMilliseconds: leaseMilliseconds,
+                                        clock: clock, logger: logger))
+                            }
                         }
                     }
                     // No claim follows at once: ack what was delivered now, not with a later claim.
                     try await commit(&pass, progress: progress)
-                    guard let finished = await group.next() else { break }
-                    pass.deliveriesInFlight -= 1
-                    pass.summary.inFlight -= finished.delivery.records.count
+                    var results = finished.takeAll()
+                    while results.isEmpty, pass.deliveriesInFlight > 0 {
+                        await group.next()
+                        results = finished.takeAll()
+                    }
+                    if results.isEmpty { break }
+                    for (index, result) in results.enumerated() {
+                        pass.deliveriesInFlight -= 1
+                        pass.summary.inFlight -= result.delivery.records.count
+                        do throws(QueueError) {
+                            try await settle(result, pass: &pass)
+                        } catch {
+                            // Settled below with the deliveries still in flight.
+                            finished.put(contentsOf: results[(index + 1)...])
+                            throw error
+                        }
+                    }
                     pass.exhausted = false
-                    try await settle(finished, pass: &pass, progress: progress)
+                    // A long pass (a big backlog) keeps the WAL in check as it goes, not only at the end.
+                    try await store.withConsumer { consumer throws(QueueError) in
+                        _ = try consumer.truncateWALIfLarger(than: Self.walCheckpointThreshold)
+                    }
                 }
                 return nil
             } catch {
                 // A claim or an ack failed (a busy file, an I/O error). Stop the deliveries in flight, hand their
                 // records back, and try to ack what was delivered so it is not delivered again.
                 group.cancelAll()
-                while let finished = await group.next() {
-                    pass.summary.inFlight -= finished.delivery.records.count
-                    try? await settle(finished, pass: &pass, progress: nil)
+                while await group.next() != nil {}
+                for result in finished.takeAll() {
+                    pass.summary.inFlight -= result.delivery.records.count
+                    try? await settle(result, pass: &pass)
                 }
-                try? await commit(&pass, progress: nil)
+                _ = try? await commit(&pass, progress: nil)
                 return error
             }
         }
@@ -192,87 +232,95 @@ public struct Drainer: Sendable {
         pass.lockRenewedAt = clock.monotonic()
     }
 
-    /// Claims the next batch (acking the last settled batch's deliveries in the same transaction: `commit`),
-    /// dead-letters what cannot be sent, and returns the rest as a delivery; `nil` when nothing is claimable.
+    /// Claims up to `count` batches (acking the settled batches' deliveries in the same transaction: `commit`),
+    /// dead-letters what cannot be sent, and returns the rest as deliveries; fewer than `count` when the queue
+    /// has no more claimable records now.
     private func claimNext(
-        _ pass: inout PassState, progress: (@Sendable (DrainSummary) async -> Void)?
-    ) async throws(QueueError) -> LeasedDelivery? {
-        while true {
-            guard let claim = try await commit(&pass, claiming: claimSize, progress: progress) else { return nil }
-            pass.summary.batches += 1
-            var outgoing: [OutgoingRecord] = []
-            var invalid: [(id: Int64, reason: String)] = []
-            for claimed in claim.records {
-                switch OutgoingRecord.prepare(claimed) {
-                case .success(let record): outgoing.append(record)
-                case .failure(let error): invalid.append((claimed.id, "rejected before delivery: \(error)"))
+        _ count: Int, _ pass: inout PassState, progress: (@Sendable (DrainSummary) async -> Void)?
+    ) async throws(QueueError) -> [LeasedDelivery] {
+        var deliveries: [LeasedDelivery] = []
+        while deliveries.count < count {
+            let wanted = count - deliveries.count
+            let claims = try await commit(&pass, claiming: wanted, progress: progress)
+            for claim in claims {
+                pass.summary.batches += 1
+                var outgoing: [OutgoingRecord] = []
+                var invalid: [(id: Int64, reason: String)] = []
+                for claimed in claim.records {
+                    switch OutgoingRecord.prepare(claimed) {
+                    case .success(let record): outgoing.append(record)
+                    case .failure(let error): invalid.append((claimed.id, "rejected before delivery: \(error)"))
+                    }
                 }
-            }
-            let clock = self.clock
-            for (id, reason) in invalid {
-                pass.summary.dead += try await store.withConsumer { consumer throws(QueueError) in
-                    try consumer.reject([id], lease: claim.lease, reason: reason, now: clock.wallMilliseconds())
+                let clock = self.clock
+                for (id, reason) in invalid {
+                    pass.summary.dead += try await store.withConsumer { consumer throws(QueueError) in
+                        try consumer.reject([id], lease: claim.lease, reason: reason, now: clock.wallMilliseconds())
+                    }
                 }
+                if !outgoing.isEmpty { deliveries.append(LeasedDelivery(claim: claim, records: outgoing)) }
             }
-            if !outgoing.isEmpty { return LeasedDelivery(claim: claim, records: outgoing) }
+            // Fewer claims than asked, or a short one: the walk reached the end of what is claimable now. (A
+            // claim whose records were all invalid is simply replaced.)
+            if claims.isEmpty { break }
+            let short = claims.count < wanted || claims[claims.count - 1].records.count < claimSize
+            if short, !deliveries.isEmpty { break }
         }
+        return deliveries
     }
 
     /// The one place that acks, and the one place that reports progress: commits the delivered records of the
-    /// batch that settled last, together with the next claim when `claiming` is given (one transaction:
-    /// `QueueConsumer.ackAndClaim`), then reports progress if a batch settled since the last report. Returns the
-    /// claim, `nil` when nothing was claimable (or none was asked for).
+    /// batches that settled since the last commit, together with up to `claiming` new claims when given (one
+    /// transaction: `QueueConsumer.ackAndClaim`), then reports progress if a batch settled since the last
+    /// report. Returns the claims (none when nothing was claimable or none was asked for).
     @discardableResult
     private func commit(
-        _ pass: inout PassState, claiming limit: Int? = nil, progress: (@Sendable (DrainSummary) async -> Void)?
-    ) async throws(QueueError) -> Claim? {
-        let pending = pass.pendingAck
-        let (leaseMilliseconds, clock) = (options.leaseMilliseconds, self.clock)
-        let (acked, claim, now) = try await store.withConsumer {
-            consumer throws(QueueError) -> (Int, Claim?, Int64) in
+        _ pass: inout PassState, claiming count: Int? = nil, progress: (@Sendable (DrainSummary) async -> Void)?
+    ) async throws(QueueError) -> [Claim] {
+        let pending = pass.pendingAcks
+        if pending.isEmpty, count == nil, pass.unreported == 0 { return [] }
+        let (leaseMilliseconds, limit, clock) = (options.leaseMilliseconds, claimSize, self.clock)
+        // The clock is read on the store's executor, just before the statements: a wait for the executor must
+        // not shorten the leases written.
+        let (acked, claims, now) = try await store.withConsumer {
+            consumer throws(QueueError) -> (Int, [Claim], Int64) in
             let now = clock.wallMilliseconds()
-            guard let limit else {
-                guard let pending else { return (0, nil, now) }
-                return (try consumer.ack(pending.ids, lease: pending.lease, now: now), nil, now)
-            }
-            guard let pending else {
-                return (0, try consumer.claim(limit: limit, leaseMilliseconds: leaseMilliseconds, now: now), now)
+            guard let count, count > 0 else {
+                var acked = 0
+                for batch in pending { acked += try consumer.ack(batch.ids, lease: batch.lease, now: now) }
+                return (acked, [], now)
             }
             let result = try consumer.ackAndClaim(
-                pending.ids, lease: pending.lease, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now)
-            return (result.acked, result.next, now)
+                pending, claims: count, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now)
+            return (result.acked, result.claims, now)
         }
-        if limit != nil { pass.lastClaimAt = now }
-        pass.pendingAck = nil
+        if count != nil { pass.lastClaimAt = now }
+        pass.pendingAcks = []
         pass.summary.delivered += acked
-        if let pending, acked < pending.ids.count {
+        let delivered = pending.reduce(0) { $0 + $1.ids.count }
+        if acked < delivered {
             // The lease lapsed (a stall longer than the lease) and someone else holds those records now: this
             // late ack changed nothing for them, and they will be delivered again by their new holder.
             logger.warning(
                 "late ack discarded: the lease of some delivered records had lapsed",
-                metadata: ["acked": "\(acked)", "delivered": "\(pending.ids.count)"])
+                metadata: ["acked": "\(acked)", "delivered": "\(delivered)"])
         }
-        if pass.progressDue {
-            pass.progressDue = false
-            if let progress { await progress(pass.summary) }
+        let reports = pass.unreported
+        pass.unreported = 0
+        if let progress {
+            for _ in 0..<reports { await progress(pass.summary) }
         }
-        guard let claim, !claim.records.isEmpty else { return nil }
-        return claim
+        return claims
     }
 
     /// Writes one finished batch's outcomes: dead-letters, retries and releases now; the delivered records
-    /// become the pending ack, committed by `commit` right after (with the next claim when one follows at once).
-    private func settle(
-        _ finished: LeasedDelivery.Finished, pass: inout PassState,
-        progress: (@Sendable (DrainSummary) async -> Void)?
-    ) async throws(QueueError) {
+    /// join the pending acks, committed by `commit` right after (with the next claims when some follow at once).
+    private func settle(_ finished: LeasedDelivery.Finished, pass: inout PassState) async throws(QueueError) {
         let settlement = Settlement(
             records: finished.delivery.records, report: finished.report, cancelled: finished.cancelled)
         let lease = finished.delivery.claim.lease
-        // At most one batch waits for its ack: an earlier one is committed before this one takes its place.
-        try await commit(&pass, progress: progress)
-        pass.pendingAck = settlement.delivered.isEmpty ? nil : (settlement.delivered, lease)
-        pass.progressDue = true
+        if !settlement.delivered.isEmpty { pass.pendingAcks.append((settlement.delivered, lease)) }
+        pass.unreported += 1
         if !settlement.rejected.isEmpty || !settlement.retries.isEmpty || !settlement.released.isEmpty {
             let attempts = Dictionary(
                 finished.delivery.records.map { ($0.id, $0.attempts) }, uniquingKeysWith: { first, _ in first })
@@ -292,10 +340,6 @@ public struct Drainer: Sendable {
                     "\(pass.failedBatchesInARow) batches in a row failed; last error: \(settlement.lastError ?? "?")")
             pass.summary.halt = halt
             logger.warning("drain pass stopped early", metadata: ["reason": "\(halt)"])
-        }
-        // A long pass (a big backlog) keeps the WAL in check as it goes, not only at the end.
-        try await store.withConsumer { consumer throws(QueueError) in
-            _ = try consumer.truncateWALIfLarger(than: Self.walCheckpointThreshold)
         }
     }
 
@@ -344,6 +388,9 @@ public struct Drainer: Sendable {
                 "db_bytes": "\(maintenance.databaseBytesBefore) -> \(maintenance.databaseBytesAfter)",
             ])
     }
+
+    /// How long the concurrency found after a short claim holds (`PassState.ceiling`).
+    static let ceilingSpan: Duration = .seconds(5)
 
     /// WAL size above which a pass truncates it between batches: 8 MiB, twice the automatic checkpoint's.
     static let walCheckpointThreshold: Int64 = 8 * 1024 * 1024

@@ -2,7 +2,9 @@
 enum ConsumerSQL {
     /// Claimable: pending and due, or leased with an expired lease. Blocked: an earlier live record of the same
     /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id
-    /// order and `records_user` answers the per-user probe, so a claim costs O(log n) per candidate.
+    /// order and `records_user_order` answers the per-user probe, so a claim costs O(log n) per candidate.
+    /// The probe's index holds only (user_key, id) of live rows (`dead_at_ms IS NULL`), so claiming, renewing
+    /// and releasing never rewrite it (Migrations/0004); the probe reads state and times from the row.
     /// A due time or expiry beyond `?5` (now plus `ClockHorizon.longestWaitMilliseconds`) was written by a clock
     /// ahead of ours (a clock stepped back since): it counts as passed, so it neither parks nor blocks anything.
     static let claim = """
@@ -14,8 +16,8 @@ enum ConsumerSQL {
               AND ((CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
                 OR (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) > ?5)
               AND NOT EXISTS (
-                  SELECT 1 FROM records AS e INDEXED BY records_user
-                  WHERE e.user_key = r.user_key AND e.id < r.id AND e.state != 'dead'
+                  SELECT 1 FROM records AS e INDEXED BY records_user_order
+                  WHERE e.user_key = r.user_key AND e.id < r.id AND e.dead_at_ms IS NULL AND e.state != 'dead'
                     AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
                         BETWEEN ?3 + 1 AND ?5)
             ORDER BY r.id

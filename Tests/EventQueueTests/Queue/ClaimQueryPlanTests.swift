@@ -6,7 +6,7 @@ import Testing
 /// Claiming must cost the same whatever the backlog: proved by the plan SQLite chooses and by counting the
 /// virtual-machine steps of one claim (deterministic, unlike a timing) at two backlog sizes.
 @Suite struct ClaimQueryPlanTests {
-    @Test func claimUsesTheLiveAndUserIndexesWithoutSorting() throws {
+    @Test func claimUsesTheLiveAndUserOrderIndexesWithoutSorting() throws {
         let directory = Scratch()
         let path = directory.file("q.db")
         try QueueWriter(path: path).close()
@@ -14,7 +14,7 @@ import Testing
         let plan = try raw.rows("EXPLAIN QUERY PLAN " + ConsumerSQL.claim).compactMap { $0.last ?? nil }
         let text = plan.joined(separator: "\n")
         #expect(text.contains("records_live"), "plan:\n\(text)")
-        #expect(text.contains("records_user"), "plan:\n\(text)")
+        #expect(text.contains("records_user_order"), "plan:\n\(text)")
         #expect(!text.contains("TEMP B-TREE"), "claim must not sort:\n\(text)")
         for line in plan where line.hasPrefix("SCAN") {
             #expect(line.contains("USING") || line.contains("json_each"), "full scan in plan: \(line)")

@@ -84,14 +84,14 @@ import Testing
     /// An index replaced by another of the same name passed `check`; now its definition is compared.
     @Test func anIndexReplacedUnderTheSameNameIsNamed() throws {
         let raw = try seeded()
-        try raw.execute("DROP INDEX records_user")
-        try raw.execute("CREATE INDEX records_user ON records (id)")
+        try raw.execute("DROP INDEX records_user_order")
+        try raw.execute("CREATE INDEX records_user_order ON records (id)")
         let report = QueueCheck.run(path: path)
         #expect(
             report.problems.contains {
                 $0.contains(
-                    "index records_user differs from the one EventQueue creates: found index CREATE INDEX "
-                        + "records_user ON records (id)")
+                    "index records_user_order differs from the one EventQueue creates: found index CREATE INDEX "
+                        + "records_user_order ON records (id)")
             }, "\(report.problems)")
         expectRefused { () throws(QueueError) in _ = try QueueConsumer(path: path) }
         // A missing index is named too.
