@@ -62,7 +62,9 @@ final class FakeBrazeCore: Sendable {
         var generator: SeededGenerator
         var rateLimitedLeft: Int
         var stats = FakeBrazeStats()
-        var received: [ReceivedObject] = []
+        /// The 2xx requests, in arrival order: their bodies and what became of each object (the objects' JSON
+        /// text is made only when asked for, by `received()`).
+        var received: [ReceivedRequest] = []
         var inFlight = FakeBrazeInFlight()
         /// The rate-limit window (epoch seconds / 3) and the requests counted in it, as Braze counts them.
         var rateWindow = 0
@@ -100,7 +102,28 @@ final class FakeBrazeCore: Sendable {
         }
     }
 
-    func received() -> [ReceivedObject] { state.withLock { $0.received } }
+    /// A request answered 2xx, as kept until `received()` is asked.
+    struct ReceivedRequest: Sendable {
+        var number: Int
+        var body: Data
+        var objects: [(array: String, index: Int, accepted: Bool)]
+    }
+
+    func received() -> [ReceivedObject] {
+        let requests = state.withLock { $0.received }
+        return requests.flatMap { request in
+            let root = FakeBrazeContract.parse(request.body) as? [String: Any] ?? [:]
+            return request.objects.map { object in
+                let elements = root[object.array] as? [Any] ?? []
+                let json =
+                    elements.indices.contains(object.index)
+                    ? FakeBrazeContract.canonical(elements[object.index]) : "null"
+                return ReceivedObject(
+                    array: object.array, json: json, request: request.number, index: object.index,
+                    accepted: object.accepted)
+            }
+        }
+    }
     func stats() -> FakeBrazeStats {
         state.withLock { state in
             var stats = state.stats
@@ -120,7 +143,8 @@ final class FakeBrazeCore: Sendable {
 
     /// Decides the answer to `POST /users/track`.
     func track(authorization: String?, contentType: String?, body: Data) -> FakeBrazeAction {
-        let users = FakeBrazeInFlight.users(in: body)
+        let parsed = FakeBrazeContract.parse(body)
+        let users = FakeBrazeInFlight.users(in: parsed)
         let (seconds, attoseconds) = (ContinuousClock.now - started).components
         let now = Double(seconds) + Double(attoseconds) / 1e18
         // Faults are drawn in a fixed order under the lock, so a seed gives the same sequence every run.
@@ -149,7 +173,7 @@ final class FakeBrazeCore: Sendable {
         }
         var action = answer(
             number: number, remaining: remaining, resetAt: (epochSeconds / 3 + 1) * 3, faults: faults,
-            authorization: authorization, contentType: contentType, body: body,
+            authorization: authorization, contentType: contentType, body: body, parsed: parsed,
             rateLimited: rateLimited, serverError: serverError)
         action.delayMilliseconds = max(0, faults.delayMilliseconds)
         action.request = number
@@ -172,7 +196,7 @@ final class FakeBrazeCore: Sendable {
 
     private func answer(
         number: Int, remaining: Int, resetAt: Int, faults: FakeBrazeFaults, authorization: String?,
-        contentType: String?, body: Data, rateLimited: Bool, serverError: Bool
+        contentType: String?, body: Data, parsed: Any?, rateLimited: Bool, serverError: Bool
     ) -> FakeBrazeAction {
         let nowSeconds = Int(Date().timeIntervalSince1970)
         // Per fixed 3-second window, as Braze counts: a count since the start would say "none remaining" for
@@ -209,18 +233,15 @@ final class FakeBrazeCore: Sendable {
             return Self.message(400, "fake-braze: poison marker in the request", headers)
         }
         switch FakeBrazeContract.check(
-            body: body, maxObjectsPerRequest: faults.maxObjectsPerRequest, rejectMarker: faults.rejectMarker)
+            parsed: parsed, maxObjectsPerRequest: faults.maxObjectsPerRequest, rejectMarker: faults.rejectMarker)
         {
         case .malformed(let reason):
             return Self.message(400, reason, headers)
         case .checked(let objects):
+            let kept = ReceivedRequest(
+                number: number, body: body, objects: objects.map { ($0.array, $0.index, $0.error == nil) })
             state.withLock { state in
-                for object in objects {
-                    state.received.append(
-                        ReceivedObject(
-                            array: object.array, json: object.json, request: number, index: object.index,
-                            accepted: object.error == nil))
-                }
+                state.received.append(kept)
                 state.stats.objectsReceived += objects.count
             }
             return FakeBrazeAction(

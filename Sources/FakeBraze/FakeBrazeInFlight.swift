@@ -43,19 +43,21 @@ struct FakeBrazeInFlight: Sendable {
         recentStarts = []
     }
 
-    /// The distinct users a request body names (`external_id`, `braze_id`, `user_alias`, `email`, `phone`);
-    /// empty when the body is not JSON.
-    static func users(in body: Data) -> [String] {
-        guard let root = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { return [] }
+    /// The distinct users a parsed request body names (`external_id`, `braze_id`, `user_alias`, `email`,
+    /// `phone`); empty when the body is not a JSON object. Text identifiers (nearly all) are keyed as they are;
+    /// only an alias object is re-serialized, with sorted keys, to compare equal however its keys were ordered.
+    static func users(in parsed: Any?) -> [String] {
+        guard let root = parsed as? [String: Any] else { return [] }
         var users = Set<String>()
         for array in FakeBrazeContract.arrays {
             for case let object as [String: Any] in root[array] as? [Any] ?? [] {
                 for field in ["external_id", "braze_id", "user_alias", "email", "phone"] {
                     guard let value = object[field] else { continue }
-                    let text =
-                        (try? JSONSerialization.data(withJSONObject: ["v": value], options: [.sortedKeys]))
-                        .map { String(decoding: $0, as: UTF8.self) } ?? "\(value)"
-                    users.insert(field + "=" + text)
+                    if let text = value as? String {
+                        users.insert(field + "=text:" + text)
+                    } else {
+                        users.insert(field + "=json:" + FakeBrazeContract.canonical(value))
+                    }
                     break
                 }
             }
