@@ -41,7 +41,8 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     public init(
         baseURL: String, apiKey: BrazeAPIKey, maxObjectsPerRequest: Int? = nil,
         connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(30),
-        maxInFlight: Int = 16, maxRequestsPerSecond: Int? = nil, observer: (any BrazeRequestObserver)? = nil,
+        maxInFlight: Int = DrainOptions.defaultMaxInFlight, maxRequestsPerSecond: Int? = nil,
+        observer: (any BrazeRequestObserver)? = nil,
         logger: Logger
     ) {
         var base = baseURL

@@ -284,7 +284,7 @@ func expectDeliveredOnce(_ report: HistoryChecker.Report, sourceLocation: Source
 }
 
 /// Runs `body` with a started fake and always stops it. Every answer takes at least 10 ms (unless the faults
-/// say otherwise), so the daemon's requests really are in flight together (`--max-in-flight`, 16 by default);
+/// say otherwise), so the daemon's requests really are in flight together (`--max-in-flight`, 24 by default);
 /// afterwards no user may have been in two requests in flight at once.
 func withFakeBraze<T>(
     key: String, faults: FakeBrazeFaults = .none, _ body: (FakeBrazeServer) async throws -> T
