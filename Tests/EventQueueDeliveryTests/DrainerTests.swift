@@ -340,11 +340,7 @@ struct DrainerTests {
         let ids = try enqueue((0..<3).map { testEvent("slow\($0)", user: "user\($0)") }, at: path)
         let entered = Signal()
         let proceed = Signal()
-        let sink = ScriptedSink { _, batch in
-            entered.fire()
-            await proceed.wait()
-            return DeliveryReport(.delivered, for: batch)
-        }
+        let sink = ScriptedSink.holding(entered: entered, until: proceed)
         let clock = ManualClock()
         let claimedAt = clock.wallMilliseconds()
         let options = DrainOptions(batchSize: 10, leaseMilliseconds: 1_000)
@@ -483,11 +479,7 @@ struct DrainerTests {
         let entered = Signal()
         let proceed = Signal()
         // Holds its batch (and so the drain lock) until the test has run the second drainer.
-        let slow = ScriptedSink { _, batch in
-            entered.fire()
-            await proceed.wait()
-            return DeliveryReport(.delivered, for: batch)
-        }
+        let slow = ScriptedSink.holding(entered: entered, until: proceed)
         let first = try makeDrainer(path, sink: slow, options: DrainOptions(batchSize: 10))
         async let firstSummary = drainOnce(first)
         await entered.wait()

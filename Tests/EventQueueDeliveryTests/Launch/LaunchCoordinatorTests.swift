@@ -25,13 +25,7 @@ struct LaunchCoordinatorTests {
         let ids = try enqueue((0..<3).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
         let entered = Signal()
         let proceed = Signal()
-        let sink = ScriptedSink { call, batch in
-            if call == 0 {
-                entered.fire()
-                await proceed.wait()
-            }
-            return DeliveryReport(.delivered, for: batch)
-        }
+        let sink = ScriptedSink.holding(entered: entered, until: proceed, onlyFirst: true)
         let (coordinator, watcher, drainer) = try makeCoordinator(sink: sink, clock: ManualClock())
         let loop = Task { await coordinator.run() }
 
@@ -191,13 +185,7 @@ struct LaunchCoordinatorTests {
         let ids = try enqueue((0..<4).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
         let entered = Signal()
         let proceed = Signal()
-        let sink = ScriptedSink { call, batch in
-            if call == 0 {
-                entered.fire()
-                await proceed.wait()
-            }
-            return DeliveryReport(.delivered, for: batch)
-        }
+        let sink = ScriptedSink.holding(entered: entered, until: proceed, onlyFirst: true)
         let clock = ManualClock()
         let (coordinator, _, drainer) = try makeCoordinator(
             sink: sink, clock: clock, options: DrainOptions(batchSize: 2))

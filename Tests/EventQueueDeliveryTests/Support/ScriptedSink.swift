@@ -39,6 +39,18 @@ final class ScriptedSink: Sink {
         ScriptedSink { _, batch in DeliveryReport(.delivered, for: batch) }
     }
 
+    /// A slow destination the test releases: fires `entered` when a batch arrives and holds it until `proceed`
+    /// fires, then accepts it. With `onlyFirst`, later batches are accepted at once.
+    static func holding(entered: Signal, until proceed: Signal, onlyFirst: Bool = false) -> ScriptedSink {
+        ScriptedSink { call, batch in
+            if !onlyFirst || call == 0 {
+                entered.fire()
+                await proceed.wait()
+            }
+            return DeliveryReport(.delivered, for: batch)
+        }
+    }
+
     func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {
         let call = received.withLock { batches in
             batches.append(batch)

@@ -5,16 +5,9 @@ import Testing
 /// Times in the shared file are wall-clock milliseconds. A time further ahead than the library ever writes
 /// (`ClockHorizon`) comes from a clock that was ahead of the reader's, and counts as passed; a plausible one is
 /// honoured. Each test writes state at one `now` and reads it an hour earlier: the clock stepped back.
-@Suite struct ClockHorizonTests {
+@Suite struct ClockHorizonTests: QueueFileSuite {
     let directory = Scratch()
-    var path: String { directory.file("q.db") }
     static let hour: Int64 = 3_600_000
-
-    func enqueue(_ records: [Record]) throws -> [Int64] {
-        let writer = try QueueWriter(path: path)
-        defer { writer.close() }
-        return try writer.enqueue(contentsOf: records)
-    }
 
     @Test func aRetryParkedUnderAClockThatWentBackAnHourIsDueAtOnce() throws {
         let ids = try enqueue([event("a", user: "u1"), event("b", user: "u1"), event("c", user: "u2")])

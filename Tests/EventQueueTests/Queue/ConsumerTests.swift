@@ -2,15 +2,8 @@ import Testing
 
 @testable import EventQueue
 
-@Suite struct ConsumerTests {
+@Suite struct ConsumerTests: QueueFileSuite {
     let directory = Scratch()
-    var path: String { directory.file("q.db") }
-
-    func enqueue(_ records: [Record]) throws -> [Int64] {
-        let writer = try QueueWriter(path: path)
-        defer { writer.close() }
-        return try writer.enqueue(contentsOf: records)
-    }
 
     /// Two consumers on the queue (two processes, as far as leases go), both closed after `body`.
     func withTwoConsumers(_ body: (QueueConsumer, QueueConsumer) throws -> Void) throws {

@@ -5,15 +5,8 @@ import Testing
 /// `QueueConsumer.ackAndClaim(_:claims:limit:...)`: the acks of every batch that came back and the claims that
 /// replace them in one transaction. The claims of one call are delivered concurrently, so they must never share
 /// a user, and a record waiting for a retry must hold back its user's later records in every one of them.
-@Suite struct GroupCommitConsumerTests {
+@Suite struct GroupCommitConsumerTests: QueueFileSuite {
     let directory = Scratch()
-    var path: String { directory.file("q.db") }
-
-    func enqueue(_ records: [Record]) throws -> [Int64] {
-        let writer = try QueueWriter(path: path)
-        defer { writer.close() }
-        return try writer.enqueue(contentsOf: records)
-    }
 
     /// Each claim of the call runs after the ones before it, whose rows are leased by then: alice's second record
     /// is not handed to a second batch while her first is in the first one.

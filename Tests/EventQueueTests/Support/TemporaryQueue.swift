@@ -65,3 +65,18 @@ final class RawDatabase {
 func event(_ name: String, user: String, key: String? = nil) -> Record {
     Record.event(name, user: .externalID(user), properties: ["n": .string(name)], idempotencyKey: key)
 }
+
+/// A suite over one fresh queue file that writes through the library: the file's path and an `enqueue`.
+protocol QueueFileSuite {
+    var directory: Scratch { get }
+}
+
+extension QueueFileSuite {
+    var path: String { directory.file("q.db") }
+
+    func enqueue(_ records: [Record]) throws -> [Int64] {
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        return try writer.enqueue(contentsOf: records)
+    }
+}
