@@ -450,8 +450,19 @@ def main():
             results["scenarios"].update(part["scenarios"])
             results["finished_at"] = part.get("finished_at", results.get("finished_at"))
     made = charts(results, args.charts)
+    # Section 9 (delivery at network speed) comes from scripts/bench-delivery and is written by hand from its
+    # output: keep it when the sections above are rendered again.
+    kept = ""
+    try:
+        with open(args.markdown) as handle:
+            previous = handle.read()
+        marker = previous.find("\n## 9. ")
+        if marker >= 0:
+            kept = previous[marker:]
+    except FileNotFoundError:
+        pass
     with open(args.markdown, "w") as handle:
-        handle.write(markdown(results, made, args))
+        handle.write(markdown(results, made, args).rstrip("\n") + "\n" + kept)
 
 
 if __name__ == "__main__":
