@@ -181,21 +181,30 @@ struct LaunchCoordinatorTests {
 
     // MARK: - Shutdown
 
-    @Test func shutdownStopsClaimingAndWaitsForTheBatchInFlight() async throws {
-        let ids = try enqueue((0..<4).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
-        let entered = Signal()
-        let proceed = Signal()
-        let sink = ScriptedSink.holding(entered: entered, until: proceed, onlyFirst: true)
+    /// Starts the coordinator (batches of 2, a 30 s shutdown timeout), launches a pass, waits until the sink holds
+    /// the first batch, then asks for the stop and waits until it has begun (two sleepers: the lease renewal and
+    /// the shutdown timeout). Returns the run, whose value says whether the pass finished in time.
+    func stopDuringTheFirstBatch(
+        sink: ScriptedSink, entered: Signal
+    ) async throws -> (run: Task<Bool, Never>, clock: ManualClock, coordinator: LaunchCoordinator, drainer: Drainer) {
         let clock = ManualClock()
         let (coordinator, _, drainer) = try makeCoordinator(
             sink: sink, clock: clock, options: DrainOptions(batchSize: 2))
         let stop = Signal()
         let run = Task { await coordinator.run(until: { await stop.wait() }, shutdownTimeout: .seconds(30)) }
-
         coordinator.launch()
         await entered.wait()
         stop.fire()
-        await clock.waitForSleepers(2)  // the lease renewal, and the shutdown timeout: the stop has begun
+        await clock.waitForSleepers(2)
+        return (run, clock, coordinator, drainer)
+    }
+
+    @Test func shutdownStopsClaimingAndWaitsForTheBatchInFlight() async throws {
+        let ids = try enqueue((0..<4).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
+        let entered = Signal()
+        let proceed = Signal()
+        let sink = ScriptedSink.holding(entered: entered, until: proceed, onlyFirst: true)
+        let (run, clock, coordinator, drainer) = try await stopDuringTheFirstBatch(sink: sink, entered: entered)
         #expect(await coordinator.snapshot().state == .stopping)
         proceed.fire()
         let finishedInTime = await run.value
@@ -218,16 +227,7 @@ struct LaunchCoordinatorTests {
             await never.wait()  // returns only when the delivery is cancelled
             return Task.isCancelled ? DeliveryReport() : DeliveryReport(.delivered, for: batch)
         }
-        let clock = ManualClock()
-        let (coordinator, _, drainer) = try makeCoordinator(
-            sink: sink, clock: clock, options: DrainOptions(batchSize: 2))
-        let stop = Signal()
-        let run = Task { await coordinator.run(until: { await stop.wait() }, shutdownTimeout: .seconds(30)) }
-
-        coordinator.launch()
-        await entered.wait()
-        stop.fire()
-        await clock.waitForSleepers(2)
+        let (run, clock, _, drainer) = try await stopDuringTheFirstBatch(sink: sink, entered: entered)
         clock.advance(by: .seconds(30))
         let finishedInTime = await run.value
 
