@@ -4,10 +4,12 @@
 
 /// The consumer side of a queue: claim records under a lease, then ack, nack or reject them.
 ///
-/// Every state change is one statement in one write transaction, and the lease is a timestamp in the file,
-/// not process memory: a consumer killed at any point leaves its records to be claimed again once the lease
-/// expires, and nothing else. Records of one user are claimed in id order, and never while an earlier record of
-/// that user is waiting for a retry or is in flight.
+/// Every state change commits in one write transaction (an ack also remembers the records' idempotency keys;
+/// `ackAndClaim` acks and claims in the same one), and the lease is a timestamp and an owner in the file, not
+/// process memory: a consumer killed at any point leaves its records to be claimed again once the lease expires,
+/// or at once by a consumer on the same host that sees the owner's process is gone (`releaseLeasesOfDeadProcesses`), and
+/// nothing else. Records of one user are claimed in id order, and never while an earlier record of that user is
+/// waiting for a retry or is in flight.
 ///
 /// Use from one thread at a time (the daemon gives it a dedicated executor).
 public final class QueueConsumer {
