@@ -285,13 +285,11 @@ public struct Drainer: Sendable {
         let (acked, claims, now) = try await store.withConsumer {
             consumer throws(QueueError) -> (Int, [Claim], Int64) in
             let now = clock.wallMilliseconds()
-            guard let count, count > 0 else {
-                var acked = 0
-                for batch in pending { acked += try consumer.ack(batch.ids, lease: batch.lease, now: now) }
-                return (acked, [], now)
-            }
+            // Nothing to ack and nothing to claim: no transaction (a pass whose last batches were all retried).
+            if pending.isEmpty, (count ?? 0) == 0 { return (0, [], now) }
+            // Acks only (no claim follows at once) still go in one transaction: one fsync for the group.
             let result = try consumer.ackAndClaim(
-                pending, claims: count, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now)
+                pending, claims: count ?? 0, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now)
             return (result.acked, result.claims, now)
         }
         if count != nil { pass.lastClaimAt = now }

@@ -64,8 +64,9 @@ public final class QueueConsumer {
     /// queue's durability, so the ack is as durable as `ack` makes it).
     ///
     /// Why one transaction: a claim and the ack that follows it touch the same pages (the rows, and the
-    /// per-user index entries the lease columns live in); as two transactions every such page goes to the WAL
-    /// twice per batch. The ack still lands as soon as the delivery finished, because the drainer calls this
+    /// `records_live` entries the lease columns live in); as two transactions every such page goes to the WAL
+    /// twice per batch. The drain loop uses the grouped form below; this one stays for callers that settle one
+    /// batch at a time. The ack still lands as soon as the delivery finished, because the drainer calls this
     /// right after the sink returns, and it runs before the claim, so the acked records no longer hold back
     /// their users' later records.
     public func ackAndClaim(
