@@ -160,29 +160,18 @@ struct ConcurrentDrainTests {
     @Test func claimsAreWholeRequestsWhenSeveralBatchesAreInFlight() async throws {
         let sink = ConcurrentWatchingSink(maxConcurrentDeliveries: 16, recordsPerRequest: 75)
         let store = try QueueStore(path: path)
-        #expect(
+        func drainer(_ sink: any Sink, batchSize: Int, maxInFlight: Int) -> Drainer {
             Drainer(
-                store: store, sink: sink, options: DrainOptions(batchSize: 100, maxInFlight: 16), logger: quietLogger
-            ).claimSize == 75)
-        #expect(
-            Drainer(
-                store: store, sink: sink, options: DrainOptions(batchSize: 300, maxInFlight: 16), logger: quietLogger
-            ).claimSize == 300)
-        #expect(
-            Drainer(
-                store: store, sink: sink, options: DrainOptions(batchSize: 10, maxInFlight: 16), logger: quietLogger
-            ).claimSize == 10)
+                store: store, sink: sink, options: DrainOptions(batchSize: batchSize, maxInFlight: maxInFlight),
+                logger: quietLogger)
+        }
+        #expect(drainer(sink, batchSize: 100, maxInFlight: 16).claimSize == 75)
+        #expect(drainer(sink, batchSize: 300, maxInFlight: 16).claimSize == 300)
+        #expect(drainer(sink, batchSize: 10, maxInFlight: 16).claimSize == 10)
         // One at a time: the batch size as given.
-        #expect(
-            Drainer(
-                store: store, sink: sink, options: DrainOptions(batchSize: 100, maxInFlight: 1), logger: quietLogger
-            ).claimSize == 100)
+        #expect(drainer(sink, batchSize: 100, maxInFlight: 1).claimSize == 100)
         // A file sink takes one batch at a time whatever --max-in-flight says.
-        let file = ScriptedSink.acceptingEverything()
-        #expect(
-            Drainer(
-                store: store, sink: file, options: DrainOptions(batchSize: 100, maxInFlight: 16), logger: quietLogger
-            ).effectiveMaxInFlight == 1)
+        #expect(drainer(ScriptedSink.acceptingEverything(), batchSize: 100, maxInFlight: 16).effectiveMaxInFlight == 1)
         await store.close()
     }
 }
