@@ -2,7 +2,7 @@
 //
 // Usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
 //                         [--support-dir PATH] [--out results.json] [--static-writer PATH] [SCENARIO ...]
-// Scenarios: enqueue cold drain http contention backlog legacy peer (default: all). scripts/bench runs them
+// Scenarios: enqueue cold drain http contention backlog legacy peer fleet (default: all). scripts/bench runs them
 // all and renders docs/PERFORMANCE.md from the JSON.
 import Foundation
 
@@ -10,7 +10,7 @@ import Foundation
     import Glibc
 #endif
 
-let allScenarios = ["enqueue", "cold", "drain", "http", "contention", "backlog", "legacy", "peer"]
+let allScenarios = ["enqueue", "cold", "drain", "http", "contention", "backlog", "legacy", "peer", "fleet"]
 
 func usage() -> Never {
     print(
@@ -71,6 +71,7 @@ do {
         case "backlog": try runBacklogScenario(settings, results)
         case "legacy": try await runLegacyScenario(settings, results)
         case "peer": try runPeerScenario(settings, results)
+        case "fleet": runFleetSimulation(settings, results)
         default: usage()
         }
         log("   (\(scenario): \(format(seconds(since: scenarioStart), decimals: 1)) s)\n")

@@ -10,6 +10,8 @@ struct BrazeBatchDelivery {
     /// Sends one request and interprets the answer; `nil` when it was not sent (the delivery was cancelled):
     /// its records and the rest get no outcome, so the drain loop hands them back untouched.
     let post: (BrazeRequestBody) async -> BrazeAnswer?
+    /// The batch's objects, serialized once.
+    let encoded: BrazeEncodedObjects?
 
     private(set) var outcomes: [Int64: DeliveryOutcome] = [:]
     private(set) var halt: SinkHalt?
@@ -23,7 +25,8 @@ struct BrazeBatchDelivery {
 
     static let waitingReason = "waiting for an earlier record of the same user"
 
-    init(post: @escaping (BrazeRequestBody) async -> BrazeAnswer?) {
+    init(encoded: BrazeEncodedObjects? = nil, post: @escaping (BrazeRequestBody) async -> BrazeAnswer?) {
+        self.encoded = encoded
         self.post = post
     }
 
@@ -56,7 +59,7 @@ struct BrazeBatchDelivery {
             }
         }
         guard !sendable.isEmpty, !stopped else { return }
-        let body = BrazeRequestBody(sendable)
+        let body = BrazeRequestBody(sendable, encoded: encoded)
         guard let answer = await post(body) else {
             cancelled = true
             return
@@ -87,6 +90,7 @@ struct BrazeBatchDelivery {
                 kind: .configuration,
                 reason: "Braze answered \(status) (\(message)): check the API key / instance URL")
         case .rateLimited(let after):
+            // `BrazeSink` sends a 429'd request again itself; a poster that hands one back still costs no attempt.
             let reason = "Braze rate limit (429)"
             retry(sendable, reason: reason, afterMilliseconds: after, counts: false)
             stopRetry = (reason, after)

@@ -7,7 +7,8 @@ import EventQueueDelivery
 /// the objects were written in. So a request may carry several records of one user only if, in id order, their
 /// kinds never go backwards in that rank; an attribute that follows a user's event must wait for the next
 /// request, which is sent after this one is answered. Requests are never back-filled, so they come out in id
-/// order too.
+/// order too. A request also stays under Braze's body limit (4 MB; larger is answered 413 with nothing applied,
+/// and bisecting that costs requests): records near the size limits go fewer to a request.
 public struct BrazeBatcher: Sendable, Hashable {
     /// Braze's documented limit per array (`400 Max Input Length Exceeded` beyond it).
     public static let maxObjectsPerArray = 75
@@ -15,10 +16,19 @@ public struct BrazeBatcher: Sendable, Hashable {
     public var maxObjectsPerArray: Int
     /// Some plans accept at most 50 objects per request, all arrays combined; `nil` for no combined limit.
     public var maxObjectsPerRequest: Int?
+    /// The largest request body, in bytes: Braze's 4 MB, counted as 4,000,000 (the stricter reading).
+    public var maxRequestBytes: Int
 
-    public init(maxObjectsPerArray: Int = BrazeBatcher.maxObjectsPerArray, maxObjectsPerRequest: Int? = nil) {
+    /// Braze's documented body limit.
+    public static let maxRequestBytes = 4_000_000
+
+    public init(
+        maxObjectsPerArray: Int = BrazeBatcher.maxObjectsPerArray, maxObjectsPerRequest: Int? = nil,
+        maxRequestBytes: Int = BrazeBatcher.maxRequestBytes
+    ) {
         self.maxObjectsPerArray = max(1, maxObjectsPerArray)
         self.maxObjectsPerRequest = maxObjectsPerRequest.map { max(1, $0) }
+        self.maxRequestBytes = max(BrazeRequestBody.envelopeBytes + 1, maxRequestBytes)
     }
 
     /// The rank in which Braze applies a request's arrays.
@@ -32,24 +42,35 @@ public struct BrazeBatcher: Sendable, Hashable {
 
     /// Splits `records` (in id order) into requests, in order; every record is in exactly one request.
     public func split(_ records: [OutgoingRecord]) -> [[OutgoingRecord]] {
+        split(records, size: BrazeEncodedObjects(records))
+    }
+
+    /// `split`, measuring each record by its serialized object. A record too large for any request goes alone
+    /// (Braze then refuses it, and only it is dead-lettered).
+    func split(_ records: [OutgoingRecord], size encoded: BrazeEncodedObjects) -> [[OutgoingRecord]] {
         var requests: [[OutgoingRecord]] = []
         var current: [OutgoingRecord] = []
         var perArray = [0, 0, 0]
+        var bytes = BrazeRequestBody.envelopeBytes
         var lastRankOfUser: [String: Int] = [:]
         for record in records {
             let rank = Self.rank(record.kind)
+            let size = encoded.size(of: record) + 1
             let fits =
                 perArray[rank] < maxObjectsPerArray
                 && current.count < (maxObjectsPerRequest ?? Int.max)
                 && (lastRankOfUser[record.userKey] ?? 0) <= rank
-            if !fits {
+                && bytes + size <= maxRequestBytes
+            if !fits, !current.isEmpty {
                 requests.append(current)
                 current = []
                 perArray = [0, 0, 0]
+                bytes = BrazeRequestBody.envelopeBytes
                 lastRankOfUser = [:]
             }
             current.append(record)
             perArray[rank] += 1
+            bytes += size
             lastRankOfUser[record.userKey] = rank
         }
         if !current.isEmpty { requests.append(current) }

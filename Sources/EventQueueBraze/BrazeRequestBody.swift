@@ -11,8 +11,13 @@ struct BrazeRequestBody: Sendable {
     /// The arrays in the order Braze applies them; empty arrays are left out.
     static let arrayOrder: [RecordKind] = [.attribute, .event, .purchase]
 
-    /// Serializes `records` with the core's JSON writer (the bytes stored are the bytes sent).
-    init(_ records: [OutgoingRecord]) {
+    /// The most bytes a body adds around its objects: `{}`, three `"purchases":[]` and a comma per object
+    /// (counted apart).
+    static let envelopeBytes = 64
+
+    /// Serializes `records` with the core's JSON writer (the bytes stored are the bytes sent); `encoded` holds
+    /// objects serialized already (`BrazeEncodedObjects`), so a batch split by size is not serialized twice.
+    init(_ records: [OutgoingRecord], encoded: BrazeEncodedObjects? = nil) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(records.count * 256 + 48)
         var idsByArray: [String: [Int64]] = [:]
@@ -29,7 +34,11 @@ struct BrazeRequestBody: Sendable {
                 } else {
                     bytes.append(UInt8(ascii: ","))
                 }
-                record.object.serialize(into: &bytes)
+                if let json = encoded?.json[record.id] {
+                    bytes.append(contentsOf: json)
+                } else {
+                    record.object.serialize(into: &bytes)
+                }
                 idsByArray[kind.brazeArray, default: []].append(record.id)
             }
             if !first { bytes.append(UInt8(ascii: "]")) }
@@ -38,4 +47,21 @@ struct BrazeRequestBody: Sendable {
         self.bytes = bytes
         self.idsByArray = idsByArray
     }
+}
+
+/// Each record's object serialized once, by id: the batcher measures requests with it (Braze's 4 MB body
+/// limit) and the request bodies are put together from it.
+struct BrazeEncodedObjects: Sendable {
+    var json: [Int64: [UInt8]] = [:]
+
+    init(_ records: [OutgoingRecord]) {
+        json.reserveCapacity(records.count)
+        for record in records {
+            var bytes: [UInt8] = []
+            record.object.serialize(into: &bytes)
+            json[record.id] = bytes
+        }
+    }
+
+    func size(of record: OutgoingRecord) -> Int { json[record.id]?.count ?? 0 }
 }

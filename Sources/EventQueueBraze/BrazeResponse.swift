@@ -33,14 +33,15 @@ enum BrazeAnswer: Sendable, Hashable {
         case 401, 403, 404:
             return .misconfigured(status: status, message: message(in: body))
         case 300..<400:
-            let location = headers.first { $0.name.lowercased() == "location" }?.value ?? "(no Location)"
+            let location = BrazeRateHeaders.value("location", in: headers) ?? "(no Location)"
             return .misconfigured(
                 status: status,
                 message:
                     "redirected to \(ExternalText.escaped(String(ExternalText.redacted(location).prefix(300)))), not followed "
                     + "(the API key would go with it); fix the base URL")
         case 429:
-            return .rateLimited(afterMilliseconds: retryHint(headers: headers, nowMilliseconds: nowMilliseconds))
+            return .rateLimited(
+                afterMilliseconds: BrazeRateHeaders(headers).retryHint(nowMilliseconds: nowMilliseconds))
         case 408, 500..<600:
             return .transient(reason: "Braze answered \(status): \(message(in: body))")
         case 400..<500:
@@ -48,20 +49,6 @@ enum BrazeAnswer: Sendable, Hashable {
         default:
             return .transient(reason: "unexpected HTTP status \(status): \(message(in: body))")
         }
-    }
-
-    /// `Retry-After` (seconds) when present, else `X-RateLimit-Reset` (epoch seconds) minus now, else `nil`.
-    static func retryHint(headers: [(name: String, value: String)], nowMilliseconds: Int64) -> Int64? {
-        func header(_ name: String) -> String? {
-            headers.first { $0.name.lowercased() == name }?.value.trimmingSpaces
-        }
-        if let text = header("retry-after"), let seconds = Int64(text), seconds >= 0, seconds < 1_000_000_000 {
-            return seconds * 1000
-        }
-        if let text = header("x-ratelimit-reset"), let reset = Int64(text), reset > 0, reset < 1_000_000_000_000 {
-            return max(0, reset * 1000 - nowMilliseconds)
-        }
-        return nil
     }
 
     /// Braze's `message`, else the start of the body; sanitized (`ExternalText`): the server is outside, and may
@@ -90,14 +77,5 @@ enum BrazeAnswer: Sendable, Hashable {
             else { return nil }
             return ObjectError(type: entry["type"]?.stringValue ?? "unknown error", inputArray: array, index: position)
         }
-    }
-}
-
-extension String {
-    fileprivate var trimmingSpaces: String {
-        var scalars = Substring(self)
-        while scalars.first == " " || scalars.first == "\t" { scalars.removeFirst() }
-        while scalars.last == " " || scalars.last == "\t" { scalars.removeLast() }
-        return String(scalars)
     }
 }

@@ -11,7 +11,8 @@ import NIOCore
 /// user), all paced by one `BrazeRateGovernor`. Each answer is mapped to per-record outcomes: Braze's partial
 /// success (`errors`) rejects only the objects it names; a 400 is bisected down to the offending records so one
 /// bad record never blocks or dead-letters its neighbours; 401/403/404 and redirects (never followed) halt the
-/// pass (nothing is counted against the records); 408, 429, 5xx and network failures retry. The API key never
+/// pass (nothing is counted against the records); 408, 5xx and network failures retry; a 429 is back-pressure:
+/// the same request goes again once the shared rate window allows (`BrazeRatePolicy`). The API key never
 /// appears in logs, errors or descriptions.
 public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     public let name: String
@@ -61,8 +62,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         transport = BrazeTransport(
             connectTimeout: connectTimeout, requestTimeout: requestTimeout, maxConnections: maxConcurrentDeliveries)
         governor = BrazeRateGovernor(
-            maxWindow: maxConcurrentDeliveries, maxRequestsPerSecond: maxRequestsPerSecond, logger: logger,
-            wallMilliseconds: { WallClock.nowMilliseconds() })
+            maxWindow: maxConcurrentDeliveries, maxRequestsPerSecond: maxRequestsPerSecond, logger: logger)
         self.observer = observer
         self.logger = logger
     }
@@ -70,12 +70,10 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     /// One full request: 75 objects (an array's limit), or the combined limit when set.
     public var recordsPerRequest: Int? { batcher.maxObjectsPerRequest ?? batcher.maxObjectsPerArray }
 
-    /// The send window, requests in flight and rate-limit waits, for `/metrics`.
+    /// The send window, requests in flight, the last rate-limit reading and the waits, for `/metrics` and
+    /// `GET /status`.
     public func rateStatus() async -> BrazeRateStatus {
-        let snapshot = await governor.snapshot
-        return BrazeRateStatus(
-            requestsInFlight: snapshot.inFlight, window: snapshot.window, rateLimitWaits: snapshot.rateLimitWaits,
-            rateLimitWaitSeconds: Double(snapshot.rateLimitWaitMilliseconds) / 1000)
+        BrazeRateStatus(await governor.snapshot)
     }
 
     /// Checks that `baseURL` is an absolute `http(s)://` URL, so a typo is reported at startup rather than at
@@ -102,8 +100,9 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         if let baseURLError {
             return DeliveryReport(halt: SinkHalt(kind: .configuration, reason: "\(baseURLError)"))
         }
-        let requests = batcher.split(batch)
-        var delivery = BrazeBatchDelivery(post: { body in await self.post(body) })
+        let encoded = BrazeEncodedObjects(batch)
+        let requests = batcher.split(batch, size: encoded)
+        var delivery = BrazeBatchDelivery(encoded: encoded, post: { body in await self.post(body) })
         await delivery.run(requests)
         logger.debug(
             "braze batch done",
@@ -114,13 +113,24 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         return DeliveryReport(outcomes: delivery.outcomes, halt: delivery.halt)
     }
 
-    /// Sends one request once the governor lets it start; `nil` when the delivery was cancelled before.
+    /// Sends one request once the governor lets it start, and again after every 429 (back-pressure, not
+    /// failure: the records keep their lease, which `LeasedDelivery` renews, and no attempt is spent); `nil` when
+    /// the delivery was cancelled before an answer came.
     private func post(_ body: BrazeRequestBody) async -> BrazeAnswer? {
-        guard await governor.acquire() else { return nil }
+        while true {
+            guard let ticket = await governor.acquire() else { return nil }
+            let answer = await send(body, ticket: ticket)
+            if case .rateLimited = answer { continue }
+            return answer
+        }
+    }
+
+    /// One try of one request; tells the governor what the answer said about the rate.
+    private func send(_ body: BrazeRequestBody, ticket: BrazeRatePolicy.Ticket) async -> BrazeAnswer {
         let started = ContinuousClock.now
         let objects = body.idsByArray.values.reduce(0) { $0 + $1.count }
         var answer: BrazeAnswer
-        var feedback = BrazeRateGovernor.Feedback.noAnswer
+        var feedback = BrazeRatePolicy.Feedback.noAnswer
         var status: Int?
         do {
             let response = try await transport.send(
@@ -133,9 +143,9 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
             status = response.status
             let rate = BrazeRateHeaders(response.headers)
             if case .rateLimited(let hint) = answer {
-                feedback = .rateLimited(hintMilliseconds: hint)
+                feedback = .rateLimited(rate, hintMilliseconds: hint)
             } else {
-                feedback = .answered(remaining: rate.remaining, resetAtMilliseconds: rate.resetAtMilliseconds)
+                feedback = .answered(rate)
             }
             logger.debug(
                 "braze request answered",
@@ -146,8 +156,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         } catch {
             answer = .transient(reason: "request to \(name) failed: \(Self.describe(error))")
         }
-        // A 429's records wait as long as the governor pauses every request (never less than its floor).
-        if let pause = await governor.release(feedback) { answer = .rateLimited(afterMilliseconds: pause) }
+        await governor.release(ticket, feedback)
         observer?.requestFinished(status: status, latency: ContinuousClock.now - started)
         switch answer {
         case .accepted(let errors) where !errors.isEmpty:
@@ -161,7 +170,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
             logger.warning(
                 "braze refused the key or URL", metadata: ["status": "\(status)", "message": "\(message)"])
         case .rateLimited(let after):
-            // Logged once per streak by the governor; per request only at debug level.
+            // A round is logged once by the governor; each 429 only at debug level.
             logger.debug("braze rate limit", metadata: ["retry_after_ms": "\(after.map { "\($0)" } ?? "none")"])
         case .transient(let reason):
             logger.warning(
@@ -186,12 +195,37 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     }
 }
 
-/// How a `BrazeSink` is pacing itself, for `/metrics`.
+/// How a `BrazeSink` is pacing itself, for `/metrics` and `GET /status`.
 public struct BrazeRateStatus: Sendable, Hashable {
     public var requestsInFlight: Int
-    /// Requests allowed in flight now: `maxInFlight`, halved by each 429, grown back by one per answer.
+    /// Requests allowed in flight now: `maxInFlight`, halved by each 429 round, grown back by one per answer.
     public var window: Int
-    /// Requests that waited for a brake (a 429's pause, `Remaining: 0`, `--max-requests-per-second`).
+    /// Requests that waited before starting (pacing across the window, a reset, a 429's pause,
+    /// `--max-requests-per-second`), and for how long in all.
     public var rateLimitWaits: Int
     public var rateLimitWaitSeconds: Double
+    /// 429 answers received (each is sent again once the window allows), and the rounds of waiting they made
+    /// (the 429s of one overshoot, answered together, are one round).
+    public var rateLimitedRequests: Int
+    public var rateLimitRounds: Int
+    /// The last `X-RateLimit-Limit` and `X-RateLimit-Remaining` seen, and the reset of that window (UTC Unix
+    /// milliseconds); `nil` until an answer carried them.
+    public var limit: Int?
+    public var remaining: Int?
+    public var resetAtMilliseconds: Int64?
+    /// Until when (UTC Unix milliseconds) no request may start; `nil` when one may start now.
+    public var waitingUntilMilliseconds: Int64?
+
+    init(_ snapshot: BrazeRatePolicy.Snapshot) {
+        requestsInFlight = snapshot.inFlight
+        window = snapshot.window
+        rateLimitWaits = snapshot.waits
+        rateLimitWaitSeconds = Double(snapshot.waitedMilliseconds) / 1000
+        rateLimitedRequests = snapshot.rateLimitedAnswers
+        rateLimitRounds = snapshot.rateLimitRounds
+        limit = snapshot.limit
+        remaining = snapshot.remaining
+        resetAtMilliseconds = snapshot.resetAtMilliseconds
+        waitingUntilMilliseconds = snapshot.waitingUntilMilliseconds
+    }
 }

@@ -22,8 +22,12 @@ struct Settlement: Sendable {
         var countsAsAttempt: Bool
     }
 
-    /// True when nothing was delivered and every record is to be retried: the destination looks down.
-    var allFailed: Bool { delivered.isEmpty && rejected.isEmpty && released.isEmpty && !retries.isEmpty }
+    /// True when nothing was delivered and every record is to be retried, at least one of them for a failure
+    /// that counts as an attempt: the destination looks down. A batch held back only by a rate limit (retries
+    /// that cost no attempt) is back-pressure, and never counts toward the "batches in a row failed" halt.
+    var allFailed: Bool {
+        delivered.isEmpty && rejected.isEmpty && released.isEmpty && retries.keys.contains { $0.countsAsAttempt }
+    }
 
     /// The last retry reason, for the "N batches in a row failed" halt.
     var lastError: String? { retries.keys.map(\.reason).sorted().last }

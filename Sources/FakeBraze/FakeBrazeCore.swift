@@ -66,7 +66,8 @@ final class FakeBrazeCore: Sendable {
         /// text is made only when asked for, by `received()`).
         var received: [ReceivedRequest] = []
         var inFlight = FakeBrazeInFlight()
-        /// The rate-limit window (epoch seconds / 3) and the requests counted in it, as Braze counts them.
+        /// The rate-limit window (epoch seconds / window length) and the requests counted in it, as Braze counts
+        /// them.
         var rateWindow = 0
         var requestsInRateWindow = 0
     }
@@ -75,7 +76,8 @@ final class FakeBrazeCore: Sendable {
 
     private let state: Mutex<State>
 
-    /// The documented rate limit (3,000 requests per 3 seconds), for the `X-RateLimit-*` headers.
+    /// The documented rate limit (3,000 requests per 3 seconds), for the `X-RateLimit-*` headers when no
+    /// `workspaceLimit` is set.
     static let rateLimit = 3000
 
     init(apiKey: String, faults: FakeBrazeFaults) {
@@ -139,6 +141,12 @@ final class FakeBrazeCore: Sendable {
         state.withLock { $0.inFlight.finished(request: number) }
     }
 
+    /// A body over Braze's 4 MB limit: 413, nothing applied, counted under its status.
+    func payloadTooLarge() -> FakeBrazeAction {
+        state.withLock { $0.stats.byStatus[413, default: 0] += 1 }
+        return Self.message(413, "Payload Too Large", [])
+    }
+
     // MARK: /users/track
 
     /// Decides the answer to `POST /users/track`.
@@ -149,13 +157,17 @@ final class FakeBrazeCore: Sendable {
         let now = Double(seconds) + Double(attoseconds) / 1e18
         // Faults are drawn in a fixed order under the lock, so a seed gives the same sequence every run.
         let epochSeconds = Int(Date().timeIntervalSince1970)
-        let (number, remaining, faults, drop, reset, rateLimited, serverError) = state.withLock { state in
+        let (number, remaining, limit, resetAt, faults, drop, reset, rateLimited, serverError) = state.withLock {
+            state in
             state.stats.requests += 1
-            if state.rateWindow != epochSeconds / 3 {
-                state.rateWindow = epochSeconds / 3
+            let windowSeconds = max(1, state.faults.workspaceWindowSeconds)
+            let limit = state.faults.workspaceLimit ?? Self.rateLimit
+            if state.rateWindow != epochSeconds / windowSeconds {
+                state.rateWindow = epochSeconds / windowSeconds
                 state.requestsInRateWindow = 0
             }
             state.requestsInRateWindow += 1
+            let overLimit = state.faults.workspaceLimit != nil && state.requestsInRateWindow > limit
             state.inFlight.started(request: state.stats.requests, users: users, at: now)
             let faults = state.faults
             let drop = state.generator.roll(faults.dropConnectionRate)
@@ -167,12 +179,13 @@ final class FakeBrazeCore: Sendable {
             }
             let serverError = state.generator.roll(faults.serverErrorRate)
             return (
-                state.stats.requests, max(0, Self.rateLimit - state.requestsInRateWindow), faults, drop, reset,
-                rateLimited, serverError
+                state.stats.requests, max(0, limit - state.requestsInRateWindow), limit,
+                (epochSeconds / windowSeconds + 1) * windowSeconds, faults, drop, reset, rateLimited || overLimit,
+                serverError
             )
         }
         var action = answer(
-            number: number, remaining: remaining, resetAt: (epochSeconds / 3 + 1) * 3, faults: faults,
+            number: number, remaining: remaining, limit: limit, resetAt: resetAt, faults: faults,
             authorization: authorization, contentType: contentType, body: body, parsed: parsed,
             rateLimited: rateLimited, serverError: serverError)
         action.delayMilliseconds = max(0, faults.delayMilliseconds)
@@ -195,14 +208,14 @@ final class FakeBrazeCore: Sendable {
     }
 
     private func answer(
-        number: Int, remaining: Int, resetAt: Int, faults: FakeBrazeFaults, authorization: String?,
+        number: Int, remaining: Int, limit: Int, resetAt: Int, faults: FakeBrazeFaults, authorization: String?,
         contentType: String?, body: Data, parsed: Any?, rateLimited: Bool, serverError: Bool
     ) -> FakeBrazeAction {
         let nowSeconds = Int(Date().timeIntervalSince1970)
         // Per fixed 3-second window, as Braze counts: a count since the start would say "none remaining" for
         // good after 3,000 requests, and a client that honours it would crawl.
         var headers = [
-            ("X-RateLimit-Limit", "\(Self.rateLimit)"),
+            ("X-RateLimit-Limit", "\(limit)"),
             ("X-RateLimit-Remaining", "\(remaining)"),
             ("X-RateLimit-Reset", "\(resetAt)"),
         ]

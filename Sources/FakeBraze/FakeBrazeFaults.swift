@@ -17,6 +17,12 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
     public var rateLimitResetAfterSeconds: Int?
     /// On a 429, the `Retry-After` header (seconds); absent when `nil`.
     public var retryAfterSeconds: Int?
+    /// Enforce a workspace rate limit as Braze does: at most this many requests per fixed window of
+    /// `workspaceWindowSeconds` (aligned to the epoch, so every client sees the same windows), 429 beyond it;
+    /// `nil` for Braze's 3,000 per 3 s, reported in the headers but not enforced.
+    public var workspaceLimit: Int?
+    /// The length of the workspace limit's fixed windows, in seconds.
+    public var workspaceWindowSeconds: Int = 3
     /// Every `/users/track` answer is delayed this long (scheduled on the event loop, never blocking it).
     public var delayMilliseconds: Int = 0
     /// Fraction of requests whose connection is closed without any response.
@@ -51,7 +57,7 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case seed, serverErrorRate, rateLimitNextRequests, rateLimitRate, rateLimitResetAfterSeconds
         case retryAfterSeconds, delayMilliseconds, dropConnectionRate, resetMidResponseRate, rejectMarker
-        case poisonMarker, unauthorizedAfterRequests, maxObjectsPerRequest
+        case poisonMarker, unauthorizedAfterRequests, maxObjectsPerRequest, workspaceLimit, workspaceWindowSeconds
         case hostileStatus, hostileMessage, successPaddingBytes, redirectLocation
     }
 
@@ -72,6 +78,10 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
         faults.poisonMarker = try container.decodeIfPresent(String.self, forKey: .poisonMarker)
         faults.unauthorizedAfterRequests = try container.decodeIfPresent(Int.self, forKey: .unauthorizedAfterRequests)
         faults.maxObjectsPerRequest = try container.decodeIfPresent(Int.self, forKey: .maxObjectsPerRequest)
+        faults.workspaceLimit = try container.decodeIfPresent(Int.self, forKey: .workspaceLimit)
+        faults.workspaceWindowSeconds = max(
+            1, try container.decodeIfPresent(Int.self, forKey: .workspaceWindowSeconds) ?? faults.workspaceWindowSeconds
+        )
         faults.hostileStatus = try container.decodeIfPresent(Int.self, forKey: .hostileStatus)
         faults.hostileMessage =
             try container.decodeIfPresent(String.self, forKey: .hostileMessage) ?? faults.hostileMessage

@@ -8,8 +8,9 @@ final class FakeBrazeHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// Bodies beyond this are refused (Braze's own limit is far lower).
-    static let maxBodyBytes = 8 << 20
+    /// Bodies beyond this are answered 413, as Braze does beyond 4 MB (counted as 4,000,000 bytes, the stricter
+    /// reading).
+    static let maxBodyBytes = 4_000_000
 
     private let core: FakeBrazeCore
     private var head: HTTPRequestHead?
@@ -44,7 +45,7 @@ final class FakeBrazeHandler: ChannelInboundHandler, RemovableChannelHandler {
         let path = String(head.uri.prefix { $0 != "?" })
         let action: FakeBrazeAction
         if tooLarge {
-            action = FakeBrazeCore.message(413, "Payload Too Large", [])
+            action = core.payloadTooLarge()
         } else if let admin = core.admin(method: head.method.rawValue, path: path, body: bytes) {
             action = admin
         } else if head.method == .POST, path == "/users/track" {

@@ -59,8 +59,10 @@ struct ControlRoutes: Sendable {
         let snapshot = await coordinator.snapshot()
         do {
             let stats = try await store.stats()
+            var rate: BrazeRateStatus?
+            if let braze = sink.base as? BrazeSink { rate = await braze.rateStatus() }
             let body = DaemonJSON.status(
-                stats, path: store.path, daemon: snapshot, sinkName: sink.name, sink: sink.currentHealth)
+                stats, path: store.path, daemon: snapshot, sinkName: sink.name, sink: sink.currentHealth, rate: rate)
             try await writer.send(status: .ok, contentType: "application/json", body: body.serialized + "\n")
         } catch let error as QueueError {
             try await writer.send(

@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueBraze
 import EventQueueDelivery
 
 /// The JSON bodies of the control socket, built with the queue's own JSON model. The queue keys match
@@ -32,7 +33,8 @@ enum DaemonJSON {
     }
 
     static func status(
-        _ stats: QueueStats, path: String, daemon: DaemonSnapshot, sinkName: String, sink: SinkHealth
+        _ stats: QueueStats, path: String, daemon: DaemonSnapshot, sinkName: String, sink: SinkHealth,
+        rate: BrazeRateStatus? = nil
     ) -> JSONValue {
         var object = ReportJSON.stats(stats, path: path)
         object["daemon"] = [
@@ -42,11 +44,29 @@ enum DaemonJSON {
             "last_pass": daemon.lastPass.map(pass) ?? .null,
             "sink": [
                 "name": .string(sinkName), "healthy": .bool(sink.healthy), "last_error": string(sink.lastError),
+                "rate_limit": rate.map(rateLimit) ?? .null,
             ],
             "next_retry_at": time(daemon.nextRetryAtMilliseconds),
             "last_error": string(daemon.lastError),
         ]
         return .object(object)
+    }
+
+    /// The Braze sink's view of the workspace's rate limit: the last `X-RateLimit-*` reading, the wait now in
+    /// force, and what 429s it met (`rate_limited_requests` answers in `rate_limit_rounds` rounds of waiting).
+    static func rateLimit(_ rate: BrazeRateStatus) -> JSONValue {
+        [
+            "limit": rate.limit.map { number($0) } ?? .null,
+            "remaining": rate.remaining.map { number($0) } ?? .null,
+            "reset_at": time(rate.resetAtMilliseconds),
+            "waiting_until": time(rate.waitingUntilMilliseconds),
+            "rate_limited_requests": number(rate.rateLimitedRequests),
+            "rate_limit_rounds": number(rate.rateLimitRounds),
+            "waits": number(rate.rateLimitWaits),
+            "wait_seconds": JSONNumber(rate.rateLimitWaitSeconds).map(JSONValue.number) ?? .null,
+            "requests_in_flight": number(rate.requestsInFlight),
+            "send_window": number(rate.window),
+        ]
     }
 
     static func pass(_ pass: PassRecord) -> JSONValue {

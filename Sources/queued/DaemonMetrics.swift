@@ -25,6 +25,12 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let requestsInFlight: Metrics.Gauge
     private let sendWindow: Metrics.Gauge
     private let rateLimitWaits: Metrics.Counter
+    private let rateLimited: Metrics.Counter
+    private let rateLimitRounds: Metrics.Counter
+    private let rateLimitRemaining: Metrics.Gauge
+    private let rateLimitLimit: Metrics.Gauge
+    private let rateLimitWaitSeconds: Metrics.Gauge
+    private let lastSeenRateLimited = Mutex<(answers: Int, rounds: Int)>((0, 0))
     private let requestLatency: Metrics.Timer
     private let lastSeenWaits = Mutex<Int>(0)
     /// The highest record id seen at the last scrape: the enqueued counter grows by the difference.
@@ -66,6 +72,11 @@ final class DaemonMetrics: BrazeRequestObserver {
         requestsInFlight = Metrics.Gauge(label: "eventqueue_braze_requests_in_flight")
         sendWindow = Metrics.Gauge(label: "eventqueue_braze_send_window")
         rateLimitWaits = Metrics.Counter(label: "eventqueue_braze_rate_limit_waits_total")
+        rateLimited = Metrics.Counter(label: "eventqueue_braze_rate_limited_requests_total")
+        rateLimitRounds = Metrics.Counter(label: "eventqueue_braze_rate_limit_rounds_total")
+        rateLimitRemaining = Metrics.Gauge(label: "eventqueue_braze_rate_limit_remaining")
+        rateLimitLimit = Metrics.Gauge(label: "eventqueue_braze_rate_limit_limit")
+        rateLimitWaitSeconds = Metrics.Gauge(label: "eventqueue_braze_rate_limit_wait_seconds")
         requestLatency = Metrics.Timer(label: "eventqueue_braze_request_duration_seconds")
     }
 
@@ -84,6 +95,20 @@ final class DaemonMetrics: BrazeRequestObserver {
             return grown
         }
         if grown > 0 { rateLimitWaits.increment(by: grown) }
+        let (answers, rounds) = lastSeenRateLimited.withLock { last -> (Int, Int) in
+            let grown = (
+                max(0, status.rateLimitedRequests - last.answers), max(0, status.rateLimitRounds - last.rounds)
+            )
+            last = (max(last.answers, status.rateLimitedRequests), max(last.rounds, status.rateLimitRounds))
+            return grown
+        }
+        if answers > 0 { rateLimited.increment(by: answers) }
+        if rounds > 0 { rateLimitRounds.increment(by: rounds) }
+        // -1 until an answer carried the headers: a scraper tells "unknown" from "none left".
+        rateLimitRemaining.record(status.remaining ?? -1)
+        rateLimitLimit.record(status.limit ?? -1)
+        let waiting = status.waitingUntilMilliseconds.map { max(0, $0 - WallClock.nowMilliseconds()) } ?? 0
+        rateLimitWaitSeconds.record(Double(waiting) / 1000)
     }
 
     /// Records handed to the sink and not settled yet, from the pass's progress.

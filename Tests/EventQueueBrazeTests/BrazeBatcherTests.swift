@@ -24,6 +24,22 @@ import Testing
         #expect(requests[1].map(\.id) == [151])
     }
 
+    /// Braze refuses a body over 4 MB (413, nothing applied): 75 attributes of ~90 KB each (6.8 MB) go in two
+    /// requests, each body under the limit, in order.
+    @Test func requestsStayUnderTheBodyLimit() {
+        let records = (1...75).map { bulkyAttribute(Int64($0), user: "u\($0)") }
+        let requests = batcher.split(records)
+        #expect(requests.count == 2, "\(requests.map(\.count))")
+        #expect(requests.flatMap { $0 }.map(\.id) == records.map(\.id))
+        for request in requests {
+            let bytes = BrazeRequestBody(request).bytes.count
+            #expect(bytes <= BrazeBatcher.maxRequestBytes && bytes > 2_000_000, "\(bytes)")
+        }
+        // A record larger than a whole request goes alone (Braze refuses it, and only it).
+        let small = BrazeBatcher(maxRequestBytes: 50_000).split(Array(records.prefix(3)))
+        #expect(small.map(\.count) == [1, 1, 1])
+    }
+
     @Test func combinedLimit() {
         let records = (1...120).map { index -> OutgoingRecord in
             index % 2 == 0 ? event(Int64(index), user: "u\(index)") : purchase(Int64(index), user: "u\(index)")

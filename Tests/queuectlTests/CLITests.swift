@@ -179,6 +179,7 @@ import EventQueueTestSupport
         }
         #expect(object["pending"] as? Int == 1)
         #expect((object["oldest_pending_age_seconds"] as? Double ?? -1) >= 0)
+        #expect(object["rate_limit"] is NSNull, "no daemon serves this queue: \(object)")
     }
 
     @Test func environmentVariableChoosesTheQueue() async throws {

@@ -77,19 +77,20 @@ import EventQueueTestSupport
             try await withDaemon(daemon) { daemon in
                 #expect(try await daemon.request("POST", "/launch").status == 202)
                 try await waitFor("the first 429") { (scenario.server.stats().byStatus[429] ?? 0) >= 1 }
+                // Back-pressure, not failure: the records stay leased (in flight) while the sink waits for the
+                // window, and the pass goes on once it opens.
                 let waiting = try await BrazeFault.peek(db: scenario.db, in: scenario.scratch)
-                #expect(!waiting.isEmpty, "the 429 should leave records waiting for the reset")
                 #expect(waiting.allSatisfy { $0["attempts"] as? Int == 0 }, "\(waiting.prefix(3))")
-                #expect(
-                    waiting.contains { ($0["last_error"] as? String ?? "").contains("429") },
-                    "\(waiting.prefix(3))")
                 try await BrazeFault.waitUntilSettled(daemon, dead: 0)
+                let status = try await daemon.daemonStatus()
+                #expect(status["passes"] as? Int == 1, "the 429s ended no pass: \(status)")
             }
             let report = scenario.expectDeliveredOnce()
             #expect(try await BrazeFault.deadLetters(db: scenario.db, in: scenario.scratch).isEmpty)
             let stats = scenario.server.stats()
             #expect(stats.byStatus[429] == 3, "\(stats)")
             #expect(!daemon.log.contains(scenario.key))
+            #expect(!daemon.log.contains("drain pass stopped early"))
             print(
                 "BrazeFault 429: records 150, requests \(stats.requests), 429s \(stats.byStatus[429] ?? 0), \(report)")
         }

@@ -1,12 +1,29 @@
 import ArgumentParser
 import EventQueue
+import EventQueueDelivery
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Counts of pending, leased and dead records, the oldest pending record's age, file sizes.")
+        abstract: "Counts of pending, leased and dead records, the oldest pending record's age, file sizes.",
+        discussion: """
+            When a daemon serving this queue answers on its control socket (--socket, else $EVENTQUEUE_SOCKET, \
+            else the default path, if it exists), its Braze sink's rate-limit state is shown too: the last \
+            X-RateLimit-Remaining and -Limit, the reset, the wait in force, and the 429s it met.
+            """)
 
-    @Flag(help: "Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version.")
+    @Flag(
+        help: """
+            Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version, \
+            rate_limit (the daemon's, or null).
+            """)
     var json = false
+
+    @Option(help: "The daemon's control socket, asked for its rate-limit state (default: as for drain).")
+    var socket: String?
 
     @OptionGroup var queue: QueueOptionGroup
 
@@ -15,8 +32,11 @@ struct Status: ParsableCommand {
         defer { consumer.close() }
         let now = WallClock.nowMilliseconds()
         let stats = try withQueue { () throws(QueueError) in try consumer.stats(now: now) }
+        let rate = daemonRateLimit(servingQueueAt: consumer.path)
         if json {
-            writeStandardOutput(JSONOutput.stats(stats, path: consumer.path).serialized + "\n")
+            var object = ReportJSON.stats(stats, path: consumer.path)
+            object["rate_limit"] = rate ?? .null
+            writeStandardOutput(JSONValue.object(object).serialized + "\n")
             return
         }
         var lines = [
@@ -33,7 +53,45 @@ struct Status: ParsableCommand {
             lines.append("next retry:     in \(Self.formatSeconds(Double(retry - now) / 1000))")
         }
         lines.append("file size:      \(stats.databaseBytes) bytes (wal \(stats.walBytes) bytes)")
+        if let rate = rate?.objectValue { lines.append("braze limit:    " + Self.describe(rate)) }
         writeStandardOutput(lines.joined(separator: "\n") + "\n")
+    }
+
+    /// The daemon's `daemon.sink.rate_limit`, when a daemon answers within 2 s and serves this very file; `nil`
+    /// otherwise (no daemon, another queue, a file sink). Never creates the default socket's directory.
+    func daemonRateLimit(servingQueueAt path: String) -> JSONValue? {
+        let socketPath =
+            socket ?? QueueEnvironment.variable("EVENTQUEUE_SOCKET") ?? QueueEnvironment.defaultSocketPath()
+        guard access(socketPath, F_OK) == 0,
+            let status = try? DaemonClient(socketPath: socketPath).status(timeoutSeconds: 2).objectValue,
+            let served = status["path"]?.stringValue, Self.sameFile(served, path),
+            let rate = status["daemon"]?.objectValue?["sink"]?.objectValue?["rate_limit"], rate != .null
+        else { return nil }
+        return rate
+    }
+
+    static func sameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        guard stat(a, &first) == 0, stat(b, &second) == 0 else { return a == b }
+        return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+    }
+
+    /// One line: "149 of 150 left, resets 2026-…; waiting until …; 3 answered 429 in 1 round".
+    static func describe(_ rate: JSONObject) -> String {
+        func integer(_ key: String) -> Int? { rate[key]?.numberValue?.integerValue.flatMap { Int(exactly: $0) } }
+        var parts: [String] = []
+        if let remaining = integer("remaining"), let limit = integer("limit") {
+            parts.append(
+                "\(remaining) of \(limit) left" + (rate["reset_at"]?.stringValue.map { ", resets \($0)" } ?? ""))
+        } else {
+            parts.append("no X-RateLimit headers seen yet")
+        }
+        if let until = rate["waiting_until"]?.stringValue { parts.append("waiting until \(until)") }
+        let answers = integer("rate_limited_requests") ?? 0
+        let rounds = integer("rate_limit_rounds") ?? 0
+        parts.append("\(answers) answered 429 in \(rounds) round\(rounds == 1 ? "" : "s")")
+        return parts.joined(separator: "; ")
     }
 
     static func formatSeconds(_ seconds: Double) -> String {

@@ -25,6 +25,15 @@ struct DaemonClient {
         try send(target: "/launch", timeoutSeconds: 30, success: [200, 202]) { _ in }
     }
 
+    /// `GET /status`: the daemon's view of its queue and sink (`queuectl status` shows its rate-limit state).
+    func status(timeoutSeconds: Int) throws -> JSONValue {
+        var body: [UInt8] = []
+        try send(method: "GET", target: "/status", timeoutSeconds: timeoutSeconds, success: [200]) { bytes in
+            if body.count < 1 << 20 { body.append(contentsOf: bytes) }
+        }
+        return try JSONValue.parse(String(decoding: body, as: UTF8.self))
+    }
+
     /// Sends `POST /launch?wait=true` and hands every NDJSON line of the streamed answer to `onLine`. A stream
     /// cut short ends the lines (the caller finds no summary).
     func launchAndWait(_ onLine: (JSONValue) throws -> Void) throws {
@@ -46,14 +55,15 @@ struct DaemonClient {
     /// One request: a failure to connect or to get an answer is `Unreachable` (`EACCES` is `Refused`: the
     /// socket's permissions keep this user out), a status not in `success` is `Refused` with the daemon's message.
     private func send(
-        target: String, timeoutSeconds: Int, success: Set<Int>, onBody: ([UInt8]) throws -> Void
+        method: String = "POST", target: String, timeoutSeconds: Int, success: Set<Int>,
+        onBody: ([UInt8]) throws -> Void
     ) throws {
         var status = 0
         var refusal: [UInt8] = []
         var answered = false
         do {
             try UnixHTTPClient(socketPath: socketPath).exchange(
-                method: "POST", target: target, timeoutSeconds: timeoutSeconds,
+                method: method, target: target, timeoutSeconds: timeoutSeconds,
                 onHead: { head in
                     status = head.status
                     answered = true

@@ -7,10 +7,6 @@ enum JSONOutput {
     static func number(_ value: Int64) -> JSONValue { ReportJSON.number(value) }
     static func time(_ milliseconds: Int64?) -> JSONValue { ReportJSON.time(milliseconds) }
 
-    static func stats(_ stats: QueueStats, path: String) -> JSONValue {
-        .object(ReportJSON.stats(stats, path: path))
-    }
-
     static func record(_ record: QueuedRecord) -> JSONValue {
         var object: JSONObject = [
             "id": number(record.id),

@@ -36,6 +36,17 @@ func purchase(_ id: Int64, user: String) -> OutgoingRecord {
         id: id)
 }
 
+/// An attribute record of about 90 KB: a nested custom attribute of 360 strings of 250 characters (each within
+/// Braze's 255), for requests near the 4 MB body limit.
+func bulkyAttribute(_ id: Int64, user: String) -> OutgoingRecord {
+    var nested: JSONObject = [:]
+    for index in 0..<360 { nested["k\(index)"] = .string(String(repeating: "x", count: 250)) }
+    var object: JSONObject = ["external_id": .string(user)]
+    object["profile"] = .object(nested)
+    return OutgoingRecord(
+        id: id, kind: .attribute, object: object, userKey: "external_id:" + user, createdAtMilliseconds: 0, attempts: 0)
+}
+
 /// `count` events of distinct users, ids 1...count.
 func distinctEvents(_ count: Int) -> [OutgoingRecord] {
     (1...count).map { event(Int64($0), user: "user-\($0)") }
