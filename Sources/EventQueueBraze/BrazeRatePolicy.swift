@@ -75,6 +75,9 @@ struct BrazeRatePolicy: Sendable {
         /// the window empties against how much of that is ours tells how many hosts share it.
         var firstRemaining: Int = 0
         var ownAnswers = 0
+        /// Not read but foreseen: the window after one that had room to spare (see `blockedUntil`). Any answer
+        /// replaces it.
+        var predicted = false
     }
 
     /// Counters and the last reading, for `/metrics` and `status`.
@@ -265,6 +268,17 @@ struct BrazeRatePolicy: Sendable {
             }
             return .none
         }
+        // The window that passed had a quarter or more of its limit to spare: nobody pressed on it, and the next
+        // one starts full. Pace on that foresight (an answer soon replaces it) rather than stop for a probe,
+        // which would cost a round trip every window.
+        if untilReset <= 0, !reading.predicted, let limit, reading.remaining * 4 >= limit {
+            let window = windowMilliseconds ?? Self.defaultWindowMilliseconds
+            let reset = reading.resetAtMilliseconds + (-untilReset / window + 1) * window
+            self.reading = Reading(
+                remaining: limit, resetAtMilliseconds: reset, jitterMilliseconds: reading.jitterMilliseconds,
+                firstRemaining: limit, predicted: true)
+            return blockedUntil(at: now)
+        }
         // The reading is of a window that has passed (or its reset is implausible): one request at a time
         // until an answer tells how much of the new window is left, the first one a little after the reset.
         if inFlight > 0 { return .answer }
@@ -282,7 +296,7 @@ struct BrazeRatePolicy: Sendable {
         headersSeen = true
         if let limit = headers.limit { self.limit = limit }
         guard let remaining = headers.remaining, let reset = headers.resetAtMilliseconds else { return }
-        if var current = reading {
+        if var current = reading, !current.predicted {
             if reset == current.resetAtMilliseconds {
                 // Answers come back out of order: the lowest count of a window is the latest.
                 current.remaining = min(current.remaining, remaining)

@@ -93,6 +93,26 @@ import Testing
         #expect(next == resume + 50, "the probe's answer opens the window at once")
     }
 
+    /// Without contention a reset costs nothing: a window that ended with a quarter or more of its limit to spare
+    /// is followed by pacing on the next one's full limit, not by a probe and a round trip.
+    @Test func aWindowWithRoomToSpareNeedsNoProbeAfterItsReset() throws {
+        var policy = BrazeRatePolicy(maxWindow: 24, maxRequestsPerSecond: nil, seed: 7)
+        for index in 0..<5 {
+            let ticket = try Self.start(&policy, at: Int64(index) * 30)
+            policy.release(ticket, .answered(Self.headers(remaining: 100 - index)), at: Self.at(Int64(index) * 30 + 1))
+        }
+        _ = try Self.start(&policy, at: 2_700)
+        // Paced on the next window's full limit (150 over ~2.9 s: every ~19.5 ms), not waiting for an answer.
+        let next = try #require(Self.nextStart(&policy, at: 2_701), "a second request in flight right after the reset")
+        #expect(next <= 2_720, "\(next)")
+        let contended = BrazeRatePolicy(maxWindow: 24, maxRequestsPerSecond: nil, seed: 8)
+        var busy = contended
+        let ticket = try Self.start(&busy, at: 0)
+        busy.release(ticket, .answered(Self.headers(remaining: 10)), at: Self.at(10))
+        _ = try Self.start(&busy, at: 2_700)
+        #expect(Self.nextStart(&busy, at: 2_701) == nil, "after a contended window, one probe first")
+    }
+
     @Test func pacingSpreadsTheRemainingRequestsAcrossTheWindow() throws {
         var policy = BrazeRatePolicy(maxWindow: 24, maxRequestsPerSecond: nil, seed: 3)
         let first = try Self.start(&policy, at: 0)
