@@ -9,16 +9,36 @@ import Foundation
 /// with `invalidURL` (issue 13, item 11). A password in it is a secret: it is registered with `ExternalText` and
 /// never shown (the name in logs and `/status` reads `user:[redacted]@host`).
 enum BrazeBaseURL {
-    /// Throws unless `baseURL` is an absolute `http(s)://` URL with a host, no query or fragment, and
-    /// `baseURL/users/track` is a URL the HTTP client accepts.
+    /// Throws unless `baseURL` is an absolute `http(s)://` URL with a host, a port (if any) from 1 to 65535, no
+    /// query or fragment, and `baseURL/users/track` is a URL the HTTP client accepts. The port is checked before
+    /// the HTTP client sees the URL: SwiftNIO traps on a port above 65535 (`braze:http://127.0.0.1:1832767` ended
+    /// the daemon with SIGILL instead of exit 78).
     static func check(_ baseURL: String) throws(BrazeConfigurationError) {
         let schemes = ["https://", "http://"]
         guard let scheme = schemes.first(where: { baseURL.lowercased().hasPrefix($0) }),
             baseURL.count > scheme.count,
             !baseURL.contains(where: { $0.isWhitespace || $0 == "?" || $0 == "#" }),
             let components = URLComponents(string: baseURL), let host = components.host, !host.isEmpty,
+            portIsValid(in: String(baseURL.dropFirst(scheme.count))),
             (try? HTTPClient.Request(url: baseURL + "/users/track")) != nil
         else { throw .invalidBaseURL(displayed(baseURL)) }
+    }
+
+    /// The authority's port, when there is one, is 1 to 65535 digits-only (after `user:password@` and a bracketed
+    /// IPv6 host).
+    static func portIsValid(in rest: String) -> Bool {
+        var authority = Substring(rest.prefix { $0 != "/" })
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        if authority.hasPrefix("["), let close = authority.firstIndex(of: "]") {
+            authority = authority[authority.index(after: close)...]
+        }
+        guard let colon = authority.lastIndex(of: ":") else { return true }
+        let digits = authority[authority.index(after: colon)...]
+        guard !digits.isEmpty else { return true }
+        guard digits.count <= 5, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let port = Int(digits) else {
+            return false
+        }
+        return (1...65_535).contains(port)
     }
 
     /// `baseURL` with any password replaced by `[redacted]`; registers the password as a secret.

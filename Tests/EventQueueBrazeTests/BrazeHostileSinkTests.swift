@@ -87,10 +87,16 @@ import Testing
     @Test func malformedBaseURLsAreRefusedAtStart() {
         for url in [
             "http://[::1", "http://", "https://exa mple.com", "ftp://example.com", "http://host?x=1", "http://:80",
+            // Ports out of range: SwiftNIO traps on them, so they must never reach the HTTP client.
+            "http://127.0.0.1:1832767", "http://127.0.0.1:65536", "http://[::1]:99999", "http://u:p@h:70000/base",
+            "http://127.0.0.1:0", "http://127.0.0.1:-1", "http://127.0.0.1:8o",
         ] {
             #expect(throws: BrazeConfigurationError.self, "\(url)") { try BrazeSink.validate(baseURL: url) }
         }
-        for url in ["https://rest.iad-01.braze.com", "http://127.0.0.1:8080", "http://[::1]:9000", "https://h/base"] {
+        for url in [
+            "https://rest.iad-01.braze.com", "http://127.0.0.1:8080", "http://[::1]:9000", "https://h/base",
+            "http://127.0.0.1:65535", "http://u:p@h:443/base",
+        ] {
             #expect(throws: Never.self, "\(url)") { try BrazeSink.validate(baseURL: url) }
         }
     }
