@@ -13,13 +13,15 @@
 /// every answer how much of the current window is left (`X-RateLimit-Remaining`) and when it resets
 /// (`X-RateLimit-Reset`). Reaching the limit is the normal state of a fleet, so the policy spends the window
 /// instead of bursting into it:
-/// - **Pacing.** With `remaining` requests left until the reset and S hosts spending the window, this host's
-///   share is `remaining / S − requests in flight`, and its next request starts no sooner than `time left /
-///   share` after the previous one: one host spreads the window evenly, and S hosts together spend what is left
-///   by its end instead of bursting into 429s at its start. S is measured, not configured: how fast `remaining`
-///   falls against this host's own answers (other integrations on the workspace count as sharers too). Equal
-///   backlogs get equal shares. A new host starts with one request in flight and adds one per answer (slow
-///   start), so a fleet that starts together learns S before it has every window out.
+/// - **Pacing.** Alone on the window, a host uses what is left as fast as its send window allows. When S hosts
+///   spend it (S is measured, not configured: how fast `remaining` falls against this host's own answers; other
+///   integrations on the workspace count too), what is left once every sharer's requests in flight are counted
+///   (`remaining − S × in flight`) is spread over the time left as this host's `1/√S` part of it: the next
+///   request starts no sooner than `time left × √S / left` after the previous one. Every host paces on the same
+///   reading, so the fleet spends the window without bursting into 429s, and the square root (rather than S)
+///   makes shares converge to equal: equal backlogs finish together. A new host starts with one request in
+///   flight and adds one per answer (slow start), so a fleet that starts together learns S before it has every
+///   window out.
 /// - **A new window.** Once the reset has passed, the last reading says nothing: one request (a probe) goes
 ///   out, a little after the reset (jitter, so a fleet does not arrive in step), and its answer paces the rest.
 /// - **429.** Back-pressure, not failure: the sink sends the same request again once this allows it. The pause
@@ -250,10 +252,10 @@ struct BrazeRatePolicy: Sendable {
             let afterReset = now.monotonic + .milliseconds(untilReset + reading.jitterMilliseconds)
             // What is left once every sharer's requests in flight are counted (each has about as many out as
             // this host), so that together they never have more out than the window holds; then this host's part
-            // of it, `left / S^0.75`: S measured as the window's fall over this host's own answers is neutral to
+            // of it, `left / S^0.5`: S measured as the window's fall over this host's own answers is neutral to
             // how the window was shared so far (a host with twice the others' rate measures half their S and
             // would keep its lead), and the power below 1 makes a larger share weigh less, so shares converge
-            // to equal. The fleet then spends a window S^0.25 times faster than evenly, which the count in
+            // to equal. The fleet then spends a window √S times faster than evenly, which the count in
             // flight keeps within what is left.
             let left = Double(reading.remaining) - sharers * Double(inFlight)
             let share = left / Self.fairnessWeight(sharers)
@@ -262,6 +264,9 @@ struct BrazeRatePolicy: Sendable {
                 if reading.remaining > 0, inFlight > 0 { return .answer }
                 return .until(afterReset)
             }
+            // Alone on the window (nobody else's requests make it fall), what is left is this host's to use at
+            // once: spreading it would only make the last requests of a backlog wait for nothing.
+            if sharers < Self.aloneBelow { return .none }
             if let lastStart {
                 let next = lastStart + .milliseconds(untilReset) * (1 / share)
                 if next > now.monotonic { return .until(min(next, afterReset)) }
@@ -317,10 +322,13 @@ struct BrazeRatePolicy: Sendable {
             remaining: remaining, resetAtMilliseconds: reset, jitterMilliseconds: jitter(), firstRemaining: remaining)
     }
 
-    /// How many of S sharers' shares this host paces as: S^0.75 (see the pacing in `blockedUntil`).
+    /// How many of S sharers' shares this host paces as: S^0.5 (see the pacing in `blockedUntil`).
     static func fairnessWeight(_ sharers: Double) -> Double {
         sharers <= 1 ? 1 : exp(0.5 * log(sharers))
     }
+
+    /// Measured sharers below this mean this host is alone on the window.
+    static let aloneBelow = 1.5
 
     /// Own answers in a window before its fall is trusted to count the sharers (the previous window's count holds
     /// until then), and the most sharers believed.

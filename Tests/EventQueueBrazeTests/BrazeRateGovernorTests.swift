@@ -113,31 +113,48 @@ import Testing
         #expect(Self.nextStart(&busy, at: 2_701) == nil, "after a contended window, one probe first")
     }
 
-    @Test func pacingSpreadsTheRemainingRequestsAcrossTheWindow() throws {
-        var policy = BrazeRatePolicy(maxWindow: 24, maxRequestsPerSecond: nil, seed: 3)
-        let first = try Self.start(&policy, at: 0)
-        policy.release(first, .answered(Self.headers(remaining: 130)), at: Self.at(50))
-        // 2,550 ms left for 130 requests: one every ~19.6 ms after the last start (t = 0).
+    /// Runs one host against a window of 130 requests left, answers after 50 ms, while `others` other hosts each
+    /// take one request from the window per answer of this host; returns this host's start times (ms).
+    static func spend(_ policy: inout BrazeRatePolicy, others: Int) throws -> [Int64] {
+        let first = try start(&policy, at: 0)
+        policy.release(first, .answered(headers(remaining: 130)), at: at(50))
         var time: Int64 = 50
         var starts: [Int64] = []
         var inFlight: [(ticket: BrazeRatePolicy.Ticket, answerAt: Int64)] = []
         var remaining = 130
         while time < 2_600 {
             for sent in inFlight where sent.answerAt <= time {
-                remaining -= 1
-                policy.release(sent.ticket, .answered(Self.headers(remaining: remaining)), at: Self.at(time))
+                remaining = max(0, remaining - 1 - others)
+                policy.release(sent.ticket, .answered(headers(remaining: remaining)), at: at(time))
             }
             inFlight.removeAll { $0.answerAt <= time }
-            if case .start(let ticket) = policy.decide(at: Self.at(time)) {
+            if remaining > 0, case .start(let ticket) = policy.decide(at: at(time)) {
                 starts.append(time)
                 inFlight.append((ticket, time + 50))
             }
             time += 1
         }
+        return starts
+    }
+
+    @Test func aHostAloneUsesWhatIsLeftAtOnce() throws {
+        var policy = BrazeRatePolicy(maxWindow: 24, maxRequestsPerSecond: nil, seed: 3)
+        let starts = try Self.spend(&policy, others: 0)
+        #expect(policy.sharers < BrazeRatePolicy.aloneBelow)
         #expect(starts.count >= 120 && starts.count <= 130, "\(starts.count) starts for 130 remaining")
+        // Slow start, then the send window: all of it well before the reset, not spread to its end.
+        #expect((starts.last ?? .max) < 1_000, "\(starts.suffix(3))")
+    }
+
+    @Test func sharedWindowsArePacedNotBurst() throws {
+        var policy = BrazeRatePolicy(maxWindow: 24, maxRequestsPerSecond: nil, seed: 3)
+        // Two other hosts at this host's rate: the window falls three times as fast as this host spends it.
+        let starts = try Self.spend(&policy, others: 2)
+        #expect(policy.sharers >= 2.5 && policy.sharers <= 3.5, "measured \(policy.sharers) sharers")
+        #expect(starts.count <= 130 / 3 + 5, "\(starts.count) starts: more than a third of the window")
         let gaps = zip(starts.dropFirst(), starts).map { $0 - $1 }
-        #expect((gaps.max() ?? 0) <= 40, "no burst then stall: \(gaps.max() ?? 0)")
         #expect(starts.prefix(10).last.map { $0 >= 150 } == true, "not a burst at the start: \(starts.prefix(10))")
+        #expect((gaps.max() ?? 0) <= 300, "no burst then stall: \(gaps.max() ?? 0)")
     }
 
     @Test func retryAfterZeroAndAResetInThePastMakeNoHotLoop() throws {
