@@ -265,8 +265,11 @@ struct BrazeRatePolicy: Sendable {
                 return .until(afterReset)
             }
             // Alone on the window (nobody else's requests make it fall), what is left is this host's to use at
-            // once: spreading it would only make the last requests of a backlog wait for nothing.
-            if sharers < Self.aloneBelow { return .none }
+            // once: spreading it would only make the last requests of a backlog wait for nothing. "Alone" is
+            // measured in this window over `aloneAfterAnswers` answers and strict (the window fell by at most 2 %
+            // more than this host spent): a looser test let a host that got ahead burst, starve the others, and
+            // so keep measuring itself alone (two equal hosts finished 2× apart).
+            if reading.ownAnswers >= Self.aloneAfterAnswers, sharers <= Self.aloneAtMost { return .none }
             if let lastStart {
                 let next = lastStart + .milliseconds(untilReset) * (1 / share)
                 if next > now.monotonic { return .until(min(next, afterReset)) }
@@ -327,8 +330,10 @@ struct BrazeRatePolicy: Sendable {
         sharers <= 1 ? 1 : exp(0.5 * log(sharers))
     }
 
-    /// Measured sharers below this mean this host is alone on the window.
-    static let aloneBelow = 1.5
+    /// Measured sharers of at most this, over at least `aloneAfterAnswers` own answers in the window, mean this
+    /// host is alone on it.
+    static let aloneAtMost = 1.02
+    static let aloneAfterAnswers = 20
 
     /// Own answers in a window before its fall is trusted to count the sharers (the previous window's count holds
     /// until then), and the most sharers believed.

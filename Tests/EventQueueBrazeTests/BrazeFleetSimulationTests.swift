@@ -14,7 +14,7 @@ import Testing
         #expect(BrazeFleetSimulation(configuration).run() == BrazeFleetSimulation(configuration).run())
     }
 
-    @Test(arguments: [(1, 534, 50.0), (4, 200, 50.0), (8, 200, 10.0)])
+    @Test(arguments: [(1, 534, 50.0), (2, 200, 50.0), (2, 200, 10.0), (4, 200, 50.0), (8, 200, 10.0)])
     func theBenchmarksScaleMeetsItsTargets(hosts: Int, requests: Int, latency: Double) {
         let outcome = BrazeFleetSimulation(
             .init(hosts: hosts, requestsPerHost: requests, limit: 150, latencyMilliseconds: latency)
