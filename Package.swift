@@ -29,6 +29,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // Benchmarks only (latency percentiles); never a dependency of the libraries.
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // `swift package generate-documentation` (the DocC reference of the writer library, scripts/docs); a
+        // command plugin: nothing it holds is linked into any product.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(

@@ -1,6 +1,8 @@
 /// Who holds the drain lock, when another drainer does.
 public struct DrainLockHolder: Sendable, Hashable {
+    /// The holder's consumer id (host, pid, random part): who to look for.
     public var owner: String
+    /// When its lock lapses unless renewed (UTC Unix milliseconds).
     public var expiresAtMilliseconds: Int64
 }
 

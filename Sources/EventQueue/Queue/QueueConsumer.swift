@@ -18,6 +18,9 @@ public final class QueueConsumer {
     public let consumerID: String
     private var claimSequence: UInt64 = 0
 
+    /// Opens the queue at `path` as a consumer: the full schema check (a planted trigger is refused), then the
+    /// page cache a claim over a big backlog needs. `consumerID` names this consumer in leases and the drain
+    /// lock (default: host, pid and a random part, so a restart on this host can release a dead one's leases).
     public init(path: String, options: QueueOptions = QueueOptions(), consumerID: String? = nil) throws(QueueError) {
         file = try QueueFile(path: path, options: options, schemaCheck: .full)
         self.consumerID = consumerID ?? QueueConsumer.makeConsumerID()
@@ -27,6 +30,7 @@ public final class QueueConsumer {
         try file.connection.execute("PRAGMA cache_size = -32768", operation: "sizing the page cache")
     }
 
+    /// The queue file's path.
     public var path: String { file.path }
 
     /// Closes the connection; the last connection to close checkpoints and removes the `-wal` file.

@@ -6,10 +6,13 @@ import CSQLite
 
 /// What `QueueSalvage.run` copied out of a damaged queue file, and what it could not.
 public struct SalvageReport: Sendable, Hashable {
+    /// The damaged file, read only.
     public var source: String
+    /// The new queue file the records were copied into.
     public var destination: String
     /// Records copied into the new file: pending ones (a leased record becomes pending again) and dead letters.
     public var recoveredPending = 0
+    /// Dead letters copied into the new file (still dead, with their reasons).
     public var recoveredDead = 0
     /// Live records the old file's `records_live` index lists but whose rows could not be read (they were on a
     /// damaged page). Dead letters on a damaged page cannot be counted (their index is not covering).
@@ -37,6 +40,7 @@ public struct SalvageReport: Sendable, Hashable {
     /// One line per invalid row (the first 100): its id and what was wrong.
     public var invalidReasons: [String] = []
 
+    /// Records copied in all.
     public var recovered: Int { recoveredPending + recoveredDead }
     /// Every record of the old file is in the new one.
     public var isComplete: Bool { unreadable == 0 && invalid == 0 && damagedRanges.isEmpty && indexComplete }

@@ -1,14 +1,20 @@
 /// A snapshot of a queue, as `queuectl status` prints it.
 public struct QueueStats: Sendable, Hashable {
+    /// Records waiting for delivery (due now or at their retry time).
     public var pending: Int
+    /// Records claimed by a consumer under a lease (in flight).
     public var leased: Int
+    /// Dead letters: records that will not be delivered unless an operator retries them.
     public var dead: Int
     /// Seconds since the oldest pending record was enqueued; `nil` when nothing is pending.
     public var oldestPendingAgeSeconds: Double?
     /// The earliest time a record not claimable now becomes claimable (Unix ms): a retry coming due, or the
     /// lease of a crashed consumer expiring. A daemon schedules its next pass for then.
     public var nextRetryAtMilliseconds: Int64?
+    /// The size of the queue file.
     public var databaseBytes: Int64
+    /// The size of its write-ahead log (`-wal`), not yet folded back into the file.
     public var walBytes: Int64
+    /// The file's schema version (`PRAGMA user_version`).
     public var schemaVersion: Int
 }

@@ -3,12 +3,16 @@
 ///
 /// Unlike a `ClaimedRecord`, it is read without a lease, so nothing about it is promised to stay true.
 public struct QueuedRecord: Sendable, Hashable {
+    /// Where a record is in its life: waiting, in flight under a lease, or a dead letter.
     public enum State: String, Sendable, Hashable {
         case pending, leased, dead
     }
 
+    /// The record's id.
     public var id: Int64
+    /// Which Braze array the record goes into.
     public var kind: RecordKind
+    /// Its state when it was read.
     public var state: State
     /// The stored Braze object as JSON text.
     public var payload: String

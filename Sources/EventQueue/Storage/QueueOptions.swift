@@ -10,6 +10,7 @@ public struct QueueOptions: Sendable, Hashable {
 
     /// How long to wait for another process's write lock before giving up with `QueueError.busy`.
     public var busyTimeoutMilliseconds: Int
+    /// What a commit promises about power loss (`full` by default).
     public var durability: Durability
     /// After a checkpoint the `-wal` file is truncated to at most this size.
     public var journalSizeLimitBytes: Int
@@ -23,6 +24,8 @@ public struct QueueOptions: Sendable, Hashable {
     /// for its start (`Daemon`), so a damaged file is refused there, untouched, instead of found mid-pass.
     public var verifyIntegrityOnOpen: Bool
 
+    /// The safe defaults: a 5 s busy timeout, full durability, a 32 MiB `-wal` limit, a 16 MiB free-space
+    /// reserve, no integrity check at open.
     public init(
         busyTimeoutMilliseconds: Int = 5_000,
         durability: Durability = .full,

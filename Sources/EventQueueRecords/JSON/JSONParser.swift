@@ -9,11 +9,13 @@ public struct JSONParseError: Error, Sendable, Hashable, CustomStringConvertible
     /// What is wrong, e.g. `duplicate key "a"`, `invalid UTF-8: overlong encoding`.
     public var message: String
 
+    /// A parse error at byte `offset` of the input.
     public init(offset: Int, message: String) {
         self.offset = offset
         self.message = message
     }
 
+    /// "invalid JSON at byte 12: …": the place and the problem in one line.
     public var description: String { "invalid JSON at byte \(offset): \(message)" }
 }
 
@@ -25,6 +27,7 @@ public struct JSONParseLimits: Sendable, Hashable {
     /// The largest number of nested arrays and objects accepted; a top-level scalar has depth 0.
     public var maxDepth: Int
 
+    /// Limits for untrusted input; 64 levels is far beyond any object Braze takes.
     public init(maxDepth: Int = 64) {
         self.maxDepth = maxDepth
     }

@@ -5,11 +5,17 @@
 /// about what it stores: object members keep their order, numbers keep their original digits (a 19-digit id
 /// survives a round trip), and duplicate keys are an error rather than a silent "last one wins".
 public enum JSONValue: Sendable, Hashable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// A number, with the digits it was written with.
     case number(JSONNumber)
+    /// A string.
     case string(String)
+    /// An array.
     case array([JSONValue])
+    /// An object, members in written order.
     case object(JSONObject)
 
     /// The name of this value's JSON type, for error messages ("expected a string, got number").
@@ -64,10 +70,12 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
         self.text = text
     }
 
+    /// An integer, written exactly.
     public init(_ value: Int) {
         self.text = String(value)
     }
 
+    /// A 64-bit integer, written exactly (identifiers and millisecond times fit).
     public init(_ value: Int64) {
         self.text = String(value)
     }
@@ -93,6 +101,7 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
         return Int64(value)
     }
 
+    /// The number's JSON text, as stored and sent.
     public var description: String { text }
 
     /// Checks the JSON number grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
@@ -129,18 +138,24 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 /// Order matters for a queue: what a writer enqueued is what the sink receives, byte for byte, so operators
 /// can compare the two. Lookups are linear, which is the fastest choice for the small objects Braze takes.
 public struct JSONObject: Sendable, Hashable, Sequence {
+    /// One `key: value` pair, in the order it was written.
     public struct Member: Sendable, Hashable {
+        /// The member's name.
         public var key: String
+        /// The member's value.
         public var value: JSONValue
 
+        /// A member; an object built from members needs distinct keys (`JSONObject.init(members:)`).
         public init(key: String, value: JSONValue) {
             self.key = key
             self.value = value
         }
     }
 
+    /// The members in written order; read-only, so keys stay distinct (set them through the subscript).
     public private(set) var members: [Member]
 
+    /// An empty object, `{}`.
     public init() {
         members = []
     }
@@ -150,8 +165,11 @@ public struct JSONObject: Sendable, Hashable, Sequence {
         self.members = members
     }
 
+    /// How many members the object has.
     public var count: Int { members.count }
+    /// True for `{}`.
     public var isEmpty: Bool { members.isEmpty }
+    /// The member names, in written order.
     public var keys: [String] { members.map(\.key) }
 
     /// Reads a member, or sets one: setting an existing key replaces its value in place, a new key is
@@ -174,10 +192,12 @@ public struct JSONObject: Sendable, Hashable, Sequence {
         }
     }
 
+    /// Whether a member is named `key` (its value may be `null`).
     public func contains(key: String) -> Bool {
         members.contains { $0.key == key }
     }
 
+    /// The members in written order.
     public func makeIterator() -> IndexingIterator<[Member]> {
         members.makeIterator()
     }
@@ -187,12 +207,20 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
     ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral,
     ExpressibleByDictionaryLiteral
 {
+    /// `nil` is JSON `null` (as an attribute value: remove the attribute).
     public init(nilLiteral: ()) { self = .null }
+    /// `true` or `false`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An integer literal, written exactly.
     public init(integerLiteral value: Int) { self = .number(JSONNumber(value)) }
+    /// A floating-point literal; a non-finite one becomes `null` (JSON has no NaN or infinity). For an exact
+    /// decimal such as a price, prefer `JSONNumber(text:)`.
     public init(floatLiteral value: Double) { self = JSONNumber(value).map(JSONValue.number) ?? .null }
+    /// A string literal.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An array literal, `["a", 1]`.
     public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// An object literal, `["song": "Yesterday"]`; a repeated key keeps the last value.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         var object = JSONObject()
         for (key, value) in elements { object[key] = value }
@@ -201,6 +229,7 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
 }
 
 extension JSONObject: ExpressibleByDictionaryLiteral {
+    /// An object literal, `["cart_items": 3]`, members in written order; a repeated key keeps the last value.
     public init(dictionaryLiteral elements: (String, JSONValue)...) {
         self.init()
         for (key, value) in elements { self[key] = value }

@@ -1,7 +1,10 @@
 /// The three kinds of object Braze's `POST /users/track` takes, one per request array.
 public enum RecordKind: String, Sendable, Hashable, CaseIterable {
+    /// A custom event (`events` array).
     case event
+    /// Custom attributes and standard profile fields of one user (`attributes` array).
     case attribute
+    /// A purchase (`purchases` array).
     case purchase
 
     /// The request array this kind is delivered in: `events`, `attributes` or `purchases`.
@@ -20,6 +23,7 @@ public enum RecordKind: String, Sendable, Hashable, CaseIterable {
 /// writer enqueues is what the API receives and nothing is lost in translation. Build one with the factory
 /// methods or from an NDJSON line; it is checked against Braze's rules when it is enqueued.
 public struct Record: Sendable, Hashable {
+    /// Which of Braze's arrays the object goes into.
     public var kind: RecordKind
     /// The Braze object: for an event `{"external_id": ..., "name": ..., "time": ..., "properties": {...}}`.
     public var object: JSONObject
@@ -27,6 +31,8 @@ public struct Record: Sendable, Hashable {
     /// writer can retry after an ambiguous failure without creating a duplicate.
     public var idempotencyKey: String?
 
+    /// A record from a Braze object built by hand (the factory methods cover the common cases); it is checked
+    /// against Braze's rules only when it is enqueued.
     public init(kind: RecordKind, object: JSONObject, idempotencyKey: String? = nil) {
         self.kind = kind
         self.object = object

@@ -3,10 +3,15 @@
 /// The identity is also the unit of ordering: records of the same user are delivered in the order they were
 /// enqueued, even across retries, while records of different users never wait on each other.
 public enum UserIdentity: Sendable, Hashable {
+    /// Your own user id (`external_id`): the usual choice, stable across devices.
     case externalID(String)
+    /// Braze's own id for a profile (`braze_id`).
     case brazeID(String)
+    /// A user alias (`user_alias`: `alias_name` and `alias_label`), for users without an external id yet.
     case alias(name: String, label: String)
+    /// An email address (`email`): Braze finds or creates the profile by it.
     case email(String)
+    /// A phone number (`phone`, E.164 recommended).
     case phone(String)
 
     /// The string the queue orders this user's records by: the value of `records.user_key`.

@@ -14,6 +14,7 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The 1-based line number, when the record came from NDJSON.
     public var line: Int?
 
+    /// A refusal of `field` for breaking `rule`; `index` or `line` place it in a batch or an NDJSON input.
     public init(field: String, rule: String, index: Int? = nil, line: Int? = nil) {
         self.field = field
         self.rule = rule
@@ -21,6 +22,7 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
         self.line = line
     }
 
+    /// "line 3: properties.song must be 1 to 255 characters": the place, the field and the rule, in one line.
     public var description: String {
         var prefix = ""
         if let line {
