@@ -21,6 +21,7 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let pending: Metrics.Gauge
     private let leased: Metrics.Gauge
     private let deadNow: Metrics.Gauge
+    private let oldestPendingAge: Metrics.Gauge
     private let recordsInFlight: Metrics.Gauge
     private let requestsInFlight: Metrics.Gauge
     private let sendWindow: Metrics.Gauge
@@ -68,6 +69,7 @@ final class DaemonMetrics: BrazeRequestObserver {
         pending = Metrics.Gauge(label: "eventqueue_records_pending")
         leased = Metrics.Gauge(label: "eventqueue_records_leased")
         deadNow = Metrics.Gauge(label: "eventqueue_records_dead")
+        oldestPendingAge = Metrics.Gauge(label: "eventqueue_oldest_pending_age_seconds")
         recordsInFlight = Metrics.Gauge(label: "eventqueue_records_in_flight")
         requestsInFlight = Metrics.Gauge(label: "eventqueue_braze_requests_in_flight")
         sendWindow = Metrics.Gauge(label: "eventqueue_braze_send_window")
@@ -139,6 +141,8 @@ final class DaemonMetrics: BrazeRequestObserver {
         pending.record(stats.pending)
         leased.record(stats.leased)
         deadNow.record(stats.dead)
+        // 0 with nothing pending: an alert on age then stays quiet.
+        oldestPendingAge.record(stats.oldestPendingAgeSeconds ?? 0)
     }
 
     /// Brings the enqueued counter up to the highest id ever assigned (read from the file at scrape time).

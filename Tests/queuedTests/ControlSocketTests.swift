@@ -67,8 +67,19 @@ import EventQueueTestSupport
                 #"eventqueue_passes_total{result="all_delivered"} 1"#, "eventqueue_pass_duration_seconds_count 1",
                 "eventqueue_sink_batch_duration_seconds_count 1", "eventqueue_batch_size_count 1",
                 "eventqueue_records_pending 0", "eventqueue_records_leased 0", "eventqueue_records_dead 0",
+                "eventqueue_oldest_pending_age_seconds 0",
             ] {
                 #expect(text.contains(name), "missing \(name) in\n\(text)")
+            }
+            // Every metric the shipped alerting rules use is exported (at zero from the first scrape).
+            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
+            let rules = try String(
+                contentsOf: root.appendingPathComponent("packaging/prometheus/eventqueue-alerts.yml"), encoding: .utf8)
+            let used = Set(rules.matches(of: /eventqueue_[a-z_]+/).map { String($0.output) })
+            #expect(used.count >= 5, "\(used)")
+            for metric in used.sorted() {
+                #expect(text.contains("\n\(metric)") || text.contains("# TYPE \(metric) "), "the rules use \(metric)")
             }
         }
     }
