@@ -2,10 +2,11 @@
     import Glibc
 #endif
 
-/// An open queue file: a configured connection with the schema brought up to date.
+/// An open queue file: a configured connection to a file whose schema this binary can use in its role.
 ///
 /// Opening is what every writer pays, in every short-lived extension process, so it is kept to a handful of
-/// statements: read the schema version, set the per-connection pragmas, and migrate only when needed.
+/// statements: read the schema version, set the per-connection pragmas, and migrate only when needed (a new file,
+/// or an older one opened by a consumer; docs/SCHEMA.md, "Compatibility").
 final class QueueFile {
     let connection: Connection
     let options: QueueOptions
