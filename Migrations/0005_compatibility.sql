@@ -15,13 +15,13 @@ CREATE TABLE schema_levels (
     release     TEXT    NOT NULL CHECK (length(release) BETWEEN 1 AND 64)
 ) STRICT;
 
--- The tables and indexes that migrations after this one created, recorded by the binary that ran them (never
--- written by hand): a binary older than such a migration finds objects it does not know, and tolerates exactly
--- these, with exactly this SQL. Triggers and views never appear here: they run code inside every statement on
+-- The tables and indexes that migrations from this one on created (these two tables included), recorded by the
+-- binary that ran them (never written by hand): a binary older than such a migration finds objects it does not
+-- know, and tolerates exactly these, with exactly this SQL. Triggers and views never appear here: they run code inside every statement on
 -- their table, so no migration may add one and every binary refuses them.
 CREATE TABLE schema_additions (
     name     TEXT    PRIMARY KEY,
-    version  INTEGER NOT NULL CHECK (version BETWEEN 6 AND 1000000),
+    version  INTEGER NOT NULL CHECK (version BETWEEN 5 AND 1000000),
     type     TEXT    NOT NULL CHECK (type IN ('table', 'index')),
     tbl_name TEXT    NOT NULL,
     sql      TEXT    NOT NULL

@@ -30,7 +30,7 @@ public enum Migrations {
                 let before = try objectNames(connection)
                 try connection.execute(
                     migration.sql, operation: "applying migration \(migration.version)_\(migration.name)")
-                if migration.version > SchemaContract.firstContractVersion {
+                if migration.version >= SchemaContract.firstContractVersion {
                     try recordAdditions(connection, of: migration, before: before)
                 }
                 try connection.execute(
