@@ -15,9 +15,10 @@ CREATE TABLE schema_levels (
     release     TEXT    NOT NULL CHECK (length(release) BETWEEN 1 AND 64)
 ) STRICT;
 
--- The tables and indexes that migrations from this one on created (these two tables included), recorded by the
--- binary that ran them (never written by hand): a binary older than such a migration finds objects it does not
--- know, and tolerates exactly these, with exactly this SQL. Triggers and views never appear here: they run code inside every statement on
+-- The tables and indexes that migrations from this one on created (these two tables included), and the tables
+-- whose definition they changed (a column added), recorded by the binary that ran them (never written by hand): a
+-- binary older than such a migration finds objects it does not know, and tolerates exactly these, with exactly
+-- this SQL. Triggers and views never appear here: they run code inside every statement on
 -- their table, so no migration may add one and every binary refuses them.
 CREATE TABLE schema_additions (
     name     TEXT    PRIMARY KEY,

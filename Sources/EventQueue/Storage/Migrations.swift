@@ -47,12 +47,13 @@ public enum Migrations {
         }
     }
 
-    /// Records the tables and indexes `migration` created in `schema_additions`, so that binaries older than it
-    /// can tell them from objects someone planted (docs/SCHEMA.md, "Compatibility"). A migration that creates a
-    /// trigger or a view is refused: no binary may tolerate code that runs inside its statements.
-    private static func recordAdditions(_ connection: Connection, of migration: Migration, before: Set<String>)
-        throws(QueueError)
-    {
+    /// Records the tables and indexes `migration` created, and the tables whose definition it changed (a column
+    /// added), in `schema_additions`, so that binaries older than it can tell them from objects someone planted
+    /// or changed (docs/SCHEMA.md, "Compatibility"). A migration that creates a trigger or a view is refused: no
+    /// binary may tolerate code that runs inside its statements.
+    private static func recordAdditions(
+        _ connection: Connection, of migration: Migration, before: [String: String?]
+    ) throws(QueueError) {
         let created = try connection.statement(
             "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE sql IS NOT NULL",
             operation: "reading the schema migration \(migration.version) created")
@@ -61,7 +62,12 @@ public enum Migrations {
             let object = QueueSchema.Object(
                 type: created.text(0) ?? "", name: created.text(1) ?? "", tableName: created.text(2) ?? "",
                 sql: created.text(3))
-            if !before.contains(object.name) { objects.append(object) }
+            if let previous = before[object.name] {
+                // An existing table whose CREATE statement changed: ALTER TABLE ... ADD COLUMN.
+                if object.type == "table", previous != object.sql { objects.append(object) }
+            } else {
+                objects.append(object)
+            }
         }
         created.reset()
         let record = try connection.statement(
@@ -86,12 +92,14 @@ public enum Migrations {
         }
     }
 
-    private static func objectNames(_ connection: Connection) throws(QueueError) -> Set<String> {
-        let statement = try connection.statement("SELECT name FROM sqlite_schema", operation: "reading the schema")
+    /// Every schema object's name and `CREATE` statement.
+    private static func objectNames(_ connection: Connection) throws(QueueError) -> [String: String?] {
+        let statement = try connection.statement(
+            "SELECT name, sql FROM sqlite_schema", operation: "reading the schema")
         defer { statement.reset() }
-        var names: Set<String> = []
-        while try statement.step() { names.insert(statement.text(0) ?? "") }
-        return names
+        var objects: [String: String?] = [:]
+        while try statement.step() { objects[statement.text(0) ?? ""] = .some(statement.text(1)) }
+        return objects
     }
 
     /// The embedded migrations a file at schema `version` has not had yet, oldest first (`queuectl migrate`).

@@ -95,6 +95,8 @@ public enum QueueSchema {
                         + (present.sql.map { ": " + shown($0) } ?? ""))
             case (let present?, let wanted?):
                 if present == wanted { continue }
+                // A table a newer migration changed additively (a column added), exactly as it recorded it.
+                if SchemaContract.Addition.tolerates(present, in: tolerated, fullCheck: true) { continue }
                 if name == "sqlite_sequence", present.type == wanted.type { continue }
                 found.append(
                     "\(wanted.type) \(shown(name)) differs from the one EventQueue creates: found "
@@ -150,19 +152,19 @@ public enum QueueSchema {
         while try statement.step() {
             let type = statement.text(0) ?? ""
             let name = statement.text(1) ?? ""
-            if !tolerated.isEmpty,
-                SchemaContract.Addition.tolerates(
-                    Object(type: type, name: name, tableName: statement.text(2) ?? "", sql: nil), in: tolerated,
-                    fullCheck: false)
-            {
-                continue
-            }
             if name.hasPrefix("sqlite_") {
                 if name.hasPrefix("sqlite_autoindex_") || name == "sqlite_sequence" || name.hasPrefix("sqlite_stat") {
                     if type == "table" || type == "index" { continue }
                 }
             } else if expected[name] == type {
                 seen += 1
+                continue
+            }
+            if !tolerated.isEmpty,
+                SchemaContract.Addition.tolerates(
+                    Object(type: type, name: name, tableName: statement.text(2) ?? "", sql: nil), in: tolerated,
+                    fullCheck: false)
+            {
                 continue
             }
             found.append("\(shown(type)) \(shown(name)) was not created by EventQueue")

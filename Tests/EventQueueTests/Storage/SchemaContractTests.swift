@@ -114,6 +114,31 @@ import Testing
         consumer.close()
     }
 
+    /// A nullable column added by the next release: this release's writer (its INSERT names its columns) and
+    /// consumer (the full check compares the table with the recorded definition) keep working.
+    @Test func anAddedColumnIsToleratedAsRecorded() throws {
+        try migratedByTheNextRelease("ALTER TABLE records ADD COLUMN origin TEXT;")
+        let raw = try RawDatabase(path: path)
+        #expect(
+            try raw.scalar("SELECT sql FROM schema_additions WHERE name = 'records'")
+                == raw.scalar("SELECT sql FROM sqlite_schema WHERE name = 'records'"))
+        let writer = try QueueWriter(path: path)
+        try writer.enqueue(event("after", user: "u2"))
+        writer.close()
+        let consumer = try QueueConsumer(path: path)
+        defer { consumer.close() }
+        let claim = try consumer.claim(limit: 10, leaseMilliseconds: 60_000)
+        #expect(try consumer.ack(claim.records.map(\.id), lease: claim.lease) == 2)
+        #expect(QueueCheck.run(path: path).isHealthy)
+    }
+
+    @Test func aColumnNoMigrationRecordedIsRefusedByConsumers() throws {
+        try migratedByTheNextRelease()
+        let raw = try RawDatabase(path: path)
+        try raw.execute("ALTER TABLE records ADD COLUMN planted TEXT")
+        expectAttackerRefusal { () throws(QueueError) in _ = try QueueConsumer(path: path) }
+    }
+
     @Test func aPlantedTriggerInANewerFileIsStillRefusedAsAnAttack() throws {
         try migratedByTheNextRelease()
         let raw = try RawDatabase(path: path)
