@@ -39,11 +39,11 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        .executableTarget(name: "EmbedMigrations"),
+        // Migrations/*.sql and the release version (git tag) as Swift source, before every build
+        // (scripts/embed-build-info).
         .plugin(
             name: "EmbedMigrationsPlugin",
             capability: .buildTool(),
-            dependencies: ["EmbedMigrations"],
             path: "Sources/EmbedMigrationsPlugin"
         ),
         // The record model: JSON, Braze records and their rules, ISO 8601 time. Standard library and Glibc only,
@@ -52,6 +52,9 @@ let package = Package(
         .target(
             name: "EventQueue",
             dependencies: ["EventQueueRecords", "CSQLite"],
+            // A symlink to Migrations/, only so that adding a migration makes SwiftPM plan the build again
+            // (EmbedMigrationsPlugin); the plugin embeds the files.
+            exclude: ["Migrations"],
             plugins: ["EmbedMigrationsPlugin"]
         ),
         .target(

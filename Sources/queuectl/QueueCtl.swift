@@ -19,7 +19,8 @@ struct QueueCtl: AsyncParsableCommand {
             """ + ExitStatus.helpText(for: .queuectl),
         version: EventQueueVersion.string,
         subcommands: [
-            Enqueue.self, Drain.self, Status.self, Peek.self, Dead.self, Check.self, Salvage.self, ImportLegacy.self,
+            Enqueue.self, Drain.self, Status.self, Peek.self, Dead.self, Check.self, Migrate.self, Salvage.self,
+            ImportLegacy.self,
         ]
     )
 

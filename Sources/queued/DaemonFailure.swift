@@ -27,7 +27,8 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
         case .service: return .internalError
         case .queue(let error):
             switch error {
-            case .notAQueueFile, .corrupt, .schemaTooNew, .unsafeQueueFile: return .badQueueFileOrConfiguration
+            case .notAQueueFile, .corrupt, .schemaTooNew, .needsNewerRelease, .unsafeQueueFile:
+                return .badQueueFileOrConfiguration
             case .cannotOpen, .readOnly: return .cannotCreate
             case .busy: return .busy
             default: return .ioError

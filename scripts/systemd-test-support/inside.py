@@ -7,6 +7,8 @@
   inside.py delivered FILE                            prints the delivered markers of a jsonl sink file, one a line
   inside.py wait-lines FILE N TIMEOUT                 waits until FILE has at least N lines
   inside.py count DB                                  prints the records left in the queue file (read-only)
+  inside.py schema-version DB                         prints the queue file's user_version (read-only)
+  inside.py ndjson FILE PREFIX COUNT                  writes COUNT event lines marked PREFIX-0... (mode 0644)
 """
 import json
 import os
@@ -68,6 +70,19 @@ def count(db):
     print(connection.execute("SELECT count(*) FROM records").fetchone()[0])
 
 
+def schema_version(db):
+    connection = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    print(connection.execute("PRAGMA user_version").fetchone()[0])
+
+
+def ndjson(path, prefix, n):
+    with open(path, "w") as handle:
+        for index in range(int(n)):
+            handle.write(json.dumps({"type": "event", "external_id": f"{prefix}-u{index % 7}", "name": "bulk",
+                                     "properties": {"marker": f"{prefix}-{index}"}}) + "\n")
+    os.chmod(path, 0o644)
+
+
 commands = {"foreign-writer": foreign_writer, "http-get": http_get, "delivered": delivered,
-            "wait-lines": wait_lines, "count": count}
+            "wait-lines": wait_lines, "count": count, "schema-version": schema_version, "ndjson": ndjson}
 commands[sys.argv[1]](*sys.argv[2:])

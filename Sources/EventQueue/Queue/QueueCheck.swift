@@ -13,7 +13,8 @@ public struct CheckReport: Sendable, Hashable {
     public var facts: [Fact] = []
     /// Anything here makes `queuectl check` exit non-zero.
     public var problems: [String] = []
-    /// Worth knowing, not wrong (an older schema that the next writer will migrate, unusual permissions).
+    /// Worth knowing, not wrong (an older schema that the daemon will migrate, a newer additive one, unusual
+    /// permissions).
     public var warnings: [String] = []
 
     public var isHealthy: Bool { problems.isEmpty }
@@ -88,15 +89,19 @@ public enum QueueCheck {
     private static func inspect(_ connection: Connection, into report: inout CheckReport) throws(QueueError) {
         let version = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))
         report.facts.append(.init(name: "schema_version", value: String(version)))
+        var comparable = version >= 1
         if version > Migrations.latestVersion {
-            report.problems.append(
-                "schema version \(version) is newer than this binary's \(Migrations.latestVersion); upgrade EventQueue")
-        } else if version == 0 {
+            comparable = try inspectNewer(connection, version: version, into: &report)
+        } else if version >= 1 {
+            try reportLevels(connection, version: version, into: &report)
+        }
+        if version == 0 {
             report.problems.append("the file has no EventQueue schema (user_version 0)")
         } else if version < Migrations.latestVersion {
+            // Writers write into it as it is; only a consumer moves an existing file forward.
             report.warnings.append(
-                "schema version \(version) is older than \(Migrations.latestVersion); the next writer or the daemon "
-                    + "migrates it")
+                "schema version \(version) is older than \(Migrations.latestVersion); the daemon migrates it at "
+                    + "start, or run `queuectl migrate`")
         }
         let journal = try connection.scalarText("PRAGMA journal_mode", operation: "reading journal_mode") ?? "?"
         report.facts.append(.init(name: "journal_mode", value: journal))
@@ -111,11 +116,11 @@ public enum QueueCheck {
         ] {
             report.facts.append(.init(name: name, value: String(try connection.scalarInt(sql, operation: name))))
         }
-        if (1...Migrations.latestVersion).contains(version) {
-            // The whole schema, compared with what the migrations up to this version create: a planted trigger or
-            // view, or an index replaced by another of the same name, is named here.
-            let differences = QueueSchema.differences(
-                actual: try QueueSchema.actual(connection), expected: try QueueSchema.expected(version: version))
+        if comparable {
+            // The whole schema, compared with what the migrations up to this version create (plus, in a newer
+            // file, what newer migrations recorded): a planted trigger or view, or an index replaced by another
+            // of the same name, is named here.
+            let differences = try QueueSchema.differences(connection, version: Migrations.latestVersion)
             report.facts.append(.init(name: "schema", value: differences.isEmpty ? "ok" : "differs"))
             report.problems.append(contentsOf: differences.map { "schema: " + $0 })
         }
@@ -143,6 +148,56 @@ public enum QueueCheck {
         if messages != ["ok"] {
             report.problems.append(contentsOf: messages.map { "integrity: " + $0 })
         }
+    }
+
+    /// The file's levels and the releases that may write and consume it (facts `write_level`, `read_level`,
+    /// `writers`, `consumers`). A file older than the contract is shared with EventQueue 1.0.0 too.
+    private static func reportLevels(_ connection: Connection, version: Int, into report: inout CheckReport)
+        throws(QueueError)
+    {
+        guard let levels = try SchemaContract.levels(connection) else {
+            report.facts.append(.init(name: "write_level", value: "1"))
+            report.facts.append(.init(name: "read_level", value: "1"))
+            report.facts.append(.init(name: "writers", value: "EventQueue 1.0.0 and later"))
+            report.facts.append(
+                .init(name: "consumers", value: "EventQueue 1.0.0 and later (the daemon migrates it at start)"))
+            return
+        }
+        let writers = try SchemaContract.firstRelease(connection, role: .writer, level: levels.writeLevel)
+        let consumers = try SchemaContract.firstRelease(connection, role: .consumer, level: levels.readLevel)
+        report.facts.append(.init(name: "write_level", value: String(levels.writeLevel)))
+        report.facts.append(.init(name: "read_level", value: String(levels.readLevel)))
+        report.facts.append(.init(name: "writers", value: "EventQueue \(writers ?? levels.release) and later"))
+        report.facts.append(.init(name: "consumers", value: "EventQueue \(consumers ?? levels.release) and later"))
+    }
+
+    /// A file a newer release migrated: usable by this release when its levels allow (a warning), refused
+    /// otherwise (a problem naming the side to upgrade). Returns whether to compare its schema.
+    private static func inspectNewer(_ connection: Connection, version: Int, into report: inout CheckReport)
+        throws(QueueError) -> Bool
+    {
+        guard try SchemaContract.levels(connection) != nil else {
+            report.problems.append(
+                "schema version \(version) is newer than this binary's \(Migrations.latestVersion); upgrade EventQueue")
+            return false
+        }
+        try reportLevels(connection, version: version, into: &report)
+        var refused: [String] = []
+        for role in [QueueRole.writer, .consumer] {
+            do {
+                try SchemaContract.admit(connection, fileVersion: version, role: role)
+            } catch {
+                refused.append(error.description)
+            }
+        }
+        guard refused.isEmpty else {
+            report.problems.append(contentsOf: refused)
+            return false
+        }
+        report.warnings.append(
+            "schema version \(version) is newer than this binary's \(Migrations.latestVersion); its changes are "
+                + "additive, so EventQueue \(EventQueueVersion.string) writes and consumes it as it is")
+        return true
     }
 
     private static func hasSQLiteHeader(_ path: String) -> Bool {

@@ -7,29 +7,32 @@ public struct Migration: Sendable, Hashable {
 
 /// The schema migrations this binary carries (embedded at build time from `Migrations/`).
 public enum Migrations {
-    /// The newest schema version this binary knows; a file with a higher `user_version` is refused.
+    /// The newest schema version this binary knows. A file with a higher `user_version` is used as it is when
+    /// its levels allow (`SchemaContract`), and refused otherwise.
     public static var latestVersion: Int { embedded.last?.version ?? 0 }
 
     /// Brings the file up to `target` (default: the latest), one migration per `BEGIN IMMEDIATE` transaction
     /// that also sets `PRAGMA user_version`. The version is read again inside each transaction, so when two
     /// processes open a new file at once one migrates and the other finds the work done.
-    static func migrate(_ connection: Connection, to target: Int = latestVersion) throws(QueueError) {
+    /// `migrations` is for tests that play a newer release (the embedded ones plus one more).
+    static func migrate(
+        _ connection: Connection, to target: Int = latestVersion, using migrations: [Migration] = embedded
+    ) throws(QueueError) {
         let current = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
-        if current > latestVersion {
-            throw QueueError.schemaTooNew(path: connection.path, found: Int(current), supported: latestVersion)
-        }
+        // A file at or past the target (a newer release migrated it) is left as it is: never migrated back.
         guard current < target else { return }
-        for migration in embedded where migration.version <= target {
+        for migration in migrations where migration.version <= target {
             try connection.transaction(operation: "migrating to schema version \(migration.version)") {
                 () throws(QueueError) in
                 let version = try connection.scalarInt(
                     "PRAGMA user_version", operation: "reading the schema version")
-                if version > latestVersion {
-                    throw QueueError.schemaTooNew(path: connection.path, found: Int(version), supported: latestVersion)
-                }
                 guard version < migration.version else { return }
+                let before = try objectNames(connection)
                 try connection.execute(
                     migration.sql, operation: "applying migration \(migration.version)_\(migration.name)")
+                if migration.version >= SchemaContract.firstContractVersion {
+                    try recordAdditions(connection, of: migration, before: before)
+                }
                 try connection.execute(
                     "PRAGMA user_version = \(migration.version)", operation: "recording schema version")
             }
@@ -42,5 +45,65 @@ public enum Migrations {
                 try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the new schema")
             }
         }
+    }
+
+    /// Records the tables and indexes `migration` created, and the tables whose definition it changed (a column
+    /// added), in `schema_additions`, so that binaries older than it can tell them from objects someone planted
+    /// or changed (docs/SCHEMA.md, "Compatibility"). A migration that creates a trigger or a view is refused: no
+    /// binary may tolerate code that runs inside its statements.
+    private static func recordAdditions(
+        _ connection: Connection, of migration: Migration, before: [String: String?]
+    ) throws(QueueError) {
+        let created = try connection.statement(
+            "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE sql IS NOT NULL",
+            operation: "reading the schema migration \(migration.version) created")
+        var objects: [QueueSchema.Object] = []
+        while try created.step() {
+            let object = QueueSchema.Object(
+                type: created.text(0) ?? "", name: created.text(1) ?? "", tableName: created.text(2) ?? "",
+                sql: created.text(3))
+            if let previous = before[object.name] {
+                // An existing table whose CREATE statement changed: ALTER TABLE ... ADD COLUMN.
+                if object.type == "table", previous != object.sql { objects.append(object) }
+            } else {
+                objects.append(object)
+            }
+        }
+        created.reset()
+        let record = try connection.statement(
+            "INSERT OR REPLACE INTO schema_additions (name, version, type, tbl_name, sql) VALUES (?1, ?2, ?3, ?4, ?5)",
+            operation: "recording the schema migration \(migration.version) created")
+        defer { record.reset() }
+        for object in objects {
+            guard object.type == "table" || object.type == "index" else {
+                throw QueueError.sqlite(
+                    code: 1,
+                    message: "migration \(migration.version)_\(migration.name) creates \(object.type) \(object.name); "
+                        + "migrations may add tables and indexes only (docs/SCHEMA.md, \"Compatibility\")",
+                    operation: "applying migration \(migration.version)_\(migration.name)")
+            }
+            record.reset()
+            record.bind(1, object.name)
+            record.bind(2, migration.version)
+            record.bind(3, object.type)
+            record.bind(4, object.tableName)
+            record.bind(5, object.sql)
+            try record.run()
+        }
+    }
+
+    /// Every schema object's name and `CREATE` statement.
+    private static func objectNames(_ connection: Connection) throws(QueueError) -> [String: String?] {
+        let statement = try connection.statement(
+            "SELECT name, sql FROM sqlite_schema", operation: "reading the schema")
+        defer { statement.reset() }
+        var objects: [String: String?] = [:]
+        while try statement.step() { objects[statement.text(0) ?? ""] = .some(statement.text(1)) }
+        return objects
+    }
+
+    /// The embedded migrations a file at schema `version` has not had yet, oldest first (`queuectl migrate`).
+    public static func pending(after version: Int) -> [Migration] {
+        embedded.filter { $0.version > version }
     }
 }

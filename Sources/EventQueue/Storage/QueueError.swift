@@ -12,8 +12,14 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     case notAQueueFile(path: String)
     /// SQLite found the file damaged.
     case corrupt(path: String, detail: String)
-    /// The file was written by a newer EventQueue; this binary refuses to touch it.
+    /// The file was written by a newer EventQueue that records no compatibility levels (or its `user_version`
+    /// was raised by hand); this binary refuses to touch it.
     case schemaTooNew(path: String, found: Int, supported: Int)
+    /// A newer release migrated the file with a change that breaks this binary's `role` (the file's write or read
+    /// level is above this binary's; docs/SCHEMA.md, "Compatibility"). `release` is the first release that
+    /// implements `requiredLevel`. Nothing was written.
+    case needsNewerRelease(
+        path: String, role: QueueRole, fileVersion: Int, requiredLevel: Int, supportedLevel: Int, release: String?)
     /// Another process held the write lock for longer than the busy timeout.
     case busy(path: String, timeoutMilliseconds: Int)
     /// The filesystem holding the queue is full (or below the configured free-space reserve).
@@ -45,6 +51,18 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
         case .schemaTooNew(let path, let found, let supported):
             return "queue file \(path) has schema version \(found), newer than the \(supported) this binary "
                 + "knows; upgrade EventQueue (the file was not modified)"
+        case .needsNewerRelease(let path, let role, let fileVersion, let required, let supported, let release):
+            let side =
+                role == .writer
+                ? "writers of write level \(required); this writer implements write level \(supported)"
+                : "consumers of read level \(required); this consumer implements read level \(supported)"
+            let upgrade =
+                role == .writer
+                ? "upgrade this writer (the app's EventQueue library, its C/Python writer, or queuectl)"
+                : "upgrade the daemon (the eventqueue package's queued) or this queuectl"
+            return "queue file \(path) has schema version \(fileVersion), which requires \(side) (EventQueue "
+                + "\(EventQueueVersion.string)); \(upgrade) to EventQueue \(release ?? "a newer release") or later "
+                + "(the file was not modified)"
         case .busy(let path, let timeout):
             return "queue file \(path) stayed locked by another process for more than \(timeout) ms; retry, "
                 + "or raise the busy timeout"

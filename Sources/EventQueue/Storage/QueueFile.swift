@@ -2,10 +2,11 @@
     import Glibc
 #endif
 
-/// An open queue file: a configured connection with the schema brought up to date.
+/// An open queue file: a configured connection to a file whose schema this binary can use in its role.
 ///
 /// Opening is what every writer pays, in every short-lived extension process, so it is kept to a handful of
-/// statements: read the schema version, set the per-connection pragmas, and migrate only when needed.
+/// statements: read the schema version, set the per-connection pragmas, and migrate only when needed (a new file,
+/// or an older one opened by a consumer; docs/SCHEMA.md, "Compatibility").
 final class QueueFile {
     let connection: Connection
     let options: QueueOptions
@@ -20,6 +21,8 @@ final class QueueFile {
     }
 
     let schemaCheck: SchemaCheck
+    /// Writers check names; consumers check everything (and are the ones that migrate an existing file).
+    var role: QueueRole { schemaCheck == .full ? .consumer : .writer }
 
     init(path: String, options: QueueOptions, schemaCheck: SchemaCheck = .names) throws(QueueError) {
         self.options = options
@@ -37,9 +40,9 @@ final class QueueFile {
         // Reading the version first detects a foreign file (SQLITE_NOTADB) and a newer schema before anything
         // could modify the file.
         let version = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
-        if version > Migrations.latestVersion {
-            throw QueueError.schemaTooNew(path: path, found: Int(version), supported: Migrations.latestVersion)
-        }
+        // A newer release's file is used as it is, never migrated back, when its change kept this role's level
+        // (docs/SCHEMA.md, "Compatibility"); otherwise the refusal names the release to upgrade to.
+        try SchemaContract.admit(connection, fileVersion: Int(version), role: role)
         if options.verifyIntegrityOnOpen, version > 0 {
             try verifyIntegrity()
         }
@@ -60,19 +63,26 @@ final class QueueFile {
         // Statement journals (every multi-row UPDATE inside a transaction keeps one) and the claim's id list stay
         // in memory: on disk each would be a temp file created, written and unlinked per batch.
         try connection.execute("PRAGMA temp_store = MEMORY", operation: "keeping temporary data in memory")
-        if version < Migrations.latestVersion {
+        if version == 0 || (version < Migrations.latestVersion && schemaCheck == .full) {
+            // Who migrates: whoever opens a new file first creates it at the latest schema; an existing file is
+            // moved forward only by a consumer (the daemon at start, `queuectl migrate`), never by a writer on
+            // the side, so that an app's newer writer never moves a served file past what its daemon consumes.
             try Migrations.migrate(connection)
         }
         // Writers and the daemon refuse a file with schema objects EventQueue did not create (a planted trigger
-        // runs inside every statement that touches its table), before anything is written.
+        // runs inside every statement that touches its table), before anything is written. The level is checked
+        // again with the schema: a newer release may migrate the file while this connection is open.
+        let role = role
         let check: (Connection) throws(QueueError) -> Void
         switch schemaCheck {
         case .names:
             check = { (connection) throws(QueueError) in
+                try SchemaContract.admitAgain(connection, role: role)
                 try QueueSchema.verifyNames(connection, version: Migrations.latestVersion)
             }
         case .full:
             check = { (connection) throws(QueueError) in
+                try SchemaContract.admitAgain(connection, role: role)
                 try QueueSchema.verify(connection, version: Migrations.latestVersion)
             }
         }

@@ -74,7 +74,13 @@ public enum QueueSchema {
 
     /// Every difference between `actual` and `expected`, one sentence each, in name order. `sqlite_sequence`
     /// may be missing (a queue never written to) and `sqlite_stat*` (statistics `ANALYZE` leaves) may be present.
-    public static func differences(actual: [String: Object], expected: [String: Object]) -> [String] {
+    ///
+    /// `tolerated` are the objects newer migrations recorded (`schema_additions`) in a file whose schema version
+    /// is above the one `expected` was built for: present with exactly the recorded SQL, they are not differences.
+    static func differences(
+        actual: [String: Object], expected: [String: Object],
+        tolerated: [String: SchemaContract.Addition] = [:]
+    ) -> [String] {
         var found: [String] = []
         for name in Set(actual.keys).union(expected.keys).sorted() {
             switch (actual[name], expected[name]) {
@@ -83,11 +89,14 @@ public enum QueueSchema {
                 found.append("\(wanted.type) \(shown(name)) is missing")
             case (let present?, nil):
                 if name.hasPrefix("sqlite_stat") { continue }
+                if SchemaContract.Addition.tolerates(present, in: tolerated, fullCheck: true) { continue }
                 found.append(
                     "\(shown(present.type)) \(shown(name)) on \(shown(present.tableName)) was not created by EventQueue"
                         + (present.sql.map { ": " + shown($0) } ?? ""))
             case (let present?, let wanted?):
                 if present == wanted { continue }
+                // A table a newer migration changed additively (a column added), exactly as it recorded it.
+                if SchemaContract.Addition.tolerates(present, in: tolerated, fullCheck: true) { continue }
                 if name == "sqlite_sequence", present.type == wanted.type { continue }
                 found.append(
                     "\(wanted.type) \(shown(name)) differs from the one EventQueue creates: found "
@@ -99,22 +108,45 @@ public enum QueueSchema {
         return found
     }
 
-    /// The full comparison (daemon start, every `QueueConsumer`): throws `.unsafeQueueFile` naming the first
+    /// Every difference between `actual` and `expected` (no tolerated additions): the public spelling.
+    public static func differences(actual: [String: Object], expected: [String: Object]) -> [String] {
+        differences(actual: actual, expected: expected, tolerated: [:])
+    }
+
+    /// The full comparison (daemon start, every `QueueConsumer`) of the file with what a binary of schema
+    /// `version` expects: the objects of the file's own version when it is older (a file not migrated yet), and
+    /// of `version` plus the recorded additions when it is newer. Throws `.unsafeQueueFile` naming the first
     /// differences and the `check` command that lists them all.
     static func verify(_ connection: Connection, version: Int) throws(QueueError) {
-        let found = differences(actual: try actual(connection), expected: try expected(version: version))
+        let found = try differences(connection, version: version)
         guard !found.isEmpty else { return }
         throw refusal(connection.path, found)
+    }
+
+    /// The differences `verify` and `queuectl check` report for a binary of schema `version`.
+    static func differences(_ connection: Connection, version: Int) throws(QueueError) -> [String] {
+        let fileVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))
+        let tolerated = fileVersion > version ? try SchemaContract.additions(connection, after: version) : [:]
+        return differences(
+            actual: try actual(connection), expected: try expected(version: min(max(fileVersion, 1), version)),
+            tolerated: tolerated)
     }
 
     /// The writers' comparison: no trigger or view, and exactly the expected names with their types. One short
     /// statement over `sqlite_schema` (a dozen rows), so a writer's open stays O(1). The expected names come
     /// from the migrations' text, not from building them (which the full comparison does).
+    ///
+    /// `version` is the binary's schema version; a file not migrated yet is compared with its own version's names,
+    /// and a newer file's unknown tables and indexes are accepted when a newer migration recorded them
+    /// (`schema_additions`, read only then).
     static func verifyNames(_ connection: Connection, version: Int) throws(QueueError) {
+        let fileVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))
+        let tolerated = fileVersion > version ? try SchemaContract.additions(connection, after: version) : [:]
+        let known = min(max(fileVersion, 1), version)
         let statement = try connection.statement(
-            "SELECT type, name FROM sqlite_schema", operation: "reading the schema")
+            "SELECT type, name, tbl_name FROM sqlite_schema", operation: "reading the schema")
         defer { statement.reset() }
-        let expected = version == Migrations.latestVersion ? latestNames : expectedNames(version: version)
+        let expected = known == Migrations.latestVersion ? latestNames : expectedNames(version: known)
         var seen = 0
         var found: [String] = []
         while try statement.step() {
@@ -126,6 +158,13 @@ public enum QueueSchema {
                 }
             } else if expected[name] == type {
                 seen += 1
+                continue
+            }
+            if !tolerated.isEmpty,
+                SchemaContract.Addition.tolerates(
+                    Object(type: type, name: name, tableName: statement.text(2) ?? "", sql: nil), in: tolerated,
+                    fullCheck: false)
+            {
                 continue
             }
             found.append("\(shown(type)) \(shown(name)) was not created by EventQueue")

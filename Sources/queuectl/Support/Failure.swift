@@ -20,7 +20,8 @@ func fail(_ error: QueueError) -> ExitCode {
     case .cannotOpen, .readOnly: status = ExitStatus.cannotCreate
     case .diskFull, .sqlite: status = ExitStatus.ioError
     case .busy: status = ExitStatus.busy
-    case .notAQueueFile, .corrupt, .schemaTooNew, .unsafeQueueFile: status = ExitStatus.badQueueFileOrConfiguration
+    case .notAQueueFile, .corrupt, .schemaTooNew, .needsNewerRelease, .unsafeQueueFile:
+        status = ExitStatus.badQueueFileOrConfiguration
     }
     return fail(error.description, status: status)
 }

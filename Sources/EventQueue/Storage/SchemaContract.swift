@@ -1,0 +1,141 @@
+/// What a process does with a queue file, which decides what it needs from the file's schema.
+public enum QueueRole: String, Sendable, Hashable {
+    /// Appends records (`QueueWriter`, `queuectl enqueue`, a foreign writer): needs the file's write level.
+    case writer
+    /// Claims, acks and dead-letters records (`QueueConsumer`, the daemon, `queuectl drain --local`): needs the
+    /// file's read level.
+    case consumer
+}
+
+/// The compatibility contract of docs/SCHEMA.md ("Compatibility"): which files this binary may write and consume.
+///
+/// Why: the writers and the daemon sharing a file come from different releases (apps embed the writer and update
+/// on their own schedule; the host updates `queued`). So a binary must handle files a newer release migrated
+/// whenever that release's change was additive, and refuse, naming the release to upgrade to, only when it
+/// was not. Since schema version 5 the file records two levels (`schema_levels`, one row per migration), in the
+/// spirit of SQLite's read and write format versions: a breaking change for writers raises `write_level`, one for
+/// consumers raises `read_level`, an additive change raises neither.
+public enum SchemaContract {
+    /// The highest write level this binary's writer implements. Raise it together with the migration that raises
+    /// the level (ContractTests compares it with the embedded migrations).
+    public static let writeLevel = 1
+    /// The highest read level this binary's consumer implements.
+    public static let readLevel = 1
+    /// The schema version that introduced `schema_levels` and `schema_additions` (migration 5).
+    public static let firstContractVersion = 5
+    /// The release that first carried the contract: what a file older than it is shared with (EventQueue 1.0.0
+    /// carried schema version 4 and refuses any newer file).
+    public static let firstContractRelease = "1.1.0"
+
+    /// The levels a file requires, from its newest `schema_levels` row.
+    public struct Levels: Sendable, Hashable {
+        /// The schema version of the newest row.
+        public var version: Int
+        public var writeLevel: Int
+        public var readLevel: Int
+        /// The release that first carried that schema version.
+        public var release: String
+    }
+
+    /// This binary's level for `role`.
+    public static func level(for role: QueueRole) -> Int {
+        role == .writer ? writeLevel : readLevel
+    }
+
+    /// The file's required levels, or `nil` for a file older than the contract (no `schema_levels` table).
+    static func levels(_ connection: Connection) throws(QueueError) -> Levels? {
+        guard try hasContractTables(connection) else { return nil }
+        let statement = try connection.statement(
+            "SELECT version, write_level, read_level, release FROM schema_levels ORDER BY version DESC LIMIT 1",
+            operation: "reading the schema levels")
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        return Levels(
+            version: Int(statement.int64(0)), writeLevel: Int(statement.int64(1)),
+            readLevel: Int(statement.int64(2)), release: statement.text(3) ?? "?")
+    }
+
+    /// The first release whose `role` implements `level` (the oldest `schema_levels` row at or above it).
+    static func firstRelease(_ connection: Connection, role: QueueRole, level: Int) throws(QueueError) -> String? {
+        guard try hasContractTables(connection) else { return nil }
+        let column = role == .writer ? "write_level" : "read_level"
+        let statement = try connection.statement(
+            "SELECT release FROM schema_levels WHERE \(column) >= ?1 ORDER BY version LIMIT 1",
+            operation: "reading the schema levels")
+        defer { statement.reset() }
+        statement.bind(1, level)
+        return try statement.step() ? statement.text(0) : nil
+    }
+
+    /// Refuses a file whose schema version is above this binary's when its `role` level is above this binary's,
+    /// with the release to upgrade to; a file without levels (a hand-edited `user_version`) is refused as before.
+    /// Never writes.
+    static func admit(_ connection: Connection, fileVersion: Int, role: QueueRole) throws(QueueError) {
+        guard fileVersion > Migrations.latestVersion else { return }
+        guard let levels = try levels(connection) else {
+            throw QueueError.schemaTooNew(
+                path: connection.path, found: fileVersion, supported: Migrations.latestVersion)
+        }
+        let required = role == .writer ? levels.writeLevel : levels.readLevel
+        guard required > level(for: role) else { return }
+        throw QueueError.needsNewerRelease(
+            path: connection.path, role: role, fileVersion: fileVersion, requiredLevel: required,
+            supportedLevel: level(for: role),
+            release: try firstRelease(connection, role: role, level: required))
+    }
+
+    /// `admit` for a connection already open, reading the file's version again (the schema cookie moved).
+    static func admitAgain(_ connection: Connection, role: QueueRole) throws(QueueError) {
+        let version = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
+        try admit(connection, fileVersion: Int(version), role: role)
+    }
+
+    /// The tables and indexes that migrations after `version` recorded (`schema_additions`), by name: what a
+    /// binary of schema `version` tolerates in a newer file. Empty when the file has no such table.
+    static func additions(_ connection: Connection, after version: Int) throws(QueueError) -> [String: Addition] {
+        guard try hasContractTables(connection) else { return [:] }
+        let statement = try connection.statement(
+            "SELECT name, version, type, tbl_name, sql FROM schema_additions WHERE version > ?1",
+            operation: "reading the schema additions")
+        defer { statement.reset() }
+        statement.bind(1, version)
+        var found: [String: Addition] = [:]
+        while try statement.step() {
+            let addition = Addition(
+                version: Int(statement.int64(1)),
+                object: QueueSchema.Object(
+                    type: statement.text(2) ?? "", name: statement.text(0) ?? "", tableName: statement.text(3) ?? "",
+                    sql: statement.text(4).map(QueueSchema.normalized)))
+            found[addition.object.name] = addition
+        }
+        return found
+    }
+
+    /// One row of `schema_additions`: an object a newer migration created, as that migration's binary recorded it.
+    struct Addition: Sendable, Hashable {
+        var version: Int
+        var object: QueueSchema.Object
+
+        /// Whether `present` (a row of the file's `sqlite_schema` that this binary does not know) is this
+        /// addition: same type, table and SQL, and a type that cannot run code. `sqlite_autoindex_*` objects of an
+        /// added table belong to it.
+        static func tolerates(_ present: QueueSchema.Object, in additions: [String: Addition], fullCheck: Bool)
+            -> Bool
+        {
+            guard present.type == "table" || present.type == "index" else { return false }
+            if present.name.hasPrefix("sqlite_autoindex_"), present.type == "index" {
+                return additions[present.tableName]?.object.type == "table"
+            }
+            guard let recorded = additions[present.name]?.object, recorded.type == present.type,
+                recorded.tableName == present.tableName
+            else { return false }
+            return !fullCheck || recorded.sql == present.sql
+        }
+    }
+
+    private static func hasContractTables(_ connection: Connection) throws(QueueError) -> Bool {
+        try connection.scalarInt(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name IN ('schema_levels', 'schema_additions')",
+            operation: "looking for the schema levels") == 2
+    }
+}
