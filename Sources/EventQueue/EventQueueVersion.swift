@@ -5,5 +5,6 @@
 /// every build). An untagged build says so: the nearest tag (or CHANGELOG.md's newest release in a clone without
 /// tags), `+dev`, the commits since the tag and the commit, e.g. `1.1.0+dev.3.g1a2b3c4d5e6f`.
 public enum EventQueueVersion {
+    /// The version text, e.g. `1.1.0` or `1.1.0+dev.3.g1a2b3c4d5e6f`.
     public static let string = embedded
 }

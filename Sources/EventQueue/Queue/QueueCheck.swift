@@ -4,12 +4,17 @@
 
 /// The findings of `queuectl check`: facts about the file, and the problems that make it unhealthy.
 public struct CheckReport: Sendable, Hashable {
+    /// One line of the report: what was looked at, and what it is.
     public struct Fact: Sendable, Hashable {
+        /// What was looked at ("schema version", "pending").
         public var name: String
+        /// What it is.
         public var value: String
     }
 
+    /// The file checked.
     public var path: String
+    /// What was found, in the order `queuectl check` prints it.
     public var facts: [Fact] = []
     /// Anything here makes `queuectl check` exit non-zero.
     public var problems: [String] = []
@@ -17,11 +22,13 @@ public struct CheckReport: Sendable, Hashable {
     /// permissions).
     public var warnings: [String] = []
 
+    /// True when nothing in `problems`: `queuectl check` exits 0.
     public var isHealthy: Bool { problems.isEmpty }
 }
 
 /// Inspects a queue file without changing it: opened read-only, never created, never migrated.
 public enum QueueCheck {
+    /// Checks the file at `path`; never throws: what cannot be read is a problem in the report.
     public static func run(path: String, busyTimeoutMilliseconds: Int = 5_000) -> CheckReport {
         var report = CheckReport(path: path)
         do {

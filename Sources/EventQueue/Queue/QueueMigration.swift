@@ -6,6 +6,7 @@
 public enum QueueMigration {
     /// What a migration did, or would do.
     public struct Plan: Sendable, Hashable {
+        /// The queue file.
         public var path: String
         /// The file's schema version before.
         public var fromVersion: Int

@@ -1,7 +1,10 @@
 /// One numbered schema step from `Migrations/NNNN_name.sql`.
 public struct Migration: Sendable, Hashable {
+    /// The schema version it brings a file to (`NNNN`).
     public let version: Int
+    /// What it does, from the file name (`user_order_index`).
     public let name: String
+    /// The statements, run in one transaction with the `user_version` update.
     public let sql: String
 }
 

@@ -35,6 +35,7 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     /// Any other SQLite failure, with SQLite's own message and the operation that failed.
     case sqlite(code: Int32, message: String, operation: String)
 
+    /// What went wrong, where, and what to do about it, in one line for whoever can act on it.
     public var description: String {
         switch self {
         case .invalidRecord(let error):

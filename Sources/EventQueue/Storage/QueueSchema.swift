@@ -10,8 +10,11 @@ import CSQLite
 public enum QueueSchema {
     /// One row of `sqlite_schema`.
     public struct Object: Sendable, Hashable {
+        /// `table`, `index`, `trigger` or `view`.
         public var type: String
+        /// The object's name.
         public var name: String
+        /// The table it belongs to.
         public var tableName: String
         /// The `CREATE` statement with comments removed and white space collapsed; `nil` for automatic indexes.
         public var sql: String?

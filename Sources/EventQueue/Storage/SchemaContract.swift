@@ -31,7 +31,9 @@ public enum SchemaContract {
     public struct Levels: Sendable, Hashable {
         /// The schema version of the newest row.
         public var version: Int
+        /// The write level a writer must know to append to the file.
         public var writeLevel: Int
+        /// The read level a consumer must know to claim, ack and dead-letter in it.
         public var readLevel: Int
         /// The release that first carried that schema version.
         public var release: String
