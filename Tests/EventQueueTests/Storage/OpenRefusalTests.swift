@@ -19,6 +19,7 @@ import Testing
         }
         do {
             try writer.enqueue(contentsOf: [event("a", user: "u1")])
+            Issue.record("a writer below its free-space reserve must refuse the batch")
         } catch {
             guard case .diskFull(let failedPath, let detail) = error else {
                 Issue.record("expected diskFull, got \(error)")
