@@ -4,18 +4,31 @@ import EventQueueDelivery
 
 struct Enqueue: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Append records: one event, attribute or purchase, or a whole NDJSON file (all or nothing).",
+        abstract:
+            "Append records: one event, attribute or purchase, or a whole NDJSON file (checked in full first).",
         discussion: """
             NDJSON: one Braze object per line plus "type" (event, attribute or purchase) and an optional \
             "idempotency_key", e.g. {"type":"event","external_id":"u1","name":"song_liked"}. \
             Prints the id of each record, one per line (with --dead-letter-invalid, dead letters too, the first 20 also \
-            named on stderr). The input is read as it is enqueued, so its size does not matter.
+            named on stderr). The input is read as it is enqueued, so its size does not matter. Every line is \
+            checked before any is written (a refused line enqueues nothing); then the records are committed \
+            1,000 at a time, so other writers and the daemon never wait long (a write that fails half way \
+            leaves the first chunks queued and says which lines; --one-transaction commits all or nothing).
             """,
         subcommands: [EnqueueEvent.self, EnqueueAttribute.self, EnqueuePurchase.self]
     )
 
-    @Option(help: "Read NDJSON records from PATH (- for stdin) and enqueue them in one transaction.")
+    @Option(help: "Read NDJSON records from PATH (- for stdin), check them all, then enqueue them.")
     var ndjson: String?
+
+    @Flag(
+        name: .customLong("one-transaction"),
+        help: """
+            With --ndjson: commit the whole input in one transaction (all or nothing even if the write fails \
+            half way), holding the queue's write lock for as long as that takes: every other writer and the \
+            daemon wait meanwhile (a minute-long file makes them give up after their busy timeout).
+            """)
+    var oneTransaction = false
 
     @Flag(
         name: .customLong("dead-letter-invalid"),
@@ -38,7 +51,9 @@ struct Enqueue: ParsableCommand {
         defer { writer.close() }
         let result: NDJSONEnqueue.Result
         do {
-            result = try NDJSONEnqueue.run(input: input, writer: writer, deadLetterInvalid: deadLetterInvalid)
+            result = try NDJSONEnqueue.run(
+                input: input, writer: writer, deadLetterInvalid: deadLetterInvalid,
+                recordsPerTransaction: oneTransaction ? Int.max : NDJSONEnqueue.recordsPerTransaction)
         } catch let error as QueueError {
             throw fail(error)
         }
@@ -57,10 +72,10 @@ func unknownRecordKindMessage(_ arguments: [String]) -> String? {
 
 /// Refuses `enqueue --ndjson FILE event ...`: the subcommand would run and the file be ignored.
 func refuseNDJSONWithSubcommand(_ parent: Enqueue) throws {
-    if parent.ndjson != nil || parent.deadLetterInvalid {
+    if parent.ndjson != nil || parent.deadLetterInvalid || parent.oneTransaction {
         throw fail(
             "--ndjson (and --dead-letter-invalid) cannot be combined with event, attribute or purchase: "
-                + "enqueue either a file or one record", status: ExitStatus.usage)
+                + "enqueue either a file or one record (so cannot --one-transaction)", status: ExitStatus.usage)
     }
 }
 
