@@ -5,7 +5,8 @@ import NIOPosix
 import ServiceLifecycle
 import UnixSignals
 
-/// Opens the queue, the sink and the control socket, announces readiness, and runs until SIGTERM/SIGINT.
+/// Opens the queue, the sink and the control socket, announces readiness, and runs until SIGTERM/SIGINT
+/// (SIGUSR1 launches a pass, SIGHUP reopens the sink's file).
 struct Daemon {
     let configuration: DaemonConfiguration
     let logger: Logger
@@ -49,12 +50,13 @@ struct Daemon {
             drainer: drainer, observer: DaemonPassObserver(metrics: metrics, notifier: notifier), logger: logger)
         let routes = ControlRoutes(coordinator: coordinator, store: store, sink: sink, metrics: metrics)
 
-        let signals = await UnixSignalsSequence(trapping: .sigusr1, .sigterm, .sigint)
+        let signals = await UnixSignalsSequence(trapping: .sigusr1, .sighup, .sigterm, .sigint)
         let shutdown = ShutdownTrigger()
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: ControlServer(socket: socket, routes: routes, logger: logger), serviceName: "control"),
             .init(
-                service: SignalService(signals: signals, coordinator: coordinator, shutdown: shutdown, logger: logger),
+                service: SignalService(
+                    signals: signals, coordinator: coordinator, sink: sink, shutdown: shutdown, logger: logger),
                 successTerminationBehavior: .ignore, serviceName: "signals"),
         ]
         if let interval = configuration.drainInterval {
