@@ -36,4 +36,24 @@ import EventQueueTestSupport
             print("LongLock ack: records 80, requests \(scenario.server.stats().requests), \(report)")
         }
     }
+
+    /// Issue 22 #9: a pass that failed because the queue was busy made `drain --wait` exit 74 (I/O error); the
+    /// table says 75 (busy, retry), as `drain --local` exits.
+    @Test func drainWaitExits75WhenTheDaemonsPassFailsOnABusyQueue() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("q.db")
+        try await enqueueEvents(5, db: db, in: scratch)
+        let daemon = try await DaemonProcess(
+            scratch: scratch, db: db, environment: ["EVENTQUEUE_BUSY_TIMEOUT_MS": "300"])
+        try await withDaemon(daemon) { daemon in
+            let holder = try await WriteLockHolder(db: db, seconds: 60, in: scratch)
+            let drain = try await queuectl(["drain", "--wait", "--socket", daemon.socket], db: db, in: scratch)
+            await holder.release()
+            #expect(drain.status == 75, "\(drain.stdout) \(drain.stderr)")
+            #expect(drain.stderr.contains("stayed locked by another process"), "\(drain.stderr)")
+            // Once the lock is gone the next drain delivers everything.
+            let again = try await queuectl(["drain", "--wait", "--socket", daemon.socket], db: db, in: scratch)
+            #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        }
+    }
 }
