@@ -8,7 +8,8 @@ import EventQueueDelivery
 /// `enqueue --ndjson`: every line of the input checked, then enqueued in short transactions as it is read again.
 enum NDJSONEnqueue {
     /// What a run enqueued, kept small whatever the input's size: new ids in one transaction are consecutive, so
-    /// they are kept as ranges; only the first few dead letters' reasons are kept for the warning lines.
+    /// they are kept as ranges (one per transaction of 1,000 at most, fewer when no other writer came between);
+    /// only the first few dead letters' reasons are kept for the warning lines.
     struct Result {
         var idRanges: [(first: Int64, count: Int64)] = []
         var deadLettered = 0
