@@ -282,16 +282,19 @@ public struct Drainer: Sendable {
         let (leaseMilliseconds, limit, clock) = (options.leaseMilliseconds, claimSize, self.clock)
         // The clock is read on the store's executor, just before the statements: a wait for the executor must
         // not shorten the leases written.
-        let (acked, claims, now) = try await retryingWhileBusy(holding: pending) {
-            consumer throws(QueueError) -> (Int, [Claim], Int64) in
+        let (acked, claims, deadAtClaim, now) = try await retryingWhileBusy(holding: pending) {
+            consumer throws(QueueError) -> (Int, [Claim], Int, Int64) in
             let now = clock.wallMilliseconds()
             // Nothing to ack and nothing to claim: no transaction (a pass whose last batches were all retried).
-            if pending.isEmpty, (count ?? 0) == 0 { return (0, [], now) }
+            if pending.isEmpty, (count ?? 0) == 0 { return (0, [], 0, now) }
             // Acks only (no claim follows at once) still go in one transaction: one fsync for the group.
+            let deadBefore = consumer.deadLetteredAtClaim
             let result = try consumer.ackAndClaim(
                 pending, claims: count ?? 0, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now)
-            return (result.acked, result.claims, now)
+            return (result.acked, result.claims, consumer.deadLetteredAtClaim - deadBefore, now)
         }
+        // Rows the claim set aside (out of range, too large to read) went dead in this pass.
+        pass.summary.dead += deadAtClaim
         if count != nil { pass.lastClaimAt = now }
         pass.pendingAcks = []
         pass.summary.delivered += acked
