@@ -94,6 +94,8 @@ struct BrazeBatchDelivery {
             let reason = "Braze rate limit (429)"
             retry(sendable, reason: reason, afterMilliseconds: after, counts: false)
             stopRetry = (reason, after)
+        case .untrustedCertificate(let reason):
+            halt = SinkHalt(kind: .configuration, reason: reason)
         case .transient(let reason):
             retry(sendable, reason: reason, afterMilliseconds: nil, counts: true)
             stopRetry = ("an earlier request of this batch failed: \(reason)", nil)

@@ -15,6 +15,24 @@ enum BrazeAnswer: Sendable, Hashable {
     case rateLimited(afterMilliseconds: Int64?)
     /// 5xx, 408, a timeout or a connection error: nothing applied, try again later.
     case transient(reason: String)
+    /// The endpoint's TLS certificate could not be verified: nothing was sent, and nothing will be until someone
+    /// installs the trust store (`ca-certificates`) or fixes the clock or the URL. Retrying would only spend the
+    /// records' attempts (on a minimal host every record ended dead).
+    case untrustedCertificate(reason: String)
+
+    /// A transport error that is a certificate verification failure (BoringSSL's `CERTIFICATE_VERIFY_FAILED`, or
+    /// NIOSSL's host name check) as `untrustedCertificate`, with what to do; any other error is `nil`. Matched on
+    /// the error's text: AsyncHTTPClient hands it on as NIOSSL's error, which this target does not link.
+    static func untrustedCertificate(_ error: any Error, endpoint: String) -> BrazeAnswer? {
+        let text = String(describing: error)
+        let verification = ["CERTIFICATE_VERIFY_FAILED", "failedToValidateHostname", "unableToValidateCertificate"]
+        guard verification.contains(where: text.contains) else { return nil }
+        return .untrustedCertificate(
+            reason:
+                "the TLS certificate of \(endpoint) could not be verified (\(ExternalText.escaped(String(text.prefix(300))))): "
+                + "install the ca-certificates package (apt-get install ca-certificates) and check the system clock "
+                + "and the instance URL; the records are kept")
+    }
 
     /// One entry of a 2xx response's `errors` array.
     struct ObjectError: Sendable, Hashable {

@@ -154,7 +154,9 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
                     "latency_ms": "\(Self.milliseconds(since: started))",
                 ])
         } catch {
-            answer = .transient(reason: "request to \(name) failed: \(Self.describe(error))")
+            answer =
+                BrazeAnswer.untrustedCertificate(error, endpoint: name)
+                ?? .transient(reason: "request to \(name) failed: \(Self.describe(error))")
         }
         await governor.release(ticket, feedback)
         observer?.requestFinished(status: status, latency: ContinuousClock.now - started)
@@ -172,6 +174,8 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         case .rateLimited(let after):
             // A round is logged once by the governor; each 429 only at debug level.
             logger.debug("braze rate limit", metadata: ["retry_after_ms": "\(after.map { "\($0)" } ?? "none")"])
+        case .untrustedCertificate(let reason):
+            logger.error("braze's certificate could not be verified", metadata: ["reason": "\(reason)"])
         case .transient(let reason):
             logger.warning(
                 "braze request failed",

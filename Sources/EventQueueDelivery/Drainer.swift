@@ -282,16 +282,19 @@ public struct Drainer: Sendable {
         let (leaseMilliseconds, limit, clock) = (options.leaseMilliseconds, claimSize, self.clock)
         // The clock is read on the store's executor, just before the statements: a wait for the executor must
         // not shorten the leases written.
-        let (acked, claims, now) = try await store.withConsumer {
-            consumer throws(QueueError) -> (Int, [Claim], Int64) in
+        let (acked, claims, deadAtClaim, now) = try await retryingWhileBusy(holding: pending) {
+            consumer throws(QueueError) -> (Int, [Claim], Int, Int64) in
             let now = clock.wallMilliseconds()
             // Nothing to ack and nothing to claim: no transaction (a pass whose last batches were all retried).
-            if pending.isEmpty, (count ?? 0) == 0 { return (0, [], now) }
+            if pending.isEmpty, (count ?? 0) == 0 { return (0, [], 0, now) }
             // Acks only (no claim follows at once) still go in one transaction: one fsync for the group.
+            let deadBefore = consumer.deadLetteredAtClaim
             let result = try consumer.ackAndClaim(
                 pending, claims: count ?? 0, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now)
-            return (result.acked, result.claims, now)
+            return (result.acked, result.claims, consumer.deadLetteredAtClaim - deadBefore, now)
         }
+        // Rows the claim set aside (out of range, too large to read) went dead in this pass.
+        pass.summary.dead += deadAtClaim
         if count != nil { pass.lastClaimAt = now }
         pass.pendingAcks = []
         pass.summary.delivered += acked
@@ -310,6 +313,51 @@ public struct Drainer: Sendable {
         }
         return claims
     }
+
+    /// Runs `body` (the ack transaction) on the store; while it acks delivered records, a busy file does not end
+    /// it: the body is run again once the lock comes back, however long another process holds it.
+    ///
+    /// Why: those records are at the destination already. Giving up here (as a claim may: nothing is lost by
+    /// trying later) would leave them leased, and once the lease lapsed they would be delivered a second time.
+    /// A writer holding the lock for longer than the busy timeout (a bulk import, an admin's `BEGIN EXCLUSIVE`)
+    /// is the case; nothing else can claim them meanwhile (a claim is a write too), and the ack matches the
+    /// lease's token, not its expiry, so a late ack still deletes them. Only cancellation (a shutdown past its
+    /// timeout) stops the retries: the records are then delivered again after their lease, as after a crash.
+    private func retryingWhileBusy<T: Sendable>(
+        holding pending: [(ids: [Int64], lease: Lease)],
+        _ body: @Sendable (QueueConsumer) throws(QueueError) -> T
+    ) async throws(QueueError) -> T {
+        var tries = 0
+        while true {
+            do {
+                let result = try await store.withConsumer(body)
+                if tries > 0 {
+                    logger.notice(
+                        "the queue file is writable again; acked the delivered records",
+                        metadata: ["tries": "\(tries + 1)"])
+                }
+                return result
+            } catch {
+                guard case .busy = error, !pending.isEmpty, !Task.isCancelled else { throw error }
+                tries += 1
+                logger.warning(
+                    "another process holds the queue file's write lock; keeping the delivered records and retrying their ack",
+                    metadata: [
+                        "records": "\(pending.reduce(0) { $0 + $1.ids.count })", "tries": "\(tries)",
+                        "error": "\(error)",
+                    ])
+                do {
+                    try await clock.sleep(for: Self.ackRetryPause)
+                } catch _ {
+                    throw error  // cancelled while waiting
+                }
+            }
+        }
+    }
+
+    /// The pause between two tries of an ack that found the file locked (each try already waited for the busy
+    /// timeout inside SQLite).
+    static let ackRetryPause: Duration = .milliseconds(100)
 
     /// Writes one finished batch's outcomes: dead-letters, retries and releases now; the delivered records
     /// join the pending acks, committed by `commit` right after (with the next claims when some follow at once).

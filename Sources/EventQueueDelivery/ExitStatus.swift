@@ -1,3 +1,5 @@
+import EventQueue
+
 /// Every exit status of `queuectl` and `queued`, in one table: both tools exit with these values, their `--help`
 /// lists them from here, and the README's table is checked against this one by a test (`ExitStatusTests`), so the
 /// documented and the real statuses cannot drift apart. sysexits.h values where one fits (64 and up), so that
@@ -21,6 +23,18 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case busy = 75
     case refused = 77
     case badQueueFileOrConfiguration = 78
+
+    /// The status for a queue error, the same in both tools: busy 75, a file that is not a usable queue 78, one
+    /// that cannot be opened 73, and any other failure (disk full, I/O) 74.
+    public init(_ error: QueueError) {
+        switch error {
+        case .invalidRecord, .invalidIdempotencyKey: self = .invalidInput
+        case .notAQueueFile, .corrupt, .schemaTooNew, .unsafeQueueFile: self = .badQueueFileOrConfiguration
+        case .cannotOpen, .readOnly: self = .cannotCreate
+        case .busy: self = .busy
+        case .diskFull, .sqlite: self = .ioError
+        }
+    }
 
     /// The tools that exit with a status.
     public enum Tool: String, CaseIterable, Sendable {

@@ -66,6 +66,9 @@ public protocol Sink: Sendable {
     func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport
     /// Releases what the sink holds (connections, files) at shutdown. The default does nothing.
     func close() async
+    /// Opens its files again before the next batch: the daemon's SIGHUP after a log rotation. The default does
+    /// nothing (a sink without files).
+    func reopen()
     /// How many `deliver` calls the sink serves at once. The drain loop never runs more than this many batches
     /// at a time (and never more than `DrainOptions.maxInFlight`). The default, 1, is right for a file: its
     /// order is the order of the calls, and there is no round trip to hide.
@@ -78,6 +81,7 @@ public protocol Sink: Sendable {
 
 extension Sink {
     public func close() async {}
+    public func reopen() {}
     public var maxConcurrentDeliveries: Int { 1 }
     public var recordsPerRequest: Int? { nil }
 }

@@ -49,7 +49,8 @@ struct ControlRoutes: Sendable {
             switch event {
             case .progress(let summary): try await writer.streamChunk(DaemonJSON.progress(summary).serialized + "\n")
             case .summary(let summary): try await writer.streamChunk(DaemonJSON.summary(summary).serialized + "\n")
-            case .failed(let message): try await writer.streamChunk(DaemonJSON.failure(message).serialized + "\n")
+            case .failed(let message, let status):
+                try await writer.streamChunk(DaemonJSON.failure(message, exitStatus: status).serialized + "\n")
             }
         }
         try await writer.endStream()

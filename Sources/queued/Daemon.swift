@@ -5,12 +5,17 @@ import NIOPosix
 import ServiceLifecycle
 import UnixSignals
 
-/// Opens the queue, the sink and the control socket, announces readiness, and runs until SIGTERM/SIGINT.
+/// Opens the queue, the sink and the control socket, announces readiness, and runs until SIGTERM/SIGINT
+/// (SIGUSR1 launches a pass, SIGHUP reopens the sink's file).
 struct Daemon {
     let configuration: DaemonConfiguration
     let logger: Logger
 
     func run() async throws(DaemonFailure) {
+        // Trapped before anything slow (opening the queue migrates and verifies it: seconds on a big file), so a
+        // SIGTERM that arrives meanwhile waits in the sequence and stops the daemon cleanly once it runs, instead
+        // of killing it mid-start (exit 143); SIGHUP and SIGUSR1 would kill it too.
+        let signals = await UnixSignalsSequence(trapping: .sigusr1, .sighup, .sigterm, .sigint)
         let notifier = SystemdNotifier()
         let metrics = DaemonMetrics()
         let baseSink: any Sink
@@ -49,12 +54,12 @@ struct Daemon {
             drainer: drainer, observer: DaemonPassObserver(metrics: metrics, notifier: notifier), logger: logger)
         let routes = ControlRoutes(coordinator: coordinator, store: store, sink: sink, metrics: metrics)
 
-        let signals = await UnixSignalsSequence(trapping: .sigusr1, .sigterm, .sigint)
         let shutdown = ShutdownTrigger()
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: ControlServer(socket: socket, routes: routes, logger: logger), serviceName: "control"),
             .init(
-                service: SignalService(signals: signals, coordinator: coordinator, shutdown: shutdown, logger: logger),
+                service: SignalService(
+                    signals: signals, coordinator: coordinator, sink: sink, shutdown: shutdown, logger: logger),
                 successTerminationBehavior: .ignore, serviceName: "signals"),
         ]
         if let interval = configuration.drainInterval {

@@ -32,6 +32,12 @@ enum DaemonJSON {
         ["event": "error", "message": .string(message)]
     }
 
+    /// A pass that failed, with the exit status its follower should end with (`exit_status`: 75 when the queue
+    /// was busy), so `queuectl drain --wait` exits as `drain --local` would.
+    static func failure(_ message: String, exitStatus: ExitStatus) -> JSONValue {
+        ["event": "error", "message": .string(message), "exit_status": number(Int(exitStatus.rawValue))]
+    }
+
     static func status(
         _ stats: QueueStats, path: String, daemon: DaemonSnapshot, sinkName: String, sink: SinkHealth,
         rate: BrazeRateStatus? = nil

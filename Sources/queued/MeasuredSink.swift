@@ -23,6 +23,8 @@ final class MeasuredSink: Sink {
     var maxConcurrentDeliveries: Int { base.maxConcurrentDeliveries }
     var recordsPerRequest: Int? { base.recordsPerRequest }
 
+    func reopen() { base.reopen() }
+
     var currentHealth: SinkHealth { health.withLock { $0 } }
 
     func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {

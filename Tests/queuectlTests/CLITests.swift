@@ -134,6 +134,26 @@ import EventQueueTestSupport
         #expect(records?.count == 1)
     }
 
+    /// Issue 22 #8: a name or label holding colons is given with `--alias-name`/`--alias-label` and kept as is;
+    /// `--alias NAME:LABEL` with one colon still works.
+    @Test func aliasNameAndLabelAreKeptWholeAndTheOldSpellingStillWorks() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("q.db")
+        let split = try await queuectl(
+            ["enqueue", "event", "e", "--alias-name", "urn:x:1", "--alias-label", "crm:eu"], db: db, in: scratch)
+        let joined = try await queuectl(
+            ["enqueue", "event", "e", "--alias", "device-7:device_id"], db: db, in: scratch)
+        #expect(split.status == 0 && joined.status == 0, "\(split.stderr) \(joined.stderr)")
+        let peek = try await queuectl(["peek", "--json"], db: db, in: scratch)
+        let records = try JSONSerialization.jsonObject(with: Data(peek.stdout.utf8)) as? [[String: Any]] ?? []
+        let aliases = records.compactMap { ($0["object"] as? [String: Any])?["user_alias"] as? [String: String] }
+        #expect(
+            aliases == [
+                ["alias_name": "urn:x:1", "alias_label": "crm:eu"],
+                ["alias_name": "device-7", "alias_label": "device_id"],
+            ], "\(peek.stdout)")
+    }
+
     @Test func propValuesAreJSONWhenTheyParseAndStringsOtherwise() async throws {
         let scratch = Scratch()
         let db = scratch.file("q.db")

@@ -40,6 +40,18 @@ import EventQueueTestSupport
         .init(
             name: "alias without name", arguments: ["enqueue", "event", "e", "--alias", ":label"], status: 64,
             message: "--alias must be NAME:LABEL"),
+        // Issue 22 #8: a second colon used to split at the first one (name "urn", label "x:1:crm", exit 0).
+        .init(
+            name: "alias with two colons", arguments: ["enqueue", "event", "e", "--alias", "urn:x:1:crm"],
+            status: 64, message: "is ambiguous: it has more than one colon"),
+        .init(
+            name: "alias name without label", arguments: ["enqueue", "event", "e", "--alias-name", "urn:x"],
+            status: 64, message: "--alias-name and --alias-label go together"),
+        .init(
+            name: "alias and alias name",
+            arguments: ["enqueue", "event", "e", "--alias", "a:b"]
+                + ["--alias-name", "c", "--alias-label", "d"], status: 64,
+            message: "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got 2)"),
         .init(
             name: "invalid JSON in --properties", arguments: event + ["--properties", #"{"a":"#], status: 65,
             message: "--properties must be a JSON object"),

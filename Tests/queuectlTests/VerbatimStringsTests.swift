@@ -57,7 +57,7 @@ import EventQueueTestSupport
                 [
                     "enqueue", "attribute", "note",
                     text.hasPrefix("{") ? "\"\(text.replacingOccurrences(of: "\"", with: "\\\""))\"" : text,
-                    "--alias", "n\(index):\(text)",
+                    "--alias-name", "n\(index)", "--alias-label=\(text)",
                 ],
                 db: db, in: scratch)
             #expect(attribute.status == 0, "\(text): \(attribute.stderr)")

@@ -51,6 +51,56 @@ import EventQueueTestSupport
         }
     }
 
+    /// Issue 22 #1: one 100 MB payload inserted with Python's `sqlite3` (the table allows it) made `queued` read
+    /// the whole row (a 200 MB one: 1.9 GB peak RSS, 12 s; OOM-killed under a 1 GiB limit on every start). Now its
+    /// size is read from the row's header and it is dead-lettered unread: the daemon's peak RSS stays below the
+    /// payload's size, the user's next record is delivered, every other record too.
+    @Test func anOversizedRowIsDeadLetteredWithoutBeingRead() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("q.db")
+        try await enqueueEvents(20, db: db, users: 4, prefix: "before", in: scratch)
+        let megabytes = 100
+        let python = try await run(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import sqlite3, sys
+                c = sqlite3.connect(sys.argv[1], isolation_level=None)
+                pad = "p" * (\(megabytes) * 1024 * 1024)
+                c.execute("INSERT INTO records (kind, payload) VALUES ('event', ?)",
+                          ('{"external_id":"u0","name":"huge","properties":{"pad":"%s"}}' % pad,))
+                """, db,
+            ], in: scratch)
+        #expect(python.status == 0, "\(python.stderr)")
+        try await enqueueEvents(4, db: db, users: 4, prefix: "after", in: scratch)
+        let daemon = try await DaemonProcess(scratch: scratch, db: db)
+        var peakKilobytes = -1
+        try await withDaemon(daemon) { daemon in
+            let drain = try await queuectl(["drain", "--wait", "--socket", daemon.socket], db: db, in: scratch)
+            #expect(drain.status == 10, "one dead letter: \(drain.stdout) \(drain.stderr)")
+            #expect(drain.stdout.hasPrefix("delivered 24, retried 0, dead 1"), "\(drain.stdout)")
+            peakKilobytes = Self.peakResidentKilobytes(of: daemon.pid) ?? -1
+        }
+        #expect(peakKilobytes > 0 && peakKilobytes < megabytes * 1024, "queued peaked at \(peakKilobytes) KB")
+        let delivered = try DeliveredLine.parse(file: daemon.sinkFile).compactMap { $0.object["name"] as? String }
+        #expect(Set(delivered) == Set((0..<20).map { "before\($0)" } + (0..<4).map { "after\($0)" }))
+        let dead = try await queuectl(["dead", "list", "--json"], db: db, in: scratch)
+        let letters = try JSONSerialization.jsonObject(with: Data(dead.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(letters.count == 1)
+        let reason = letters.first?["last_error"] as? String ?? ""
+        #expect(reason.contains("more than the 262144 a record can be") && reason.contains("never read"), "\(reason)")
+        print("oversized row of \(megabytes) MiB: queued peak RSS \(peakKilobytes) KB; dead letter: \(reason)")
+    }
+
+    /// The process's peak resident set (`VmHWM` in /proc), in KB.
+    static func peakResidentKilobytes(of pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") })
+        else { return nil }
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    }
+
     /// Issue 16 defect 3: a planted trigger (here one that cancels every ack) makes `queued` refuse to start,
     /// exit 78, with the `check` command in its one error line; nothing in the file changes.
     @Test func aPlantedTriggerKeepsTheDaemonFromStarting() async throws {

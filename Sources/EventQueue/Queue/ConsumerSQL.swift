@@ -11,6 +11,14 @@ enum ConsumerSQL {
         UPDATE records
         SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
         WHERE id IN (
+        \(claimCandidates))
+        RETURNING id, kind, payload, user_key, created_at_ms, attempts
+        """
+
+    /// The rows `claim` is about to take (its subselect, the same text and parameters ?3 to ?5), read without their
+    /// payload: each one's size is checked from the row's header before the claim's UPDATE loads it
+    /// (`QueueConsumer.refuseOversizedCandidates`).
+    static let claimCandidates = """
             SELECT r.id FROM records AS r INDEXED BY records_live
             WHERE r.state != 'dead'
               AND ((CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
@@ -21,8 +29,7 @@ enum ConsumerSQL {
                     AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
                         BETWEEN ?3 + 1 AND ?5)
             ORDER BY r.id
-            LIMIT ?4)
-        RETURNING id, kind, payload, user_key, created_at_ms, attempts
+            LIMIT ?4
         """
 
     static let rememberKeys = """

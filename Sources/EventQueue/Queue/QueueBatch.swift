@@ -45,12 +45,7 @@ public final class QueueBatch {
     /// idempotency key; an invalid key is dropped (the reason says so), and a record naming no user is refused
     /// with `invalidRecord`, since there is no user to file it under.
     public func deadLetter(_ record: Record, reason: String) throws(QueueError) -> BatchOutcome {
-        guard Self.namesFilingUser(record.object) else {
-            throw QueueError.invalidRecord(
-                ValidationError(
-                    field: "record",
-                    rule: "names no user, so it cannot be kept as a dead letter either (\(reason))"))
-        }
+        try Self.checkDeadLetter(record, reason: reason)
         var reason = reason
         var key = record.idempotencyKey
         if let candidate = key, !Self.isValidKey(candidate) {
@@ -80,6 +75,38 @@ public final class QueueBatch {
             default:
                 throw error
             }
+        }
+    }
+
+    /// Checks `record` as `enqueue` (or, with `orDeadLetter`, `enqueueOrDeadLetter`) would, without writing
+    /// anything and without a transaction: what a caller that writes its input in several transactions runs over
+    /// the whole input first, so that input which would be refused is refused before any of it is written.
+    public static func check(_ record: Record, orDeadLetter: Bool, context: String = "") throws(QueueError) {
+        do {
+            _ = try QueueWriter.encode(record, now: WallClock.nowMilliseconds())
+        } catch {
+            guard orDeadLetter else { throw error }
+            switch error {
+            case .invalidRecord(let validation):
+                var located = validation
+                located.index = nil
+                located.line = nil
+                try checkDeadLetter(record, reason: context + located.description)
+            case .invalidIdempotencyKey:
+                try checkDeadLetter(record, reason: context + error.description)
+            default:
+                throw error
+            }
+        }
+    }
+
+    /// The one refusal of `deadLetter`: a record that names no user has no user to be filed under.
+    static func checkDeadLetter(_ record: Record, reason: String) throws(QueueError) {
+        guard namesFilingUser(record.object) else {
+            throw QueueError.invalidRecord(
+                ValidationError(
+                    field: "record",
+                    rule: "names no user, so it cannot be kept as a dead letter either (\(reason))"))
         }
     }
 

@@ -17,6 +17,10 @@ public final class QueueConsumer {
     /// Identifies this consumer in lease tokens: host, pid and a random part.
     public let consumerID: String
     private var claimSequence: UInt64 = 0
+    /// Rows this consumer's claims dead-lettered instead of returning (values out of range, oversized payloads),
+    /// since it was opened: the drain loop counts the difference across a claim as dead in its pass. (A claim
+    /// whose transaction rolls back throws, so its count is never used.)
+    public private(set) var deadLetteredAtClaim = 0
 
     /// Opens the queue at `path` as a consumer: the full schema check (a planted trigger is refused), then the
     /// page cache a claim over a big backlog needs. `consumerID` names this consumer in leases and the drain
@@ -133,6 +137,7 @@ public final class QueueConsumer {
     private func claimRows(
         lease: Lease, limit: Int, now: Int64
     ) throws(QueueError) -> (records: [ClaimedRecord], rows: Int) {
+        try refuseOversizedCandidates(limit: limit, now: now)
         let statement = try file.connection.statement(ConsumerSQL.claim, operation: "claiming records")
         statement.bind(1, lease.token)
         statement.bind(2, lease.expiresAtMilliseconds)
@@ -164,8 +169,58 @@ public final class QueueConsumer {
                     id: id, kind: recordKind, payload: payload, userKey: statement.validatedText(3) ?? "",
                     createdAtMilliseconds: createdAt, attempts: Int(attempts)))
         }
-        if !poisoned.isEmpty { try deadLetterPoisoned(poisoned, lease: lease, now: now) }
+        if !poisoned.isEmpty {
+            try deadLetterPoisoned(poisoned, lease: lease, now: now)
+            deadLetteredAtClaim += poisoned.count
+        }
         return (records.sorted { $0.id < $1.id }, rows)
+    }
+
+    /// Dead-letters the rows the claim is about to take whose payload is larger than any valid record can be
+    /// (`StoredRow.maximumPayloadBytes`), before the claim's UPDATE loads them; the caller holds the transaction.
+    ///
+    /// Why here and so: a group member can insert a 200 MB payload with any SQLite client. The claim's UPDATE
+    /// rewrites the row and recomputes its stored `user_key` from the whole payload (a 100 MB row: 516 MB RSS;
+    /// 200 MB: 1.9 GB and 12 s, an OOM kill under a 1 GiB limit, on every start). The size is read from the row's
+    /// header (`Connection.storedBytes`, 15 MB RSS and 1 ms for that row), and the dead-lettering UPDATE replaces
+    /// the payload with a small stub, so it never loads the old one either (it only frees its pages). The stub
+    /// names no valid user (`external_id` ""), so `dead retry` leaves it dead; the reason keeps the size.
+    private func refuseOversizedCandidates(limit: Int, now: Int64) throws(QueueError) {
+        let connection = file.connection
+        let candidates = try connection.statement(ConsumerSQL.claimCandidates, operation: "claiming records")
+        candidates.bind(3, now)
+        candidates.bind(4, max(0, limit))
+        candidates.bind(5, ClockHorizon.latestPlausible(after: now))
+        var ids: [Int64] = []
+        while try candidates.step() { ids.append(candidates.int64(0)) }
+        candidates.reset()
+        let sizes = connection.storedBytes(table: "records", column: "payload", rowids: ids)
+        let oversized = ids.compactMap { id -> (id: Int64, bytes: Int)? in
+            guard let bytes = sizes[id], bytes > StoredRow.maximumPayloadBytes else { return nil }
+            return (id, bytes)
+        }
+        guard !oversized.isEmpty else { return }
+        let statement = try connection.statement(
+            """
+            UPDATE records SET payload = ?2, state = 'dead', dead_at_ms = ?3, last_error = ?4,
+                attempts = min(max(attempts, 0), 1000000),
+                created_at_ms = min(max(created_at_ms, 0), 253402300799999),
+                lease_owner = NULL, lease_expires_at_ms = NULL
+            WHERE id = ?1 AND state != 'dead'
+            """, operation: "dead-lettering records too large to be read")
+        for (id, bytes) in oversized {
+            statement.bind(1, id)
+            statement.bind(
+                2, #"{"external_id":"","eventqueue_dropped_payload_bytes":\#(bytes)}"#)
+            statement.bind(3, now)
+            statement.bind(
+                4,
+                "rejected at claim: its payload is \(bytes) bytes, more than the \(StoredRow.maximumPayloadBytes) a "
+                    + "record can be; it was never read, and is replaced by a stub (written by a foreign writer)")
+            try statement.run()
+            statement.reset()
+        }
+        deadLetteredAtClaim += oversized.count
     }
 
     /// Dead-letters claimed rows whose stored values are out of range, in the claim's transaction, with the

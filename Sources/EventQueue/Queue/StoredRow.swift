@@ -12,6 +12,11 @@ public enum StoredRow {
     /// Ids are AUTOINCREMENT from 1; the top of the range is kept free so that an id never reaches the
     /// largest one (where AUTOINCREMENT gives up with SQLITE_FULL, and `id + 1` traps).
     public static let idRange: ClosedRange<Int64> = 1...(Int64(1) << 62)
+    /// The largest payload a record can have, in bytes: the encoder refuses any serialized record larger
+    /// (`RecordEncoder.maximumPayloadBytes`, 256 KiB, which also bounds every part the validator measures), so a
+    /// larger stored payload was written around the library. The daemon never reads one (see
+    /// `QueueConsumer.refuseOversizedCandidates`). A foreign writer's whitespace counts: its JSON must fit too.
+    public static let maximumPayloadBytes = RecordEncoder.maximumPayloadBytes
 
     /// Why a claimed row cannot be delivered as it is, or `nil` when every value is in range. `payload` and `kind`
     /// are the raw column values (`nil` when NULL or not valid UTF-8).

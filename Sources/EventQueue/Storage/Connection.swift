@@ -208,6 +208,34 @@ final class Connection {
         return statement.text(0)
     }
 
+    /// The size in bytes of a stored TEXT or BLOB value of each row, read from the row's header only
+    /// (`sqlite3_blob_open` never loads the value): how the daemon refuses a row too large to be a record without
+    /// reading it (no SQL function does that for TEXT on SQLite 3.40: `length()` counts characters, reading the
+    /// whole value). One handle is opened and moved from row to row (`sqlite3_blob_reopen`: no statement is
+    /// compiled per row). A row that does not exist, or whose value is not TEXT or BLOB, is left out.
+    func storedBytes(table: String, column: String, rowids: [Int64]) -> [Int64: Int] {
+        guard let handle, !rowids.isEmpty else { return [:] }
+        var sizes: [Int64: Int] = [:]
+        var blob: OpaquePointer?
+        defer { if let blob { sqlite3_blob_close(blob) } }
+        for rowid in rowids {
+            if let open = blob {
+                // A failed reopen leaves the handle aborted: close it and open a new one for the next row.
+                guard sqlite3_blob_reopen(open, rowid) == SQLITE_OK else {
+                    sqlite3_blob_close(open)
+                    blob = nil
+                    continue
+                }
+            } else if sqlite3_blob_open(handle, "main", table, column, rowid, 0, &blob) != SQLITE_OK {
+                if let failed = blob { sqlite3_blob_close(failed) }
+                blob = nil
+                continue
+            }
+            if let blob { sizes[rowid] = Int(sqlite3_blob_bytes(blob)) }
+        }
+        return sizes
+    }
+
     var lastInsertRowID: Int64 {
         handle.map { sqlite3_last_insert_rowid($0) } ?? 0
     }

@@ -57,7 +57,7 @@ public actor LaunchCoordinator {
     public func launchAndFollow() -> AsyncStream<PassEvent> {
         let (events, continuation) = AsyncStream.makeStream(of: PassEvent.self)
         if stopRequested.isSet {
-            continuation.yield(.failed("queued is stopping; no pass will run"))
+            continuation.yield(.failed("queued is stopping; no pass will run", status: .ioError))
             continuation.finish()
             return events
         }
@@ -89,7 +89,7 @@ public actor LaunchCoordinator {
         }
         retryTimer?.cancel()
         for follower in followersOfNextPass + followersOfThisPass {
-            follower.yield(.failed("queued stopped before the pass ran"))
+            follower.yield(.failed("queued stopped before the pass ran", status: .ioError))
             follower.finish()
         }
         followersOfNextPass = []
@@ -152,7 +152,7 @@ public actor LaunchCoordinator {
             lastPass = PassRecord(
                 startedAtMilliseconds: started, endedAtMilliseconds: clock.wallMilliseconds(), summary: nil,
                 error: error.description)
-            report(.failed(error.description))
+            report(.failed(error.description, status: ExitStatus(error)))
             if case .busy = error { schedule(at: clock.wallMilliseconds() &+ Self.busyRetryMilliseconds) }
             observer.passFailed(error, duration: clock.elapsed(since: start))
         }

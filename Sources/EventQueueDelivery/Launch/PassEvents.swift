@@ -11,8 +11,9 @@ public enum PassEvent: Sendable {
     case progress(DrainSummary)
     /// The pass ended.
     case summary(DrainSummary)
-    /// The pass failed on a queue error, or the daemon stopped before it could run.
-    case failed(String)
+    /// The pass failed on a queue error, or the daemon stopped before it could run; `status` is what a follower
+    /// exits with (`queuectl drain --wait`): 75 when the queue was busy, as for `drain --local`.
+    case failed(String, status: ExitStatus)
 }
 
 /// One finished pass, for `GET /status`.

@@ -13,33 +13,68 @@ import Synchronization
 /// acked (deleted from the queue) is always in the file, even after a power loss. On a pipe or terminal
 /// (`jsonl:-` to stdout) there is nothing to fsync; the line is written before the ack all the same.
 ///
+/// A failed write (a full disk, an I/O error) leaves the file as it was: it is truncated back to where the batch
+/// began, so no fragment is left for the next line to be glued to. Such a failure is the host's, not the records':
+/// the batch is retried without using up an attempt, and the pass stops (`.unavailable`) instead of spending the
+/// backlog's attempts on a disk that is still full.
+///
+/// Rotation: before each batch the path is compared with the open file (device and inode); when it names another
+/// file or none (moved away by logrotate, removed), the path is opened again (created 0640), and `reopen()`
+/// (SIGHUP) does the same unconditionally. A batch found written into a file that was removed meanwhile (no
+/// link left) is not reported delivered: it is retried into the new file.
+///
 /// The `write` and `fsync` run on the sink's own dispatch queue, never on a Swift concurrency thread: an fsync
 /// blocks for milliseconds, and on a 2-core machine the cooperative pool has two threads (the hazard
 /// `QueueStore`'s executor exists to avoid).
 public final class JSONLinesSink: Sink {
-    private let descriptor: Mutex<Int32>
+    /// The open descriptor, and whether `reopen()` asked for the path to be opened again before the next batch.
+    private struct OpenFile {
+        var descriptor: Int32
+        var reopenRequested = false
+    }
+
+    /// Why a batch could not be written: always the host's problem (a full disk, an I/O error), never a record's.
+    private struct LocalFailure: Error {
+        var message: String
+    }
+
+    private let file: Mutex<OpenFile>
     private let io = DispatchQueue(label: "eventqueue.jsonl-sink")
-    private let ownsDescriptor: Bool
+    /// The file's path; `nil` for stdout, which is never reopened nor truncated.
+    private let path: String?
+    /// Whether the path names a regular file, the only kind that can be truncated back or rotated (not a
+    /// device such as /dev/full, not a FIFO).
+    private let regular: Bool
     public let name: String
+
+    static let openFlags = O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC
 
     /// Opens `path` for appending (created 0640), or stdout when `path` is `-`.
     public init(path: String) throws(SinkError) {
         name = "jsonl:" + path
         if path == "-" {
-            descriptor = Mutex(STDOUT_FILENO)
-            ownsDescriptor = false
+            file = Mutex(OpenFile(descriptor: STDOUT_FILENO))
+            self.path = nil
+            regular = false
             return
         }
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
+        let fd = Glibc.open(path, Self.openFlags, 0o640)
         guard fd >= 0 else {
             throw SinkError.cannotOpen(spec: name, reason: String(cString: strerror(errno)))
         }
-        descriptor = Mutex(fd)
-        ownsDescriptor = true
+        file = Mutex(OpenFile(descriptor: fd))
+        self.path = path
+        var info = stat()
+        regular = fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
     }
 
     deinit {
-        if ownsDescriptor { descriptor.withLock { _ = Glibc.close($0) } }
+        if path != nil { file.withLock { _ = Glibc.close($0.descriptor) } }
+    }
+
+    /// Opens the path again before the next batch (SIGHUP after a rotation, as log daemons do).
+    public func reopen() {
+        file.withLock { $0.reopenRequested = true }
     }
 
     public func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {
@@ -55,37 +90,76 @@ public final class JSONLinesSink: Sink {
             buffer.append(contentsOf: "}\n".utf8)
         }
         let bytes = buffer
-        let failure: String? = await withCheckedContinuation { continuation in
+        let failure: LocalFailure? = await withCheckedContinuation { continuation in
             io.async {
                 continuation.resume(returning: self.writeAndSync(bytes))
             }
         }
         if let failure {
-            return DeliveryReport(.retry(reason: "\(name): \(failure)"), for: batch)
+            let reason = "\(name): \(failure.message)"
+            return DeliveryReport(
+                .retry(reason: reason, countsAsAttempt: false), for: batch,
+                halt: SinkHalt(kind: .unavailable, reason: reason + " (the records are kept; no attempt was counted)"))
         }
         return DeliveryReport(.delivered, for: batch)
     }
 
-    /// Writes `bytes` and fsyncs; on the sink's queue. Returns an error message on failure.
-    private func writeAndSync(_ bytes: [UInt8]) -> String? {
-        descriptor.withLock { fd in
-            let written = bytes.withUnsafeBytes { Self.writeAll(fd, $0) }
-            if let written { return written }
-            if fsync(fd) != 0, errno != EINVAL, errno != EROFS, errno != ENOTSUP {
-                return "fsync failed: \(String(cString: strerror(errno)))"
+    /// Writes `bytes` and fsyncs, on the sink's queue; on failure the file is left as it was.
+    private func writeAndSync(_ bytes: [UInt8]) -> LocalFailure? {
+        file.withLock { file in
+            if regular, let path, let failure = Self.reopenIfRotated(&file, path: path) { return failure }
+            let fd = file.descriptor
+            // With O_APPEND every write goes to the end: where the file ends now is where this batch begins.
+            let before = regular ? lseek(fd, 0, SEEK_END) : -1
+            var failure = bytes.withUnsafeBytes { Self.writeAll(fd, $0) }
+            if failure == nil, fsync(fd) != 0, errno != EINVAL, errno != EROFS, errno != ENOTSUP {
+                failure = LocalFailure(message: "fsync failed: \(String(cString: strerror(errno)))")
             }
-            return nil
+            if failure == nil, regular {
+                var info = stat()
+                if fstat(fd, &info) == 0, info.st_nlink == 0 {
+                    // Removed while written: acked into a file nobody can read, the records would be lost.
+                    file.reopenRequested = true
+                    failure = LocalFailure(message: "the file was removed while written; reopening its path")
+                }
+            }
+            if var failure, before >= 0 {
+                if ftruncate(fd, before) != 0 {
+                    failure.message +=
+                        "; could not truncate it back to \(before) bytes: \(String(cString: strerror(errno)))"
+                }
+                return failure
+            }
+            return failure
         }
     }
 
-    /// Writes every byte (handling short writes and EINTR); returns an error message on failure.
-    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> String? {
+    /// Opens the path again when asked to, or when it no longer names the open file (moved or removed). A path
+    /// that cannot be opened keeps the old descriptor and fails the batch (retried, not counted).
+    private static func reopenIfRotated(_ file: inout OpenFile, path: String) -> LocalFailure? {
+        var named = stat()
+        var open = stat()
+        let same =
+            stat(path, &named) == 0 && fstat(file.descriptor, &open) == 0 && named.st_dev == open.st_dev
+            && named.st_ino == open.st_ino
+        guard file.reopenRequested || !same else { return nil }
+        let fd = Glibc.open(path, openFlags, 0o640)
+        guard fd >= 0 else {
+            return LocalFailure(message: "cannot reopen \(path): \(String(cString: strerror(errno)))")
+        }
+        _ = Glibc.close(file.descriptor)
+        file = OpenFile(descriptor: fd)
+        return nil
+    }
+
+    /// Writes every byte (handling short writes and EINTR).
+    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> LocalFailure? {
         var offset = 0
         while offset < bytes.count {
             let count = write(fd, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
             if count < 0 {
                 if errno == EINTR { continue }
-                return "write failed: \(String(cString: strerror(errno)))"
+                return LocalFailure(message: "write failed: \(String(cString: strerror(errno)))")
             }
             offset += count
         }

@@ -4,18 +4,31 @@ import EventQueueDelivery
 
 struct Enqueue: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Append records: one event, attribute or purchase, or a whole NDJSON file (all or nothing).",
+        abstract:
+            "Append records: one event, attribute or purchase, or a whole NDJSON file (checked in full first).",
         discussion: """
             NDJSON: one Braze object per line plus "type" (event, attribute or purchase) and an optional \
             "idempotency_key", e.g. {"type":"event","external_id":"u1","name":"song_liked"}. \
             Prints the id of each record, one per line (with --dead-letter-invalid, dead letters too, the first 20 also \
-            named on stderr). The input is read as it is enqueued, so its size does not matter.
+            named on stderr). The input is read as it is enqueued, so its size does not matter. Every line is \
+            checked before any is written (a refused line enqueues nothing); then the records are committed \
+            1,000 at a time, so other writers and the daemon never wait long (a write that fails half way \
+            leaves the first chunks queued and says which lines; --one-transaction commits all or nothing).
             """,
         subcommands: [EnqueueEvent.self, EnqueueAttribute.self, EnqueuePurchase.self]
     )
 
-    @Option(help: "Read NDJSON records from PATH (- for stdin) and enqueue them in one transaction.")
+    @Option(help: "Read NDJSON records from PATH (- for stdin), check them all, then enqueue them.")
     var ndjson: String?
+
+    @Flag(
+        name: .customLong("one-transaction"),
+        help: """
+            With --ndjson: commit the whole input in one transaction (all or nothing even if the write fails \
+            half way), holding the queue's write lock for as long as that takes: every other writer and the \
+            daemon wait meanwhile (a minute-long file makes them give up after their busy timeout).
+            """)
+    var oneTransaction = false
 
     @Flag(
         name: .customLong("dead-letter-invalid"),
@@ -38,7 +51,9 @@ struct Enqueue: ParsableCommand {
         defer { writer.close() }
         let result: NDJSONEnqueue.Result
         do {
-            result = try NDJSONEnqueue.run(input: input, writer: writer, deadLetterInvalid: deadLetterInvalid)
+            result = try NDJSONEnqueue.run(
+                input: input, writer: writer, deadLetterInvalid: deadLetterInvalid,
+                recordsPerTransaction: oneTransaction ? Int.max : NDJSONEnqueue.recordsPerTransaction)
         } catch let error as QueueError {
             throw fail(error)
         }
@@ -57,14 +72,19 @@ func unknownRecordKindMessage(_ arguments: [String]) -> String? {
 
 /// Refuses `enqueue --ndjson FILE event ...`: the subcommand would run and the file be ignored.
 func refuseNDJSONWithSubcommand(_ parent: Enqueue) throws {
-    if parent.ndjson != nil || parent.deadLetterInvalid {
+    if parent.ndjson != nil || parent.deadLetterInvalid || parent.oneTransaction {
         throw fail(
             "--ndjson (and --dead-letter-invalid) cannot be combined with event, attribute or purchase: "
-                + "enqueue either a file or one record", status: ExitStatus.usage)
+                + "enqueue either a file or one record (so cannot --one-transaction)", status: ExitStatus.usage)
     }
 }
 
-/// `--external-id`, `--braze-id`, `--email`, `--phone` or `--alias NAME:LABEL`: exactly one.
+/// `--external-id`, `--braze-id`, `--email`, `--phone`, or an alias (`--alias-name` with `--alias-label`, or
+/// `--alias NAME:LABEL`): exactly one.
+///
+/// Why `--alias` refuses a second colon: `urn:x:1:crm` splits as well at any of its colons, and a wrong split
+/// sends the record to another Braze user. With exactly one colon there is one reading; anything else must be
+/// spelled with the two separate options, which hold any text.
 struct IdentityOptions: ParsableArguments {
     @Option(name: .customLong("external-id"), help: "The user's external id.")
     var externalID: String?
@@ -74,8 +94,16 @@ struct IdentityOptions: ParsableArguments {
     var email: String?
     @Option(help: "The user's phone number (as the identifier).")
     var phone: String?
-    @Option(help: "A user alias as NAME:LABEL.")
+    @Option(
+        help: """
+            A user alias as NAME:LABEL, with exactly one colon (a name or label holding a colon: use \
+            --alias-name and --alias-label).
+            """)
     var alias: String?
+    @Option(name: .customLong("alias-name"), help: "A user alias's name (with --alias-label); any text.")
+    var aliasName: String?
+    @Option(name: .customLong("alias-label"), help: "A user alias's label (with --alias-name); any text.")
+    var aliasLabel: String?
 
     func identity() throws -> UserIdentity {
         var found: [UserIdentity] = []
@@ -83,11 +111,12 @@ struct IdentityOptions: ParsableArguments {
         if let brazeID { found.append(.brazeID(brazeID)) }
         if let email { found.append(.email(email)) }
         if let phone { found.append(.phone(phone)) }
-        if let alias {
-            guard let colon = alias.firstIndex(of: ":"), colon != alias.startIndex else {
-                throw fail("--alias must be NAME:LABEL (got \"\(alias)\")", status: ExitStatus.usage)
-            }
-            found.append(.alias(name: String(alias[..<colon]), label: String(alias[alias.index(after: colon)...])))
+        if let alias { found.append(try Self.splitAlias(alias)) }
+        switch (aliasName, aliasLabel) {
+        case (let name?, let label?): found.append(.alias(name: name, label: label))
+        case (nil, nil): break
+        default:
+            throw fail("--alias-name and --alias-label go together: give both", status: ExitStatus.usage)
         }
         guard found.count == 1, let identity = found.first else {
             throw fail(
@@ -95,6 +124,21 @@ struct IdentityOptions: ParsableArguments {
                     + "\(found.count))", status: ExitStatus.usage)
         }
         return identity
+    }
+
+    /// `NAME:LABEL` with exactly one colon, neither side empty; anything else is refused, never guessed.
+    static func splitAlias(_ alias: String) throws -> UserIdentity {
+        guard let colon = alias.firstIndex(of: ":"), colon != alias.startIndex else {
+            throw fail("--alias must be NAME:LABEL (got \"\(alias)\")", status: ExitStatus.usage)
+        }
+        let label = alias[alias.index(after: colon)...]
+        guard !label.contains(":") else {
+            throw fail(
+                "--alias \"\(alias)\" is ambiguous: it has more than one colon, so the name and the label could be "
+                    + "split at any of them; give them apart with --alias-name NAME --alias-label LABEL",
+                status: ExitStatus.usage)
+        }
+        return .alias(name: String(alias[..<colon]), label: String(label))
     }
 }
 

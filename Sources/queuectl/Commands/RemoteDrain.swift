@@ -36,6 +36,7 @@ struct RemoteDrain {
     private func follow(_ client: DaemonClient) throws {
         var summary: JSONObject?
         var failure: String?
+        var failureStatus = ExitStatus.ioError
         try client.launchAndWait { line in
             guard let object = line.objectValue else { return }
             switch object["event"]?.stringValue {
@@ -48,12 +49,21 @@ struct RemoteDrain {
                 summary = object
             case "error":
                 failure = object["message"]?.stringValue ?? "unknown error"
+                // The daemon's cause (75: the queue was busy); a status outside the table, or none (an older
+                // daemon), stays an I/O error.
+                if let code = object["exit_status"]?.numberValue?.integerValue,
+                    let status = Int32(exactly: code).flatMap(ExitStatus.init(rawValue:))
+                {
+                    failureStatus = status
+                }
             default:
                 break
             }
         }
         guard let summary else {
-            throw fail("the daemon's pass did not finish: \(failure ?? "the connection closed")", status: .ioError)
+            throw fail(
+                "the daemon's pass did not finish: \(failure ?? "the connection closed")",
+                status: failure == nil ? .ioError : failureStatus)
         }
         let report: DrainReport
         do {

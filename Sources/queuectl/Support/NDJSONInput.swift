@@ -11,7 +11,7 @@ import EventQueueDelivery
 ///
 /// A line longer than a record may be stops the reading at once (the rest is never read: `--ndjson /dev/zero`
 /// fails after 256 KiB). Input that is not a regular file (a pipe, a terminal, a FIFO) is first copied to an
-/// unlinked temporary file: the enqueue holds the queue's write lock while it reads, and a slow producer must
+/// unlinked temporary file: the input is read twice (checked in full, then enqueued), and a slow producer must
 /// not make every other writer wait on it.
 final class NDJSONInput {
     /// The longest line read: a record may be at most 256 KiB, plus a `\r`.
@@ -24,6 +24,8 @@ final class NDJSONInput {
     private var end = 0
     private var atEOF = false
     private(set) var lineNumber = 0
+    /// Where the input starts in `fd` (stdin redirected from a file may start anywhere): what `rewind` goes back to.
+    private var startOffset: off_t = 0
 
     /// Opens `path` (`-`: stdin), spooling non-regular input first (checking line lengths as it goes).
     init(path: String) throws {
@@ -41,6 +43,7 @@ final class NDJSONInput {
         var info = stat()
         if fstat(source, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
             fd = source
+            startOffset = max(0, lseek(source, 0, SEEK_CUR))
             return
         }
         defer { if source != STDIN_FILENO { close(source) } }
@@ -49,6 +52,14 @@ final class NDJSONInput {
 
     deinit {
         if fd != STDIN_FILENO { close(fd) }
+    }
+
+    /// Goes back to the first line, to read the input a second time (it is a regular file or a spool).
+    func rewind() throws {
+        guard lseek(fd, startOffset, SEEK_SET) >= 0 else {
+            throw fail("cannot reread \(path): \(String(cString: strerror(errno)))", status: ExitStatus.inputMissing)
+        }
+        (start, end, atEOF, lineNumber) = (0, 0, false, 0)
     }
 
     /// The next non-blank line (without its `\n` or `\r\n`) with its 1-based number, or `nil` at the end. What a

@@ -148,7 +148,7 @@ struct LaunchCoordinatorTests {
             switch event {
             case .progress(let summary): seen.append("progress \(summary.batches): delivered \(summary.delivered)")
             case .summary(let summary): seen.append("summary: delivered \(summary.delivered), \(summary.result)")
-            case .failed(let message): seen.append("failed: \(message)")
+            case .failed(let message, _): seen.append("failed: \(message)")
             }
         }
         #expect(
@@ -171,7 +171,7 @@ struct LaunchCoordinatorTests {
         await loop.value
         var messages: [String] = []
         for await event in await coordinator.launchAndFollow() {
-            if case .failed(let message) = event { messages.append(message) }
+            if case .failed(let message, _) = event { messages.append(message) }
         }
         #expect(messages == ["queued is stopping; no pass will run"])
         #expect(watcher.ends.isEmpty)

@@ -32,6 +32,8 @@ import Testing
             "UPDATE records SET state = 'dead', dead_at_ms = \(value), last_error = 'x' WHERE id = \(id)",
             "UPDATE sqlite_sequence SET seq = \(value) WHERE name = 'records'",
             "INSERT OR REPLACE INTO delivered_keys VALUES ('k\(id)', \(value), \(value))",
+            // Issue 22 #1: a payload larger than any record can be (300,000 bytes of padding).
+            "UPDATE records SET payload = json_set(payload, '$.pad', hex(zeroblob(150000))) WHERE id = \(id)",
         ]
         return statements.randomElement(using: &rng) ?? statements[0]
     }
