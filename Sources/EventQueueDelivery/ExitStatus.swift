@@ -29,7 +29,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     public init(_ error: QueueError) {
         switch error {
         case .invalidRecord, .invalidIdempotencyKey: self = .invalidInput
-        case .notAQueueFile, .corrupt, .schemaTooNew, .unsafeQueueFile: self = .badQueueFileOrConfiguration
+        case .notAQueueFile, .corrupt, .schemaTooNew, .needsNewerRelease, .unsafeQueueFile:
+            self = .badQueueFileOrConfiguration
         case .cannotOpen, .readOnly: self = .cannotCreate
         case .busy: self = .busy
         case .diskFull, .sqlite: self = .ioError
