@@ -24,20 +24,32 @@ public enum Migrations {
         let current = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
         // A file at or past the target (a newer release migrated it) is left as it is: never migrated back.
         guard current < target else { return }
-        for migration in migrations where migration.version <= target {
-            try connection.transaction(operation: "migrating to schema version \(migration.version)") {
-                () throws(QueueError) in
-                let version = try connection.scalarInt(
-                    "PRAGMA user_version", operation: "reading the schema version")
-                guard version < migration.version else { return }
-                let before = try objectNames(connection)
-                try connection.execute(
-                    migration.sql, operation: "applying migration \(migration.version)_\(migration.name)")
-                if migration.version >= SchemaContract.firstContractVersion {
-                    try recordAdditions(connection, of: migration, before: before)
+        let steps = migrations.filter { $0.version <= target }
+        func apply(_ migration: Migration) throws(QueueError) {
+            let version = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
+            guard version < migration.version else { return }
+            let before = try objectNames(connection)
+            try connection.execute(
+                migration.sql, operation: "applying migration \(migration.version)_\(migration.name)")
+            if migration.version >= SchemaContract.firstContractVersion {
+                try recordAdditions(connection, of: migration, before: before)
+            }
+            try connection.execute(
+                "PRAGMA user_version = \(migration.version)", operation: "recording schema version")
+        }
+        if current == 0 {
+            // A new file is created whole, in one transaction: a process that opens it meanwhile sees either no
+            // schema (and finds the work done inside its own transaction) or the latest one, never a half-built
+            // file it would take for an older release's (eight processes opening a new file at once: one was
+            // refused, seeing schema 3's names on a file already at 5).
+            try connection.transaction(operation: "creating the schema") { () throws(QueueError) in
+                for migration in steps { try apply(migration) }
+            }
+        } else {
+            for migration in steps {
+                try connection.transaction(operation: "migrating to schema version \(migration.version)") {
+                    () throws(QueueError) in try apply(migration)
                 }
-                try connection.execute(
-                    "PRAGMA user_version = \(migration.version)", operation: "recording schema version")
             }
         }
         if current == 0 {

@@ -86,7 +86,11 @@ final class QueueFile {
                 try QueueSchema.verify(connection, version: Migrations.latestVersion)
             }
         }
-        try check(connection)
+        // One read transaction, so that the version and the objects the check reads are one snapshot: a consumer
+        // may be migrating the file step by step meanwhile.
+        try connection.transaction(immediate: false, operation: "checking the schema") { () throws(QueueError) in
+            try check(connection)
+        }
         // The schema may change after this open (another group member's `sqlite3`): every transaction compares
         // again when the schema cookie moved (Connection.schemaGuard).
         connection.schemaGuard = (
