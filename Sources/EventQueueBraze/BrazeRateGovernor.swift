@@ -49,11 +49,14 @@ actor BrazeRateGovernor {
 
     /// Counts a request out of flight and learns from its answer.
     func release(_ ticket: BrazeRatePolicy.Ticket, _ feedback: BrazeRatePolicy.Feedback) {
-        let roundsBefore = policy.snapshot(at: moment()).rateLimitRounds
-        policy.release(ticket, feedback, at: moment())
-        let after = policy.snapshot(at: moment())
-        if after.rateLimitRounds > roundsBefore, !limited {
+        // A new 429 round is exactly a step up of the streak; the snapshot (a copy of the policy) is taken only
+        // for the log lines, not on every answer.
+        let streakBefore = policy.streak
+        let now = moment()
+        policy.release(ticket, feedback, at: now)
+        if policy.streak > streakBefore, !limited {
             limited = true
+            let after = policy.snapshot(at: now)
             logger.warning(
                 "braze rate limit: waiting for the window",
                 metadata: [
@@ -64,8 +67,8 @@ actor BrazeRateGovernor {
                 ])
         } else if limited, policy.streak == 0 {
             limited = false
-            logger.notice(
-                "braze rate limit lifted", metadata: ["rate_limited_answers": "\(after.rateLimitedAnswers)"])
+            let answers = policy.snapshot(at: now).rateLimitedAnswers
+            logger.notice("braze rate limit lifted", metadata: ["rate_limited_answers": "\(answers)"])
         }
     }
 
