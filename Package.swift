@@ -182,11 +182,13 @@ let package = Package(
         ),
         .testTarget(
             name: "queuedTests",
-            dependencies: ["FakeBraze", "EventQueue", "EventQueueDelivery", "EventQueueTestSupport"]
+            dependencies: [
+                "FakeBraze", "EventQueue", "EventQueueDelivery", "EventQueueCommandLine", "EventQueueTestSupport",
+            ]
         ),
         .testTarget(
             name: "queuectlTests",
-            dependencies: ["EventQueue", "EventQueueDelivery", "EventQueueTestSupport"]
+            dependencies: ["EventQueue", "EventQueueDelivery", "EventQueueCommandLine", "EventQueueTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

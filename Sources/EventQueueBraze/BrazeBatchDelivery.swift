@@ -1,15 +1,21 @@
 import EventQueue
 import EventQueueDelivery
 
+/// What sends one request to `/users/track` and interprets the answer: `BrazeSink` (pacing, resending after a
+/// 429, the HTTP client), or a scripted stand-in in a test.
+protocol BrazeRequestSender: Sendable {
+    /// Sends `body` and returns the interpreted answer; `nil` when it was not sent (the delivery was cancelled):
+    /// its records and the rest get no outcome, so the drain loop hands them back untouched.
+    func send(_ body: BrazeRequestBody) async -> BrazeAnswer?
+}
+
 /// Delivers one claimed batch as a sequence of requests and turns the answers into one `DeliveryReport`.
 ///
-/// Kept apart from the HTTP client (it only sees `post`) so the decisions (bisect, stop, hold back a user's
-/// later records) read in one place. Requests go one after another: per-user order depends on an earlier
-/// request being answered before a later one is sent.
+/// Kept apart from the HTTP client (it only sees a `BrazeRequestSender`) so the decisions (bisect, stop, hold
+/// back a user's later records) read in one place. Requests go one after another: per-user order depends on an
+/// earlier request being answered before a later one is sent.
 struct BrazeBatchDelivery {
-    /// Sends one request and interprets the answer; `nil` when it was not sent (the delivery was cancelled):
-    /// its records and the rest get no outcome, so the drain loop hands them back untouched.
-    let post: (BrazeRequestBody) async -> BrazeAnswer?
+    let sender: any BrazeRequestSender
     /// The batch's objects, serialized once.
     let encoded: BrazeEncodedObjects?
 
@@ -25,9 +31,9 @@ struct BrazeBatchDelivery {
 
     static let waitingReason = "waiting for an earlier record of the same user"
 
-    init(encoded: BrazeEncodedObjects? = nil, post: @escaping (BrazeRequestBody) async -> BrazeAnswer?) {
+    init(encoded: BrazeEncodedObjects? = nil, sender: any BrazeRequestSender) {
         self.encoded = encoded
-        self.post = post
+        self.sender = sender
     }
 
     var stopped: Bool { halt != nil || stopRetry != nil || cancelled }
@@ -60,7 +66,7 @@ struct BrazeBatchDelivery {
         }
         guard !sendable.isEmpty, !stopped else { return }
         let body = BrazeRequestBody(sendable, encoded: encoded)
-        guard let answer = await post(body) else {
+        guard let answer = await sender.send(body) else {
             cancelled = true
             return
         }

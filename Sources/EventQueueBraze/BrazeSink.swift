@@ -14,7 +14,7 @@ import NIOCore
 /// pass (nothing is counted against the records); 408, 5xx and network failures retry; a 429 is back-pressure:
 /// the same request goes again once the shared rate window allows (`BrazeRatePolicy`). The API key never
 /// appears in logs, errors or descriptions.
-public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
+public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible, CustomReflectable {
     public let name: String
     private let endpoint: String
     /// Why the base URL is unusable, if it is: every batch then halts with a configuration error.
@@ -102,7 +102,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         }
         let encoded = BrazeEncodedObjects(batch)
         let requests = batcher.split(batch, size: encoded)
-        var delivery = BrazeBatchDelivery(encoded: encoded, post: { body in await self.post(body) })
+        var delivery = BrazeBatchDelivery(encoded: encoded, sender: self)
         await delivery.run(requests)
         logger.debug(
             "braze batch done",
@@ -116,7 +116,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     /// Sends one request once the governor lets it start, and again after every 429 (back-pressure, not
     /// failure: the records keep their lease, which `LeasedDelivery` renews, and no attempt is spent); `nil` when
     /// the delivery was cancelled before an answer came.
-    private func post(_ body: BrazeRequestBody) async -> BrazeAnswer? {
+    func send(_ body: BrazeRequestBody) async -> BrazeAnswer? {
         while true {
             guard let ticket = await governor.acquire() else { return nil }
             let answer = await send(body, ticket: ticket)

@@ -17,9 +17,10 @@ import Logging
 /// (`maxInFlight` × the claim size). The batches that came back while the connection was busy are acked
 /// together, with the claims that replace them, in one transaction (group commit: one fsync for all).
 ///
-/// Reading guide: `runPass` opens deliveries and waits for them; `settle` is the one place that writes a
-/// batch's outcomes (the ack included) and the one place that reports progress; `Settlement` decides each
-/// record's next state; `PassState` is the pass's state, in one value. Every reading of the time goes through
+/// Reading guide: `runPass` opens deliveries and waits for them; `settle` writes a finished batch's dead
+/// letters, retries and releases and queues its delivered records for the ack; `commit` is the one place that
+/// acks (with the next claims, in one transaction) and the one place that reports progress; `Settlement`
+/// decides each record's next state; `PassState` is the pass's state, in one value. Every reading of the time goes through
 /// `clock` (the wall clock for the file, the monotonic one for waits), so tests advance it instead of sleeping.
 public struct Drainer: Sendable {
     public let store: QueueStore

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventQueue
 import EventQueueDelivery
+import EventQueueCommandLine
 
 #if canImport(Glibc)
     import Glibc

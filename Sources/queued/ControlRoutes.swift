@@ -2,6 +2,7 @@ import EventQueue
 import EventQueueBraze
 import EventQueueDelivery
 import NIOHTTP1
+import EventQueueCommandLine
 
 /// What each control request does. Queue reads go through `QueueStore` (its own executor), never the event
 /// loop.
@@ -49,7 +50,9 @@ struct ControlRoutes: Sendable {
             switch event {
             case .progress(let summary): try await writer.streamChunk(DaemonJSON.progress(summary).serialized + "\n")
             case .summary(let summary): try await writer.streamChunk(DaemonJSON.summary(summary).serialized + "\n")
-            case .failed(let message, let status):
+            case .failed(let message, let cause):
+                // A pass that never ran (the daemon is stopping) is an I/O failure for the follower (74).
+                let status = cause.map(ExitStatus.init) ?? .ioError
                 try await writer.streamChunk(DaemonJSON.failure(message, exitStatus: status).serialized + "\n")
             }
         }

@@ -2,6 +2,7 @@ import EventQueueDelivery
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import EventQueueCommandLine
 
 #if canImport(Glibc)
     import Glibc

@@ -2,6 +2,7 @@ import ArgumentParser
 import EventQueue
 import EventQueueDelivery
 import NIOCore
+import EventQueueCommandLine
 
 #if canImport(Glibc)
     import Glibc
@@ -25,14 +26,7 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
         case .configuration: return .badQueueFileOrConfiguration
         case .socket: return .cannotCreate
         case .service: return .internalError
-        case .queue(let error):
-            switch error {
-            case .notAQueueFile, .corrupt, .schemaTooNew, .needsNewerRelease, .unsafeQueueFile:
-                return .badQueueFileOrConfiguration
-            case .cannotOpen, .readOnly: return .cannotCreate
-            case .busy: return .busy
-            default: return .ioError
-            }
+        case .queue(let error): return ExitStatus(error)
         }
     }
 

@@ -1,6 +1,7 @@
 import EventQueue
 import EventQueueBraze
 import EventQueueDelivery
+import EventQueueCommandLine
 
 /// The JSON bodies of the control socket, built with the queue's own JSON model. The queue keys match
 /// `queuectl status --json` and the summary keys match `queuectl drain --local --json`, so scripts parse both
@@ -39,7 +40,7 @@ enum DaemonJSON {
     }
 
     static func status(
-        _ stats: QueueStats, path: String, daemon: DaemonSnapshot, sinkName: String, sink: SinkHealth,
+        _ stats: QueueStats, path: String, daemon: LaunchSnapshot, sinkName: String, sink: SinkHealth,
         rate: BrazeRateStatus? = nil
     ) -> JSONValue {
         var object = ReportJSON.stats(stats, path: path)

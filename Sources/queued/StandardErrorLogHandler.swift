@@ -1,6 +1,7 @@
 import EventQueue
 import EventQueueDelivery
 import Logging
+import EventQueueCommandLine
 
 #if canImport(Glibc)
     import Glibc

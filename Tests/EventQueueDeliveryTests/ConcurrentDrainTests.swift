@@ -26,15 +26,20 @@ final class ConcurrentWatchingSink: Sink {
     /// Decides each record's outcome; `call` counts deliveries from 0.
     let outcome: @Sendable (_ call: Int, _ record: OutgoingRecord) -> DeliveryOutcome
     let holdFirstUntilSecond: Bool
+    /// When given, the first delivery also waits for this (after the second started): the test fires it from the
+    /// progress callback, so a batch is still in flight when another one's progress is reported, by construction.
+    let releaseFirst: Signal?
     private let secondStarted = Signal()
 
     init(
         maxConcurrentDeliveries: Int, recordsPerRequest: Int?, holdFirstUntilSecond: Bool = false,
+        releaseFirst: Signal? = nil,
         outcome: @escaping @Sendable (Int, OutgoingRecord) -> DeliveryOutcome = { _, _ in .delivered }
     ) {
         self.maxConcurrentDeliveries = maxConcurrentDeliveries
         self.recordsPerRequest = recordsPerRequest
         self.holdFirstUntilSecond = holdFirstUntilSecond
+        self.releaseFirst = releaseFirst
         self.outcome = outcome
     }
 
@@ -74,6 +79,7 @@ final class ConcurrentWatchingSink: Sink {
             if call == 0 { await holdUntilSecondStarts() }
             if call == 1 { secondStarted.fire() }
         }
+        if call == 0, let releaseFirst { await releaseFirst.wait() }
         var outcomes: [Int64: DeliveryOutcome] = [:]
         for record in batch { outcomes[record.id] = outcome(call, record) }
         watch.withLock { watch in
@@ -93,11 +99,16 @@ struct ConcurrentDrainTests {
     @Test func severalBatchesAreInFlightAtOnceWithoutAUserInTwoAndEachUserInOrder() async throws {
         let records = (0..<1_200).map { testEvent("e\($0)", user: "u\($0 % 40)") }
         let ids = try enqueue(records, at: path)
+        let progressReported = Signal()
         let sink = ConcurrentWatchingSink(
-            maxConcurrentDeliveries: 64, recordsPerRequest: 25, holdFirstUntilSecond: true)
+            maxConcurrentDeliveries: 64, recordsPerRequest: 25, holdFirstUntilSecond: true,
+            releaseFirst: progressReported)
         let progress = Locked<[DrainSummary]>([])
         let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 25, maxInFlight: 8))
-        let summary = try await drainer.drain(progress: { summary in progress.withLock { $0.append(summary) } })
+        let summary = try await drainer.drain(progress: { summary in
+            progress.withLock { $0.append(summary) }
+            progressReported.fire()
+        })
         await drainer.store.close()
 
         let watch = sink.watch.withLock { $0 }
@@ -116,7 +127,8 @@ struct ConcurrentDrainTests {
             #expect((lastOfUser[user] ?? 0) < id, "user \(user) out of order at \(id)")
             lastOfUser[user] = id
         }
-        // Progress once per settled batch, with records in flight while others run.
+        // Progress once per settled batch, with records in flight while others run (the first batch is held until
+        // a progress report, so at least that report counts it).
         #expect(progress.value.count == summary.batches)
         #expect(progress.value.contains { $0.inFlight > 0 })
         #expect(try liveRecords(path).isEmpty)

@@ -36,15 +36,6 @@ import Testing
         #expect(Self.summary(remaining: Self.stats(leased: 1)).result == .recordsRemain)
     }
 
-    @Test func exitCodes() {
-        #expect(DrainResult.allDelivered.exitCode == 0)
-        #expect(DrainResult.someDead.exitCode == 10)
-        #expect(DrainResult.recordsRemain.exitCode == 11)
-        #expect(DrainResult.sinkMisconfigured.exitCode == 12)
-        let codes = DrainResult.allCases.map(\.exitCode)
-        #expect(Set(codes).count == codes.count, "every result has its own exit code")
-    }
-
     @Test func optionsDefaults() {
         let options = DrainOptions()
         #expect(options.batchSize == 100)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import EventQueueTestSupport
+import EventQueueCommandLine
 
 #if canImport(Glibc)
     import Glibc

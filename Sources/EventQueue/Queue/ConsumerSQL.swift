@@ -1,4 +1,5 @@
-/// The consumer's statements, in one place so the query-plan test checks exactly what runs.
+/// The lease protocol's statements (claim, ack, retry, dead-letter, renew, release), kept together so the query-plan
+/// test checks exactly what runs.
 enum ConsumerSQL {
     /// Claimable: pending and due, or leased with an expired lease. Blocked: an earlier live record of the same
     /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id

@@ -61,18 +61,6 @@ extension QueueConsumer {
             """, limit: limit, operation: "listing dead letters")
     }
 
-    /// Makes dead records pending again with a fresh attempt budget; `nil` means all of them. Returns the ids
-    /// that were dead and are now pending (ids that were not dead are left alone).
-    @discardableResult
-    public func retryDead(ids: [Int64]?) throws(QueueError) -> [Int64] {
-        try changeDead(
-            """
-            UPDATE records SET state = 'pending', attempts = 0, next_attempt_at_ms = 0, dead_at_ms = NULL
-            WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1)))
-            RETURNING id
-            """, ids: ids, operation: "retrying dead letters")
-    }
-
     /// Deletes dead records for good; `nil` means all of them. Returns the ids deleted.
     @discardableResult
     public func purgeDead(ids: [Int64]?) throws(QueueError) -> [Int64] {

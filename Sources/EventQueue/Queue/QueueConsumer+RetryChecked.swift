@@ -23,7 +23,7 @@ public struct DeadRetryReport: Sendable, Hashable {
 }
 
 extension QueueConsumer {
-    /// Makes dead letters pending again, as `retryDead`, but only those whose payload now passes Braze's rules
+    /// Makes dead letters pending again with a fresh attempt budget, but only those whose payload now passes Braze's rules
     /// (with `time` filled in as the consumer would). One whose payload is still invalid (a dead letter set aside
     /// at enqueue or import, not yet fixed) stays dead with its current reason: retrying it would only have the
     /// next drain dead-letter it again, and would hide it from `dead list` in between. `nil` means all.

@@ -68,27 +68,6 @@ public final class QueueConsumer {
         }
     }
 
-    /// Acks a delivered batch and claims the next one in a single write transaction (committed with the
-    /// queue's durability, so the ack is as durable as `ack` makes it).
-    ///
-    /// Why one transaction: a claim and the ack that follows it touch the same pages (the rows, and the
-    /// `records_live` entries the lease columns live in); as two transactions every such page goes to the WAL
-    /// twice per batch. The drain loop uses the grouped form below; this one stays for callers that settle one
-    /// batch at a time. The ack still lands as soon as the delivery finished, because the drainer calls this
-    /// right after the sink returns, and it runs before the claim, so the acked records no longer hold back
-    /// their users' later records.
-    public func ackAndClaim(
-        _ ids: [Int64], lease: Lease, limit: Int, leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
-    ) throws(QueueError) -> (acked: Int, next: Claim) {
-        let next = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
-        let (acked, records) = try file.connection.transaction(operation: "acking and claiming records") {
-            () throws(QueueError) in
-            let acked = ids.isEmpty ? 0 : try ackRows(ids, lease: lease, now: now)
-            return (acked, try claimRows(lease: next, limit: limit, now: now).records)
-        }
-        return (acked, Claim(lease: next, records: records))
-    }
-
     /// Acks every delivered batch that came back since the last commit and claims up to `claims` new batches of
     /// up to `limit` records, all in one write transaction: one commit (one fsync with FULL durability) however
     /// many batches came back meanwhile. With many requests in flight the acks of one commit each cost a fsync

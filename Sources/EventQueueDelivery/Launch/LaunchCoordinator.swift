@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// - **Coalescing.** Launches (SIGUSR1, `POST /launch`, `--drain-on-start`, the interval, a clock step, retry
 ///   timers) start a pass when the coordinator is idle; any number of launches during a pass become exactly one
-///   more pass after it (one pending flag, `DaemonSnapshot.launchPending`).
+///   more pass after it (one pending flag, `LaunchSnapshot.launchPending`).
 /// - **Follow-up passes.** After a pass it schedules the next one for the first retry's due time (or a held drain
 ///   lock's expiry, or 5 s after a busy file), on the injected clock: a timer, not polling.
 /// - **Shutdown.** `requestStop()` stops taking launches and makes the pass in flight stop claiming;
@@ -25,7 +25,7 @@ public actor LaunchCoordinator {
     private nonisolated let launchPending = Flag()
     private nonisolated let stopRequested = Flag()
 
-    private var state = DaemonState.idle
+    private var state = LaunchState.idle
     private var passes = 0
     private var lastPass: PassRecord?
     private var nextRetryAt: Int64?
@@ -57,7 +57,7 @@ public actor LaunchCoordinator {
     public func launchAndFollow() -> AsyncStream<PassEvent> {
         let (events, continuation) = AsyncStream.makeStream(of: PassEvent.self)
         if stopRequested.isSet {
-            continuation.yield(.failed("queued is stopping; no pass will run", status: .ioError))
+            continuation.yield(.failed("queued is stopping; no pass will run", cause: nil))
             continuation.finish()
             return events
         }
@@ -66,14 +66,14 @@ public actor LaunchCoordinator {
         return events
     }
 
-    /// Stops taking launches; the pass in flight stops claiming after its current batch.
+    /// Stops taking launches; the pass under way claims nothing more and settles the batches it has in flight.
     public nonisolated func requestStop() {
         stopRequested.set()
         wakeUp.finish()
     }
 
-    public func snapshot() -> DaemonSnapshot {
-        DaemonSnapshot(
+    public func snapshot() -> LaunchSnapshot {
+        LaunchSnapshot(
             state: stopRequested.isSet ? .stopping : state, passes: passes, lastPass: lastPass,
             nextRetryAtMilliseconds: nextRetryAt, lastError: lastError, inFlight: recordsInFlight,
             launchPending: launchPending.isSet)
@@ -89,7 +89,7 @@ public actor LaunchCoordinator {
         }
         retryTimer?.cancel()
         for follower in followersOfNextPass + followersOfThisPass {
-            follower.yield(.failed("queued stopped before the pass ran", status: .ioError))
+            follower.yield(.failed("queued stopped before the pass ran", cause: nil))
             follower.finish()
         }
         followersOfNextPass = []
@@ -152,7 +152,7 @@ public actor LaunchCoordinator {
             lastPass = PassRecord(
                 startedAtMilliseconds: started, endedAtMilliseconds: clock.wallMilliseconds(), summary: nil,
                 error: error.description)
-            report(.failed(error.description, status: ExitStatus(error)))
+            report(.failed(error.description, cause: error))
             if case .busy = error { schedule(at: clock.wallMilliseconds() &+ Self.busyRetryMilliseconds) }
             observer.passFailed(error, duration: clock.elapsed(since: start))
         }

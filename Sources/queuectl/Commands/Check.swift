@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventQueue
 import EventQueueDelivery
+import EventQueueCommandLine
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import EventQueue
 import EventQueueDelivery
+import EventQueueCommandLine
 
 #if canImport(Glibc)
     import Glibc

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventQueue
 import EventQueueDelivery
+import EventQueueCommandLine
 
 /// `queuectl drain` without `--local`: the launch goes to the daemon, which owns the sink and the schedule.
 struct RemoteDrain {

@@ -1,4 +1,5 @@
 import EventQueueDelivery
+import EventQueueCommandLine
 
 #if canImport(Glibc)
     import Glibc

@@ -1,5 +1,6 @@
 import EventQueueDelivery
 import Synchronization
+import EventQueueCommandLine
 
 #if canImport(Glibc)
     import Glibc

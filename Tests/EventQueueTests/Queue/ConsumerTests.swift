@@ -118,8 +118,8 @@ import Testing
         #expect(try consumer.reject([1, 2], lease: claim.lease, reason: "invalid for Braze") == 2)
         #expect(try consumer.ack([3], lease: claim.lease) == 1)
         #expect(try consumer.deadLetters().map(\.lastError) == ["invalid for Braze", "invalid for Braze"])
-        #expect(try consumer.retryDead(ids: [1]) == [1])
-        #expect(try consumer.retryDead(ids: [1]) == [], "a record that is no longer dead is left alone")
+        #expect(try consumer.retryDeadChecked(ids: [1]).retried == [1])
+        #expect(try consumer.retryDeadChecked(ids: [1]).retried == [], "a record that is no longer dead is left alone")
         #expect(try consumer.stats().pending == 1)
         #expect(try consumer.purgeDead(ids: nil) == [2])
         let stats = try consumer.stats()
@@ -190,16 +190,18 @@ import Testing
             #expect(peek.records.map(\.id) == [3])
             try other.release([3], lease: peek.lease)
 
-            let result = try consumer.ackAndClaim([1], lease: first.lease, limit: 10, leaseMilliseconds: 60_000)
+            let result = try consumer.ackAndClaim(
+                [([1], first.lease)], claims: 1, limit: 10, leaseMilliseconds: 60_000)
             #expect(result.acked == 1)
-            #expect(result.next.records.map(\.id) == [2, 3, 4])
-            #expect(result.next.lease.token != first.lease.token)
+            let next = try #require(result.claims.first)
+            #expect(next.records.map(\.id) == [2, 3, 4])
+            #expect(next.lease.token != first.lease.token)
             let stats = try consumer.stats()
             #expect(stats.pending == 0 && stats.leased == 3)
             // The next batch's ack with an empty queue behind it: acks, claims nothing.
             let last = try consumer.ackAndClaim(
-                [2, 3, 4], lease: result.next.lease, limit: 10, leaseMilliseconds: 60_000)
-            #expect(last.acked == 3 && last.next.records.isEmpty)
+                [([2, 3, 4], next.lease)], claims: 1, limit: 10, leaseMilliseconds: 60_000)
+            #expect(last.acked == 3 && last.claims.isEmpty)
             #expect(try consumer.stats().pending == 0 && consumer.stats().leased == 0)
         }
     }
@@ -213,9 +215,9 @@ import Testing
             let taken = try second.claim(limit: 1, leaseMilliseconds: 60_000, now: now + 200)
             #expect(taken.records.map(\.id) == [1])
             let result = try first.ackAndClaim(
-                [1], lease: stale.lease, limit: 10, leaseMilliseconds: 60_000, now: now + 300)
+                [([1], stale.lease)], claims: 1, limit: 10, leaseMilliseconds: 60_000, now: now + 300)
             #expect(result.acked == 0)
-            #expect(result.next.records.map(\.id) == [2])
+            #expect(result.claims.map { $0.records.map(\.id) } == [[2]])
             #expect(try second.ack([1], lease: taken.lease) == 1)
         }
     }
@@ -229,8 +231,8 @@ import Testing
         defer { consumer.close() }
         let claim = try consumer.claim(limit: 10, leaseMilliseconds: 60_000)
         let result = try consumer.ackAndClaim(
-            claim.records.map(\.id), lease: claim.lease, limit: 10, leaseMilliseconds: 60_000)
-        #expect(result.acked == 1 && result.next.records.isEmpty)
+            [(claim.records.map(\.id), claim.lease)], claims: 1, limit: 10, leaseMilliseconds: 60_000)
+        #expect(result.acked == 1 && result.claims.isEmpty)
         #expect(try writer.enqueue(event("a", user: "u1", key: "k-1")) == first)
         #expect(try consumer.stats().pending == 0)
     }

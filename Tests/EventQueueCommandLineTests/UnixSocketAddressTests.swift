@@ -1,7 +1,7 @@
 import EventQueueTestSupport
 import Testing
 
-@testable import EventQueueDelivery
+@testable import EventQueueCommandLine
 
 #if canImport(Glibc)
     import Glibc

@@ -1,7 +1,10 @@
+import EventQueueTestSupport
 import Foundation
 import Testing
 
-@testable import EventQueueDelivery
+import EventQueueDelivery
+
+@testable import EventQueueCommandLine
 
 /// The README's table of exit statuses is the code's (`ExitStatus`): same statuses, meanings and tools.
 @Suite struct ExitStatusTests {

@@ -1,7 +1,8 @@
+import EventQueueTestSupport
 import Foundation
 import Testing
 
-@testable import EventQueueDelivery
+@testable import EventQueueCommandLine
 
 #if canImport(Glibc)
     import Glibc

@@ -1,0 +1,38 @@
+/// What the launch coordinator is doing, as the daemon's `GET /status` reports it.
+public enum LaunchState: String, Sendable {
+    case idle, draining, stopping
+}
+
+/// The coordinator's state, copied out in one piece for a status request (or a test).
+public struct LaunchSnapshot: Sendable {
+    public var state: LaunchState
+    /// Passes started since the coordinator was created.
+    public var passes: Int
+    public var lastPass: PassRecord?
+    /// When the follow-up pass is scheduled (wall-clock milliseconds): the first retry's due time, or a held
+    /// drain lock's expiry.
+    public var nextRetryAtMilliseconds: Int64?
+    public var lastError: String?
+    /// Records handed to the sink and not settled yet (0 between passes).
+    public var inFlight = 0
+    /// A launch arrived that no pass has started for yet: one more pass will run.
+    public var launchPending = false
+}
+
+/// One finished pass, for `GET /status`.
+public struct PassRecord: Sendable {
+    public var startedAtMilliseconds: Int64
+    public var endedAtMilliseconds: Int64
+    /// `nil` when the pass failed on a queue error (see `error`).
+    public var summary: DrainSummary?
+    public var error: String?
+
+    public init(
+        startedAtMilliseconds: Int64, endedAtMilliseconds: Int64, summary: DrainSummary?, error: String? = nil
+    ) {
+        self.startedAtMilliseconds = startedAtMilliseconds
+        self.endedAtMilliseconds = endedAtMilliseconds
+        self.summary = summary
+        self.error = error
+    }
+}
