@@ -26,26 +26,17 @@ public struct OutgoingRecord: Sendable, Hashable {
     /// Parses and re-validates a claimed record. Records written by our library always pass; a foreign writer
     /// (any SQLite client) may have inserted something Braze would refuse, and that is dead-lettered with the
     /// reason rather than sent.
+    /// Foreign writers may leave `time` out: the record's enqueue time is the interaction time (`StoredPayload`).
     public static func prepare(_ claimed: ClaimedRecord) -> Result<OutgoingRecord, ValidationError> {
-        let value: JSONValue
-        do {
-            value = try JSONValue.parse(claimed.payload)
-        } catch {
-            return .failure(ValidationError(field: "payload", rule: "is not valid JSON: \(error)"))
+        switch StoredPayload.check(
+            claimed.payload, kind: claimed.kind, createdAtMilliseconds: claimed.createdAtMilliseconds)
+        {
+        case .failure(let problem): return .failure(problem.validationError)
+        case .success(let object):
+            return .success(
+                OutgoingRecord(
+                    id: claimed.id, kind: claimed.kind, object: object, userKey: claimed.userKey,
+                    createdAtMilliseconds: claimed.createdAtMilliseconds, attempts: claimed.attempts))
         }
-        guard var object = value.objectValue else {
-            return .failure(ValidationError(field: "payload", rule: "must be a JSON object"))
-        }
-        // Foreign writers may leave `time` out; the record's enqueue time is the interaction time.
-        RecordEncoder.fillInTime(&object, kind: claimed.kind, enqueuedAtMilliseconds: claimed.createdAtMilliseconds)
-        do {
-            _ = try RecordValidator.validate(kind: claimed.kind, object: object)
-        } catch {
-            return .failure(error)
-        }
-        return .success(
-            OutgoingRecord(
-                id: claimed.id, kind: claimed.kind, object: object, userKey: claimed.userKey,
-                createdAtMilliseconds: claimed.createdAtMilliseconds, attempts: claimed.attempts))
     }
 }

@@ -76,21 +76,9 @@ extension QueueConsumer {
 
     /// Why a payload would be dead-lettered again at delivery, or `nil` when it would be sent.
     static func problem(payload: String, kind: RecordKind, createdAt: Int64) -> String? {
-        let value: JSONValue
-        do {
-            value = try JSONValue.parse(payload)
-        } catch {
-            return "payload is not valid JSON: \(error)"
-        }
-        guard var object = value.objectValue else { return "payload must be a JSON object" }
-        if kind != .attribute, object["time"] == nil {
-            object["time"] = .string(ISO8601.format(unixMilliseconds: createdAt))
-        }
-        do {
-            _ = try RecordValidator.validate(kind: kind, object: object)
-            return nil
-        } catch {
-            return error.description
+        switch StoredPayload.check(payload, kind: kind, createdAtMilliseconds: createdAt) {
+        case .success: return nil
+        case .failure(let problem): return problem.description
         }
     }
 }

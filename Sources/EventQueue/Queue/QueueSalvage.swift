@@ -435,9 +435,8 @@ private struct Copier {
 
     /// The payload parses to an object that passes Braze's rules (with `time` filled in as the consumer does).
     private static func isValid(_ payload: String, kind: RecordKind, createdAt: Int64) -> Bool {
-        guard var object = (try? JSONValue.parse(payload))?.objectValue else { return false }
-        RecordEncoder.fillInTime(&object, kind: kind, enqueuedAtMilliseconds: createdAt)
-        return (try? RecordValidator.validate(kind: kind, object: object)) != nil
+        if case .success = StoredPayload.check(payload, kind: kind, createdAtMilliseconds: createdAt) { return true }
+        return false
     }
 
     /// Carries over the idempotency keys of delivered records, as far as they can be read.

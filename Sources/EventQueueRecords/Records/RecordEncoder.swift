@@ -67,8 +67,8 @@ package enum RecordEncoder {
     /// Gives an event or a purchase without `time` the time it was enqueued: the time of the interaction, not of
     /// delivery, since a record may wait days for the app's next launch. Attributes have no `time`.
     ///
-    /// The writer does it before storing; a consumer (`OutgoingRecord.prepare`) and salvage do it again for
-    /// records a foreign writer stored without one, with the row's `created_at_ms`, so that all three agree.
+    /// The writer does it before storing; `StoredPayload.check` (the consumer, `dead retry`, salvage) does it
+    /// again for records a foreign writer stored without one, with the row's `created_at_ms`, so that all agree.
     package static func fillInTime(_ object: inout JSONObject, kind: RecordKind, enqueuedAtMilliseconds: Int64) {
         if kind != .attribute, object["time"] == nil {
             object["time"] = .string(ISO8601.format(unixMilliseconds: enqueuedAtMilliseconds))

@@ -1,0 +1,53 @@
+/// The one rule for a payload read back from the queue file: parse it, require an object, give an event or a
+/// purchase without `time` its enqueue time (`RecordEncoder.fillInTime`), and validate it as the writer would.
+///
+/// Why one home: the consumer (before sending), `dead retry` (before making a dead letter pending again) and
+/// salvage (before copying a row) must agree on what is sendable, or a record salvage keeps is one the daemon
+/// dead-letters, and a dead letter `dead retry` revives goes dead again at once. Records our writer stored always
+/// pass; a foreign writer (any SQLite client) may have stored anything.
+package enum StoredPayload {
+    /// Why a stored payload is not sendable.
+    package enum Problem: Error, Sendable, CustomStringConvertible {
+        case notJSON(String)
+        case notAnObject
+        case invalid(ValidationError)
+
+        /// The problem as a validation error of the field `payload` (what the drain loop dead-letters with).
+        package var validationError: ValidationError {
+            switch self {
+            case .notJSON(let reason): return ValidationError(field: "payload", rule: "is not valid JSON: \(reason)")
+            case .notAnObject: return ValidationError(field: "payload", rule: "must be a JSON object")
+            case .invalid(let error): return error
+            }
+        }
+
+        /// The problem in words (what `dead retry` records when a dead letter is still invalid).
+        package var description: String {
+            switch self {
+            case .notJSON(let reason): return "payload is not valid JSON: \(reason)"
+            case .notAnObject: return "payload must be a JSON object"
+            case .invalid(let error): return error.description
+            }
+        }
+    }
+
+    /// The object that would be sent for `payload` (with `time` filled in), or why none would be.
+    package static func check(
+        _ payload: String, kind: RecordKind, createdAtMilliseconds: Int64
+    ) -> Result<JSONObject, Problem> {
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(payload)
+        } catch {
+            return .failure(.notJSON("\(error)"))
+        }
+        guard var object = value.objectValue else { return .failure(.notAnObject) }
+        RecordEncoder.fillInTime(&object, kind: kind, enqueuedAtMilliseconds: createdAtMilliseconds)
+        do {
+            _ = try RecordValidator.validate(kind: kind, object: object)
+        } catch {
+            return .failure(.invalid(error))
+        }
+        return .success(object)
+    }
+}
