@@ -31,9 +31,11 @@ public final class DedicatedSerialExecutor: SerialExecutor {
 
 /// A `QueueConsumer` isolated to its own executor, safe to use from any task.
 ///
-/// One entry point, `withConsumer { consumer in ... }` (as GRDB's `write { db in }`): the closure runs on the
-/// dedicated executor, with the consumer to itself, so several calls that belong together (renew the lease,
-/// then the drain lock) run back to back and nothing is forwarded method by method.
+/// One entry point, `withConsumer { consumer in ... }`: the closure runs on the dedicated executor, with the
+/// consumer to itself, so several calls that belong together (renew the lease, then the drain lock) run back to
+/// back and nothing is forwarded method by method. Unlike GRDB's `write { db in }` it opens no transaction: each
+/// consumer call is its own (through `Connection.transaction`), and a closure that needs several statements in
+/// one transaction calls the consumer method that does them together (`ackAndClaim`).
 public actor QueueStore {
     private nonisolated let executor: DedicatedSerialExecutor
     private let consumer: QueueConsumer

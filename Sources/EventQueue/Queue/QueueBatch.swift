@@ -172,14 +172,8 @@ extension QueueWriter {
     public func batch<T>(_ body: (QueueBatch) throws -> T) throws -> T {
         try file.checkFreeSpaceReserve()
         let connection = file.connection
-        try connection.execute("BEGIN IMMEDIATE", operation: "enqueueing a batch")
-        do {
-            let result = try body(QueueBatch(connection: connection, now: WallClock.nowMilliseconds()))
-            try connection.execute("COMMIT", operation: "enqueueing a batch")
-            return result
-        } catch {
-            connection.rollbackQuietly()
-            throw error
+        return try connection.transaction(operation: "enqueueing a batch") {
+            try body(QueueBatch(connection: connection, now: WallClock.nowMilliseconds()))
         }
     }
 }

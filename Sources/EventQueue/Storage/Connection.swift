@@ -158,12 +158,39 @@ final class Connection {
     func transaction<T>(
         immediate: Bool = true, operation: String, _ body: () throws(QueueError) -> T
     ) throws(QueueError) -> T {
-        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN", operation: operation)
+        try begin(immediate: immediate, operation: operation)
         do {
-            try reverifySchemaIfChanged()
             let result = try body()
             try execute("COMMIT", operation: operation)
             return result
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+    }
+
+    /// The same door for a body that throws errors of its own (a batch whose caller reads its input inside it):
+    /// they are rethrown as they are, after the rollback. Every transaction of the library opens through one of
+    /// these two, so none skips the schema guard.
+    func transaction<T>(
+        immediate: Bool = true, operation: String, rethrowing body: () throws -> T
+    ) throws -> T {
+        try begin(immediate: immediate, operation: operation)
+        do {
+            let result = try body()
+            try execute("COMMIT", operation: operation)
+            return result
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+    }
+
+    /// Opens a transaction and checks the schema is still the one verified at open (`schemaGuard`).
+    private func begin(immediate: Bool, operation: String) throws(QueueError) {
+        try execute(immediate ? "BEGIN IMMEDIATE" : "BEGIN", operation: operation)
+        do {
+            try reverifySchemaIfChanged()
         } catch {
             rollbackQuietly()
             throw error

@@ -74,6 +74,32 @@ import Testing
         #expect(try consumer.ack(claim.records.map(\.id), lease: claim.lease) == 1)
     }
 
+    /// The same for a writer that stays open and appends in a batch (`queuectl enqueue --ndjson`, an import):
+    /// `QueueWriter.batch` opened its own `BEGIN IMMEDIATE` and skipped the re-check, so a trigger planted after
+    /// the writer opened fired on every insert of the batch.
+    @Test func aTriggerPlantedWhileABatchWriterRunsNeverFires() throws {
+        let raw = try seeded()
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        try raw.execute("CREATE TABLE spy (x)")
+        try raw.execute("CREATE TRIGGER evil AFTER INSERT ON records BEGIN INSERT INTO spy VALUES (new.payload); END")
+        do {
+            _ = try writer.batch { batch in try batch.enqueue(event("b", user: "u2")) }
+            Issue.record("a batch ran with a planted trigger")
+        } catch let error as QueueError {
+            guard case .unsafeQueueFile = error else {
+                Issue.record("expected unsafeQueueFile, got \(error)")
+                return
+            }
+        }
+        #expect(try raw.scalar("SELECT count(*) FROM spy") == "0")
+        #expect(try raw.scalar("SELECT count(*) FROM records") == "1")
+        try raw.execute("DROP TRIGGER evil")
+        try raw.execute("DROP TABLE spy")
+        let outcome = try writer.batch { batch in try batch.enqueue(event("b", user: "u2")) }
+        #expect(outcome.id == 2)
+    }
+
     @Test func aViewIsRefusedByWriters() throws {
         let raw = try seeded()
         try raw.execute("CREATE VIEW records_view AS SELECT * FROM records")
