@@ -12,7 +12,7 @@ import Logging
     import Glibc
 #endif
 
-/// The library's claim statement, verbatim (ConsumerSQL.claim is internal to the library).
+/// The library's claim statement, verbatim (RecordStateSQL.claim is internal to the library).
 let claimSQL = """
     UPDATE records
     SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2

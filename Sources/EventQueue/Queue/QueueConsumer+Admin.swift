@@ -64,12 +64,7 @@ extension QueueConsumer {
     /// Deletes dead records for good; `nil` means all of them. Returns the ids deleted.
     @discardableResult
     public func purgeDead(ids: [Int64]?) throws(QueueError) -> [Int64] {
-        try changeDead(
-            """
-            DELETE FROM records
-            WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1)))
-            RETURNING id
-            """, ids: ids, operation: "purging dead letters")
+        try changeDead(RecordStateSQL.purgeDead, ids: ids, operation: "purging dead letters")
     }
 
     private func changeDead(_ sql: String, ids: [Int64]?, operation: String) throws(QueueError) -> [Int64] {

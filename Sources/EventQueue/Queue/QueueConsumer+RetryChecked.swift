@@ -54,17 +54,12 @@ extension QueueConsumer {
                 }
             }
             select.reset()
-            let retry = try connection.statement(
-                """
-                UPDATE records SET state = 'pending', attempts = 0, next_attempt_at_ms = 0, dead_at_ms = NULL
-                WHERE state = 'dead' AND id = ?1
-                """, operation: "retrying dead letters")
+            let retry = try connection.statement(RecordStateSQL.retryDead, operation: "retrying dead letters")
             for id in valid {
                 retry.bind(1, id)
                 try retry.run()
             }
-            let keep = try connection.statement(
-                "UPDATE records SET last_error = ?2 WHERE id = ?1", operation: "retrying dead letters")
+            let keep = try connection.statement(RecordStateSQL.keepDead, operation: "retrying dead letters")
             for item in invalid {
                 keep.bind(1, item.id)
                 keep.bind(2, "still invalid at retry: " + item.reason)

@@ -23,10 +23,7 @@ extension QueueConsumer {
         return try connection.transaction(operation: "releasing the leases of a dead process") {
             () throws(QueueError) in
             let release = try connection.statement(
-                """
-                UPDATE records SET state = 'pending', lease_owner = NULL, lease_expires_at_ms = NULL
-                WHERE state = 'leased' AND lease_owner IN (SELECT value FROM json_each(?1))
-                """, operation: "releasing the leases of a dead process")
+                RecordStateSQL.takeOverDeadProcess, operation: "releasing the leases of a dead process")
             release.bind(1, Self.jsonStrings(dead))
             try release.run()
             return connection.changes

@@ -117,7 +117,7 @@ public final class QueueConsumer {
         lease: Lease, limit: Int, now: Int64
     ) throws(QueueError) -> (records: [ClaimedRecord], rows: Int) {
         try refuseOversizedCandidates(limit: limit, now: now)
-        let statement = try file.connection.statement(ConsumerSQL.claim, operation: "claiming records")
+        let statement = try file.connection.statement(RecordStateSQL.claim, operation: "claiming records")
         statement.bind(1, lease.token)
         statement.bind(2, lease.expiresAtMilliseconds)
         statement.bind(3, now)
@@ -166,7 +166,7 @@ public final class QueueConsumer {
     /// names no valid user (`external_id` ""), so `dead retry` leaves it dead; the reason keeps the size.
     private func refuseOversizedCandidates(limit: Int, now: Int64) throws(QueueError) {
         let connection = file.connection
-        let candidates = try connection.statement(ConsumerSQL.claimCandidates, operation: "claiming records")
+        let candidates = try connection.statement(RecordStateSQL.claimCandidates, operation: "claiming records")
         candidates.bind(3, now)
         candidates.bind(4, max(0, limit))
         candidates.bind(5, ClockHorizon.latestPlausible(after: now))
@@ -180,13 +180,7 @@ public final class QueueConsumer {
         }
         guard !oversized.isEmpty else { return }
         let statement = try connection.statement(
-            """
-            UPDATE records SET payload = ?2, state = 'dead', dead_at_ms = ?3, last_error = ?4,
-                attempts = min(max(attempts, 0), 1000000),
-                created_at_ms = min(max(created_at_ms, 0), 253402300799999),
-                lease_owner = NULL, lease_expires_at_ms = NULL
-            WHERE id = ?1 AND state != 'dead'
-            """, operation: "dead-lettering records too large to be read")
+            RecordStateSQL.deadLetterOversized, operation: "dead-lettering records too large to be read")
         for (id, bytes) in oversized {
             statement.bind(1, id)
             statement.bind(
@@ -208,13 +202,7 @@ public final class QueueConsumer {
     private func deadLetterPoisoned(_ rows: [(id: Int64, reason: String)], lease: Lease, now: Int64) throws(QueueError)
     {
         let statement = try file.connection.statement(
-            """
-            UPDATE records SET state = 'dead', dead_at_ms = ?3, last_error = ?4,
-                attempts = min(max(attempts, 0), 1000000),
-                created_at_ms = min(max(created_at_ms, 0), 253402300799999),
-                lease_owner = NULL, lease_expires_at_ms = NULL
-            WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2
-            """, operation: "dead-lettering records with values out of range")
+            RecordStateSQL.deadLetterOutOfRange, operation: "dead-lettering records with values out of range")
         for (id, reason) in rows {
             statement.bind(1, id)
             statement.bind(2, lease.token)
@@ -229,12 +217,12 @@ public final class QueueConsumer {
     private func ackRows(_ ids: [Int64], lease: Lease, now: Int64) throws(QueueError) -> Int {
         let connection = file.connection
         let list = Self.jsonArray(ids)
-        let keys = try connection.statement(ConsumerSQL.rememberKeys, operation: "acking records")
+        let keys = try connection.statement(RecordStateSQL.rememberKeys, operation: "acking records")
         keys.bind(1, list)
         keys.bind(2, lease.token)
         keys.bind(3, now)
         try keys.run()
-        let delete = try connection.statement(ConsumerSQL.ack, operation: "acking records")
+        let delete = try connection.statement(RecordStateSQL.ack, operation: "acking records")
         delete.bind(1, list)
         delete.bind(2, lease.token)
         try delete.run()
@@ -252,7 +240,7 @@ public final class QueueConsumer {
         guard !ids.isEmpty else { return NackResult() }
         let connection = file.connection
         return try connection.transaction(operation: "returning records for retry") { () throws(QueueError) in
-            let statement = try connection.statement(ConsumerSQL.nack, operation: "returning records for retry")
+            let statement = try connection.statement(RecordStateSQL.nack, operation: "returning records for retry")
             statement.bind(1, Self.jsonArray(ids))
             statement.bind(2, lease.token)
             statement.bind(3, countsAsAttempt ? 1 : 0)
@@ -283,7 +271,7 @@ public final class QueueConsumer {
         guard !ids.isEmpty else { return 0 }
         let connection = file.connection
         return try connection.transaction(operation: "dead-lettering records") { () throws(QueueError) in
-            let statement = try connection.statement(ConsumerSQL.reject, operation: "dead-lettering records")
+            let statement = try connection.statement(RecordStateSQL.reject, operation: "dead-lettering records")
             statement.bind(1, Self.jsonArray(ids))
             statement.bind(2, lease.token)
             statement.bind(3, reason)
@@ -303,7 +291,7 @@ public final class QueueConsumer {
         let expires = now + ClockHorizon.clamp(leaseMilliseconds)
         let connection = file.connection
         let held = try connection.transaction(operation: "renewing a lease") { () throws(QueueError) in
-            let statement = try connection.statement(ConsumerSQL.renew, operation: "renewing a lease")
+            let statement = try connection.statement(RecordStateSQL.renew, operation: "renewing a lease")
             statement.bind(1, Self.jsonArray(ids))
             statement.bind(2, lease.token)
             statement.bind(3, expires)
@@ -320,7 +308,7 @@ public final class QueueConsumer {
         guard !ids.isEmpty else { return 0 }
         let connection = file.connection
         return try connection.transaction(operation: "releasing records") { () throws(QueueError) in
-            let statement = try connection.statement(ConsumerSQL.release, operation: "releasing records")
+            let statement = try connection.statement(RecordStateSQL.release, operation: "releasing records")
             statement.bind(1, Self.jsonArray(ids))
             statement.bind(2, lease.token)
             try statement.run()

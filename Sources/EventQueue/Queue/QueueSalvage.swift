@@ -386,12 +386,7 @@ private struct Copier {
     }
 
     private func insert(_ values: Values) throws(QueueError) -> InsertResult {
-        let insert = try writer.statement(
-            """
-            INSERT INTO records (id, kind, payload, created_at_ms, idempotency_key, state, attempts,
-                next_attempt_at_ms, last_error, dead_at_ms)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-            """, operation: "salvaging records")
+        let insert = try writer.statement(RecordStateSQL.salvageInsert, operation: "salvaging records")
         if let id = values.id { insert.bind(1, id) } else { insert.bind(1, nil as String?) }
         insert.bind(2, values.kind.rawValue)
         insert.bind(3, values.payload)

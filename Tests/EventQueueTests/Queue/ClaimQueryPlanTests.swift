@@ -11,7 +11,7 @@ import Testing
         let path = directory.file("q.db")
         try QueueWriter(path: path).close()
         let raw = try RawDatabase(path: path)
-        let plan = try raw.rows("EXPLAIN QUERY PLAN " + ConsumerSQL.claim).compactMap { $0.last ?? nil }
+        let plan = try raw.rows("EXPLAIN QUERY PLAN " + RecordStateSQL.claim).compactMap { $0.last ?? nil }
         let text = plan.joined(separator: "\n")
         #expect(text.contains("records_live"), "plan:\n\(text)")
         #expect(text.contains("records_user_order"), "plan:\n\(text)")
@@ -57,7 +57,7 @@ import Testing
             """)
         try raw.execute("COMMIT")
         var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(raw.handle, ConsumerSQL.claim, -1, &statement, nil) == SQLITE_OK, let statement
+        guard sqlite3_prepare_v2(raw.handle, RecordStateSQL.claim, -1, &statement, nil) == SQLITE_OK, let statement
         else {
             throw RawDatabase.RawError(message: String(cString: sqlite3_errmsg(raw.handle)))
         }

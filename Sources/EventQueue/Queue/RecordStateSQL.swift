@@ -1,0 +1,144 @@
+/// A record's life, as SQL: every statement that moves a row of `records` from one state to another, in the order
+/// a record meets them, so the state machine reads top to bottom here (as goqite's queue does) and the query-plan
+/// test checks exactly what runs. The writers' INSERTs (`QueueWriter`, `QueueBatch`) start a record as `pending`
+/// (or, at import, `dead`); everything after that is below.
+///
+///     INSERT ─► pending ─ claim ─► leased ─ ack ─► (deleted; its key kept in delivered_keys)
+///                 ▲   ▲             │ │ │
+///                 │   └─ release ───┘ │ └─ renew (same state, later expiry)
+///                 │   └─ nack ────────┤
+///                 │                   └─ reject, nack past max attempts ─► dead ─ purge ─► (deleted)
+///                 └──────────────────────── dead retry ◄──────────────────────┘
+///
+///   A lease that lapsed is claimable again (claim takes `leased` rows past their expiry); a lease held by a
+///   process on this host that died is released at once (`takeOverDeadProcess`). Claim also sets aside rows it
+///   cannot send (`deadLetterOversized`, `deadLetterOutOfRange`). Salvage copies rows into a new file in the state
+///   they had (`salvageInsert`).
+enum RecordStateSQL {
+    /// Claimable: pending and due, or leased with an expired lease. Blocked: an earlier live record of the same
+    /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id
+    /// order and `records_user_order` answers the per-user probe, so a claim costs O(log n) per candidate.
+    /// The probe's index holds only (user_key, id) of live rows (`dead_at_ms IS NULL`), so claiming, renewing
+    /// and releasing never rewrite it (Migrations/0004); the probe reads state and times from the row.
+    /// A due time or expiry beyond `?5` (now plus `ClockHorizon.longestWaitMilliseconds`) was written by a clock
+    /// ahead of ours (a clock stepped back since): it counts as passed, so it neither parks nor blocks anything.
+    static let claim = """
+        UPDATE records
+        SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
+        WHERE id IN (
+        \(claimCandidates))
+        RETURNING id, kind, payload, user_key, created_at_ms, attempts
+        """
+
+    /// The rows `claim` is about to take (its subselect, the same text and parameters ?3 to ?5), read without their
+    /// payload: each one's size is checked from the row's header before the claim's UPDATE loads it
+    /// (`QueueConsumer.refuseOversizedCandidates`).
+    static let claimCandidates = """
+            SELECT r.id FROM records AS r INDEXED BY records_live
+            WHERE r.state != 'dead'
+              AND ((CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
+                OR (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) > ?5)
+              AND NOT EXISTS (
+                  SELECT 1 FROM records AS e INDEXED BY records_user_order
+                  WHERE e.user_key = r.user_key AND e.id < r.id AND e.dead_at_ms IS NULL AND e.state != 'dead'
+                    AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
+                        BETWEEN ?3 + 1 AND ?5)
+            ORDER BY r.id
+            LIMIT ?4
+        """
+
+    static let rememberKeys = """
+        INSERT OR REPLACE INTO delivered_keys (idempotency_key, record_id, delivered_at_ms)
+        SELECT idempotency_key, id, ?3 FROM records
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+          AND idempotency_key IS NOT NULL
+        """
+
+    static let ack = """
+        DELETE FROM records
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+        """
+
+    static let nack = """
+        UPDATE records SET
+            attempts = attempts + ?3,
+            state = CASE WHEN attempts + ?3 >= ?4 THEN 'dead' ELSE 'pending' END,
+            dead_at_ms = CASE WHEN attempts + ?3 >= ?4 THEN ?7 ELSE NULL END,
+            last_error = CASE WHEN attempts + ?3 >= ?4
+                THEN 'gave up after ' || (attempts + ?3) || ' attempts: ' || ?6 ELSE ?6 END,
+            next_attempt_at_ms = ?5,
+            lease_owner = NULL,
+            lease_expires_at_ms = NULL
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+        RETURNING id, state
+        """
+
+    static let reject = """
+        UPDATE records SET
+            state = 'dead', attempts = attempts + 1, last_error = ?3, dead_at_ms = ?4,
+            lease_owner = NULL, lease_expires_at_ms = NULL
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+        """
+
+    static let renew = """
+        UPDATE records SET lease_expires_at_ms = ?3
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+        """
+
+    static let release = """
+        UPDATE records SET state = 'pending', lease_owner = NULL, lease_expires_at_ms = NULL
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+        """
+
+    /// Claim, first: a candidate whose payload is larger than any record can be is dead-lettered unread, its
+    /// payload replaced by a stub that names its size (`QueueConsumer.refuseOversizedCandidates`). Values a CHECK
+    /// could refuse are brought into range in the same statement, so it cannot fail on a row written around them.
+    static let deadLetterOversized = """
+        UPDATE records SET payload = ?2, state = 'dead', dead_at_ms = ?3, last_error = ?4,
+            attempts = min(max(attempts, 0), 1000000),
+            created_at_ms = min(max(created_at_ms, 0), 253402300799999),
+            lease_owner = NULL, lease_expires_at_ms = NULL
+        WHERE id = ?1 AND state != 'dead'
+        """
+
+    /// Claim, then: a claimed row with a stored value out of range (`StoredRow`) is dead-lettered with the reason,
+    /// in the claim's transaction, the values brought into range as above.
+    static let deadLetterOutOfRange = """
+        UPDATE records SET state = 'dead', dead_at_ms = ?3, last_error = ?4,
+            attempts = min(max(attempts, 0), 1000000),
+            created_at_ms = min(max(created_at_ms, 0), 253402300799999),
+            lease_owner = NULL, lease_expires_at_ms = NULL
+        WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2
+        """
+
+    /// The leases of processes on this host that died (`?1`: their lease tokens, a JSON array) go back to pending
+    /// at once, instead of after their expiry (`QueueConsumer.releaseLeasesOfDeadProcesses`).
+    static let takeOverDeadProcess = """
+        UPDATE records SET state = 'pending', lease_owner = NULL, lease_expires_at_ms = NULL
+        WHERE state = 'leased' AND lease_owner IN (SELECT value FROM json_each(?1))
+        """
+
+    /// `dead retry`: a dead letter whose payload now passes the rules is pending again, with a fresh budget.
+    static let retryDead = """
+        UPDATE records SET state = 'pending', attempts = 0, next_attempt_at_ms = 0, dead_at_ms = NULL
+        WHERE state = 'dead' AND id = ?1
+        """
+
+    /// `dead retry` of one still invalid: it stays dead, its reason updated to the rule it breaks now.
+    static let keepDead = "UPDATE records SET last_error = ?2 WHERE id = ?1 AND state = 'dead'"
+
+    /// `dead purge`: dead letters deleted for good (`?1`: ids as a JSON array, or NULL for all).
+    static let purgeDead = """
+        DELETE FROM records
+        WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1)))
+        RETURNING id
+        """
+
+    /// Salvage: a readable row copied into the new file in the state it had (pending or dead; a lease is not
+    /// carried over, so a leased row is pending again).
+    static let salvageInsert = """
+        INSERT INTO records (id, kind, payload, created_at_ms, idempotency_key, state, attempts,
+            next_attempt_at_ms, last_error, dead_at_ms)
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+        """
+}
