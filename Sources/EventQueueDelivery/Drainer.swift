@@ -198,7 +198,7 @@ public struct Drainer: Sendable {
                     pass.exhausted = false
                     // A long pass (a big backlog) keeps the WAL in check as it goes, not only at the end.
                     try await store.withConsumer { consumer throws(QueueError) in
-                        _ = try consumer.truncateWALIfLarger(than: Self.walCheckpointThreshold)
+                        _ = try consumer.admin.truncateWALIfLarger(than: Self.walCheckpointThreshold)
                     }
                 }
                 return nil
@@ -426,7 +426,7 @@ public struct Drainer: Sendable {
         guard options.maintenanceAfterPass else { return }
         let clock = self.clock
         let maintenance = try await store.withConsumer { consumer throws(QueueError) in
-            try consumer.checkpointAndVacuum(now: clock.wallMilliseconds())
+            try consumer.admin.checkpointAndVacuum(now: clock.wallMilliseconds())
         }
         logger.debug(
             "checkpointed and vacuumed",

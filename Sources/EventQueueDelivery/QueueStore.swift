@@ -62,7 +62,7 @@ public actor QueueStore {
 
     /// The queue's statistics; `now` (default: the current time) is the moment "next retry" is counted from.
     public func stats(now: Int64? = nil) throws(QueueError) -> QueueStats {
-        try consumer.stats(now: now ?? WallClock.nowMilliseconds())
+        try consumer.admin.stats(now: now ?? WallClock.nowMilliseconds())
     }
 
     public func close() {

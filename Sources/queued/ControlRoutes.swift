@@ -78,7 +78,7 @@ struct ControlRoutes: Sendable {
     private func scrape(_ writer: ResponseWriter) async throws {
         if let stats = try? await store.stats() { metrics.recordStats(stats) }
         let highest = try? await store.withConsumer { consumer throws(QueueError) in
-            try consumer.highestAssignedID()
+            try consumer.admin.highestAssignedID()
         }
         if let highest { metrics.recordHighestID(highest) }
         if let braze = sink.base as? BrazeSink { metrics.recordRate(await braze.rateStatus()) }

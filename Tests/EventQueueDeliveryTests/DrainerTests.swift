@@ -56,7 +56,7 @@ struct DrainerTests {
         #expect(progress.value.map(\.delivered) == [2, 4, 6, 8], "progress is reported after every batch")
         #expect(progress.value.map(\.batches) == [1, 2, 3, 4])
 
-        let stats = try inspect(path) { try $0.stats() }
+        let stats = try inspect(path) { try $0.admin.stats() }
         #expect(stats.pending == 0 && stats.leased == 0 && stats.dead == 0)
         #expect(try liveRecords(path).isEmpty)
     }
@@ -362,7 +362,7 @@ struct DrainerTests {
             #expect(
                 stolen.records.isEmpty,
                 "round \(round): claimed \(stolen.records.map(\.id)) at +\(probe - claimedAt) ms")
-            #expect(try rival.stats(now: probe).leased == 3, "round \(round)")
+            #expect(try rival.admin.stats(now: probe).leased == 3, "round \(round)")
         }
         rival.close()
         proceed.fire()

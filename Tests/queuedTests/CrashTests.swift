@@ -88,7 +88,7 @@ import Testing
         let drained = try await Wait.value(timeout: .seconds(60), every: .milliseconds(200)) { () throws -> Bool? in
             let consumer = try QueueConsumer(path: db, options: QueueOptions(minimumFreeBytes: 0))
             defer { consumer.close() }
-            let stats = try consumer.stats()
+            let stats = try consumer.admin.stats()
             remaining = stats.pending + stats.leased
             return remaining == 0 ? true : nil
         }

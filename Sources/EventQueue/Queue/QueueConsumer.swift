@@ -11,6 +11,7 @@
 /// nothing else. Records of one user are claimed in id order, and never while an earlier record of that user is
 /// waiting for a retry or is in flight.
 ///
+/// It does the lease protocol and nothing else; counts, dead letters and upkeep are `QueueAdmin`'s (`admin`).
 /// Use from one thread at a time (the daemon gives it a dedicated executor).
 public final class QueueConsumer {
     let file: QueueFile
@@ -216,7 +217,7 @@ public final class QueueConsumer {
     /// The ack statements; the caller holds the write transaction. Returns how many records were deleted.
     private func ackRows(_ ids: [Int64], lease: Lease, now: Int64) throws(QueueError) -> Int {
         let connection = file.connection
-        let list = Self.jsonArray(ids)
+        let list = RecordStateSQL.jsonArray(ids)
         let keys = try connection.statement(RecordStateSQL.rememberKeys, operation: "acking records")
         keys.bind(1, list)
         keys.bind(2, lease.token)
@@ -241,7 +242,7 @@ public final class QueueConsumer {
         let connection = file.connection
         return try connection.transaction(operation: "returning records for retry") { () throws(QueueError) in
             let statement = try connection.statement(RecordStateSQL.nack, operation: "returning records for retry")
-            statement.bind(1, Self.jsonArray(ids))
+            statement.bind(1, RecordStateSQL.jsonArray(ids))
             statement.bind(2, lease.token)
             statement.bind(3, countsAsAttempt ? 1 : 0)
             statement.bind(4, max(1, maxAttempts))
@@ -272,7 +273,7 @@ public final class QueueConsumer {
         let connection = file.connection
         return try connection.transaction(operation: "dead-lettering records") { () throws(QueueError) in
             let statement = try connection.statement(RecordStateSQL.reject, operation: "dead-lettering records")
-            statement.bind(1, Self.jsonArray(ids))
+            statement.bind(1, RecordStateSQL.jsonArray(ids))
             statement.bind(2, lease.token)
             statement.bind(3, reason)
             statement.bind(4, now)
@@ -292,7 +293,7 @@ public final class QueueConsumer {
         let connection = file.connection
         let held = try connection.transaction(operation: "renewing a lease") { () throws(QueueError) in
             let statement = try connection.statement(RecordStateSQL.renew, operation: "renewing a lease")
-            statement.bind(1, Self.jsonArray(ids))
+            statement.bind(1, RecordStateSQL.jsonArray(ids))
             statement.bind(2, lease.token)
             statement.bind(3, expires)
             try statement.run()
@@ -309,23 +310,11 @@ public final class QueueConsumer {
         let connection = file.connection
         return try connection.transaction(operation: "releasing records") { () throws(QueueError) in
             let statement = try connection.statement(RecordStateSQL.release, operation: "releasing records")
-            statement.bind(1, Self.jsonArray(ids))
+            statement.bind(1, RecordStateSQL.jsonArray(ids))
             statement.bind(2, lease.token)
             try statement.run()
             return connection.changes
         }
-    }
-
-    /// Ids as a JSON array, bound as one parameter and expanded with `json_each` in SQL: one statement per
-    /// batch whatever its size.
-    static func jsonArray(_ ids: [Int64]) -> String {
-        var text = "["
-        text.reserveCapacity(ids.count * 8 + 2)
-        for (offset, id) in ids.enumerated() {
-            if offset > 0 { text += "," }
-            text += String(id)
-        }
-        return text + "]"
     }
 
     static func makeConsumerID() -> String {

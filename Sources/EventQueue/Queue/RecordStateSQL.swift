@@ -141,4 +141,16 @@ enum RecordStateSQL {
             next_attempt_at_ms, last_error, dead_at_ms)
         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
         """
+
+    /// Ids as a JSON array, bound as one parameter and expanded with `json_each` in SQL: one statement per
+    /// batch whatever its size.
+    static func jsonArray(_ ids: [Int64]) -> String {
+        var text = "["
+        text.reserveCapacity(ids.count * 8 + 2)
+        for (offset, id) in ids.enumerated() {
+            if offset > 0 { text += "," }
+            text += String(id)
+        }
+        return text + "]"
+    }
 }

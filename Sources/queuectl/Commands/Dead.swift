@@ -18,10 +18,10 @@ struct DeadList: ParsableCommand {
 
     func run() throws {
         if let limit, limit < 0 { throw fail("--limit must be 0 or more (got \(limit))", status: ExitStatus.usage) }
-        let consumer = try queue.openConsumer()
-        defer { consumer.close() }
+        let admin = try queue.openAdmin()
+        defer { admin.close() }
         let limit = self.limit ?? Int(Int32.max)
-        printRecords(try withQueue { () throws(QueueError) in try consumer.deadLetters(limit: limit) }, json: json)
+        printRecords(try withQueue { () throws(QueueError) in try admin.deadLetters(limit: limit) }, json: json)
     }
 }
 
@@ -31,12 +31,12 @@ struct DeadSelection: ParsableArguments {
     @Argument(help: "Record ids.") var ids: [Int64] = []
 
     /// The ids to act on (`nil` = all), after checking every named id is a dead letter, so a typo changes nothing.
-    func resolve(_ consumer: QueueConsumer) throws -> [Int64]? {
+    func resolve(_ admin: QueueAdmin) throws -> [Int64]? {
         guard all != !ids.isEmpty else {
             throw fail("give either --all or one or more record ids", status: ExitStatus.usage)
         }
         if all { return nil }
-        let dead = Set(try withQueue { () throws(QueueError) in try consumer.deadLetters() }.map(\.id))
+        let dead = Set(try withQueue { () throws(QueueError) in try admin.deadLetters() }.map(\.id))
         let missing = ids.filter { !dead.contains($0) }
         guard missing.isEmpty else {
             throw fail(
@@ -58,10 +58,10 @@ struct DeadRetry: ParsableCommand {
     @OptionGroup var queue: QueueOptionGroup
 
     func run() throws {
-        let consumer = try queue.openConsumer()
-        defer { consumer.close() }
-        let ids = try selection.resolve(consumer)
-        let report = try withQueue { () throws(QueueError) in try consumer.retryDeadChecked(ids: ids) }
+        let admin = try queue.openAdmin()
+        defer { admin.close() }
+        let ids = try selection.resolve(admin)
+        let report = try withQueue { () throws(QueueError) in try admin.retryDeadChecked(ids: ids) }
         writeStandardOutput("retried \(report.retried.count) dead letters\n")
         for item in report.stillInvalid {
             // Still dead: retrying would only have the next drain dead-letter it again. Fix the payload first.
@@ -79,10 +79,10 @@ struct DeadPurge: ParsableCommand {
     @OptionGroup var queue: QueueOptionGroup
 
     func run() throws {
-        let consumer = try queue.openConsumer()
-        defer { consumer.close() }
-        let ids = try selection.resolve(consumer)
-        let changed = try withQueue { () throws(QueueError) in try consumer.purgeDead(ids: ids) }
+        let admin = try queue.openAdmin()
+        defer { admin.close() }
+        let ids = try selection.resolve(admin)
+        let changed = try withQueue { () throws(QueueError) in try admin.purgeDead(ids: ids) }
         writeStandardOutput("purged \(changed.count) dead letters\n")
     }
 }

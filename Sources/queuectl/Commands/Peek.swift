@@ -13,9 +13,9 @@ struct Peek: ParsableCommand {
 
     func run() throws {
         guard limit >= 0 else { throw fail("--limit must be 0 or more", status: ExitStatus.usage) }
-        let consumer = try queue.openConsumer()
-        defer { consumer.close() }
-        let records = try withQueue { () throws(QueueError) in try consumer.peek(limit: limit) }
+        let admin = try queue.openAdmin()
+        defer { admin.close() }
+        let records = try withQueue { () throws(QueueError) in try admin.peek(limit: limit) }
         printRecords(records, json: json)
     }
 }

@@ -29,19 +29,19 @@ struct Status: ParsableCommand {
     @OptionGroup var queue: QueueOptionGroup
 
     func run() throws {
-        let consumer = try queue.openConsumer()
-        defer { consumer.close() }
+        let admin = try queue.openAdmin()
+        defer { admin.close() }
         let now = WallClock.nowMilliseconds()
-        let stats = try withQueue { () throws(QueueError) in try consumer.stats(now: now) }
-        let rate = daemonRateLimit(servingQueueAt: consumer.path)
+        let stats = try withQueue { () throws(QueueError) in try admin.stats(now: now) }
+        let rate = daemonRateLimit(servingQueueAt: admin.path)
         if json {
-            var object = ReportJSON.stats(stats, path: consumer.path)
+            var object = ReportJSON.stats(stats, path: admin.path)
             object["rate_limit"] = rate ?? .null
             writeStandardOutput(JSONValue.object(object).serialized + "\n")
             return
         }
         var lines = [
-            "queue:          \(consumer.path)",
+            "queue:          \(admin.path)",
             "schema version: \(stats.schemaVersion)",
             "pending:        \(stats.pending)",
             "leased:         \(stats.leased)",

@@ -75,9 +75,10 @@ struct QueueOptionGroup: ParsableArguments {
         }
     }
 
-    func openConsumer() throws -> QueueConsumer {
+    /// Opens the existing queue for `status`, `peek` and `dead`: an admin, not a consumer (they claim nothing).
+    func openAdmin() throws -> QueueAdmin {
         do {
-            return try QueueConsumer(path: try existingPath(), options: try options())
+            return try QueueAdmin(path: try existingPath(), options: try options())
         } catch let error as QueueError {
             throw fail(error)
         }

@@ -147,7 +147,7 @@ import Testing
                 Record.purchase(productID: "sku", currency: "EUR", price: JSONNumber(3), user: .externalID("u1")),
                 testEvent("b", user: "u2"),
             ], at: queue)
-        let stored = try inspect(queue) { try $0.peek(limit: 10) }
+        let stored = try inspect(queue) { try $0.admin.peek(limit: 10) }
         let sink = try JSONLinesSink(path: output)
         let summary = try await drainOnce(try makeDrainer(queue, sink: sink, options: DrainOptions(batchSize: 3)))
         #expect(summary.delivered == 4)

@@ -48,13 +48,13 @@ func inspect<T>(_ path: String, _ body: (QueueConsumer) throws -> T) throws -> T
 
 /// Live records (pending and leased) keyed by id, as a fresh consumer sees them.
 func liveRecords(_ path: String) throws -> [Int64: QueuedRecord] {
-    let live = try inspect(path) { try $0.peek(limit: 100_000) }
+    let live = try inspect(path) { try $0.admin.peek(limit: 100_000) }
     return Dictionary(uniqueKeysWithValues: live.map { ($0.id, $0) })
 }
 
 /// Dead letters keyed by id.
 func deadRecords(_ path: String) throws -> [Int64: QueuedRecord] {
-    let dead = try inspect(path) { try $0.deadLetters() }
+    let dead = try inspect(path) { try $0.admin.deadLetters() }
     return Dictionary(uniqueKeysWithValues: dead.map { ($0.id, $0) })
 }
 

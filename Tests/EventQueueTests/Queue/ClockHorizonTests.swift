@@ -20,11 +20,11 @@ import Testing
         let early = try consumer.claim(limit: 10, leaseMilliseconds: 10_000, now: now + 60_000)
         #expect(early.records.map(\.id) == [ids[2]])
         // The next time anything comes due: u2's fresh 10 s lease, then the retry.
-        #expect(try consumer.stats(now: now + 60_000).nextRetryAtMilliseconds == now + 70_000)
-        #expect(try consumer.stats(now: now + 70_000).nextRetryAtMilliseconds == now + 120_000)
+        #expect(try consumer.admin.stats(now: now + 60_000).nextRetryAtMilliseconds == now + 70_000)
+        #expect(try consumer.admin.stats(now: now + 70_000).nextRetryAtMilliseconds == now + 120_000)
         // The clock is stepped back an hour: the retry now lies an hour and two minutes ahead, beyond any wait
         // the library writes, so it is due now, and u1's order is kept.
-        #expect(try consumer.stats(now: now - Self.hour).nextRetryAtMilliseconds == nil)
+        #expect(try consumer.admin.stats(now: now - Self.hour).nextRetryAtMilliseconds == nil)
         let late = try consumer.claim(limit: 10, leaseMilliseconds: 10_000, now: now - Self.hour)
         // Everything, in id order: u1's parked record, its successor right behind it in the same batch, and u2's
         // record whose 10 s lease (written an hour "ahead") counts as expired too.
@@ -64,7 +64,7 @@ import Testing
         try consumer.renew(&lease, ids: ids, leaseMilliseconds: 24 * Self.hour, now: now + 1)
         #expect(lease.expiresAtMilliseconds == now + 1 + horizon)
         try consumer.nack(ids, lease: lease, reason: "later", retryAt: now + 24 * Self.hour, now: now + 2)
-        #expect(try consumer.peek().first?.nextAttemptAtMilliseconds == now + 2 + horizon)
+        #expect(try consumer.admin.peek().first?.nextAttemptAtMilliseconds == now + 2 + horizon)
         #expect(try consumer.acquireDrainLock(leaseMilliseconds: 24 * Self.hour, now: now) == nil)
         let raw = try RawDatabase(path: path)
         #expect(try raw.scalar("SELECT expires_at_ms FROM drain_lock") == String(now + horizon))

@@ -23,9 +23,9 @@ import Testing
         let claim = try consumer.claim(limit: 3, leaseMilliseconds: 10_000)
         #expect(claim.records.map(\.id) == Array(ids.prefix(3)))
         #expect(claim.records.allSatisfy { $0.kind == .event && $0.attempts == 0 })
-        #expect(try consumer.stats().leased == 3)
+        #expect(try consumer.admin.stats().leased == 3)
         #expect(try consumer.ack(claim.records.map(\.id), lease: claim.lease) == 3)
-        let stats = try consumer.stats()
+        let stats = try consumer.admin.stats()
         #expect(stats.pending == 2 && stats.leased == 0 && stats.dead == 0)
         let next = try consumer.claim(limit: 10, leaseMilliseconds: 10_000)
         #expect(next.records.map(\.id) == Array(ids.suffix(2)))
@@ -87,7 +87,7 @@ import Testing
             }
             now += 500
         }
-        let dead = try consumer.deadLetters()
+        let dead = try consumer.admin.deadLetters()
         #expect(dead.map(\.id) == [1])
         #expect(dead.first?.lastError == "gave up after 3 attempts: HTTP 503")
         #expect(dead.first?.attempts == 3)
@@ -107,7 +107,7 @@ import Testing
             #expect(result.retried == [1])
             now += 1
         }
-        #expect(try consumer.peek().first?.attempts == 0)
+        #expect(try consumer.admin.peek().first?.attempts == 0)
     }
 
     @Test func rejectDeadLettersAtOnceAndRetryOrPurgeBringsThemBack() throws {
@@ -117,12 +117,14 @@ import Testing
         let claim = try consumer.claim(limit: 3, leaseMilliseconds: 1_000)
         #expect(try consumer.reject([1, 2], lease: claim.lease, reason: "invalid for Braze") == 2)
         #expect(try consumer.ack([3], lease: claim.lease) == 1)
-        #expect(try consumer.deadLetters().map(\.lastError) == ["invalid for Braze", "invalid for Braze"])
-        #expect(try consumer.retryDeadChecked(ids: [1]).retried == [1])
-        #expect(try consumer.retryDeadChecked(ids: [1]).retried == [], "a record that is no longer dead is left alone")
-        #expect(try consumer.stats().pending == 1)
-        #expect(try consumer.purgeDead(ids: nil) == [2])
-        let stats = try consumer.stats()
+        #expect(try consumer.admin.deadLetters().map(\.lastError) == ["invalid for Braze", "invalid for Braze"])
+        #expect(try consumer.admin.retryDeadChecked(ids: [1]).retried == [1])
+        #expect(
+            try consumer.admin.retryDeadChecked(ids: [1]).retried == [], "a record that is no longer dead is left alone"
+        )
+        #expect(try consumer.admin.stats().pending == 1)
+        #expect(try consumer.admin.purgeDead(ids: nil) == [2])
+        let stats = try consumer.admin.stats()
         #expect(stats.dead == 0 && stats.pending == 1)
         let again = try consumer.claim(limit: 5, leaseMilliseconds: 1_000)
         #expect(again.records.map(\.id) == [1])
@@ -134,12 +136,12 @@ import Testing
         let consumer = try QueueConsumer(path: path)
         defer { consumer.close() }
         let now = WallClock.nowMilliseconds()
-        #expect(try consumer.stats(now: now).nextRetryAtMilliseconds == nil)
+        #expect(try consumer.admin.stats(now: now).nextRetryAtMilliseconds == nil)
         let claim = try consumer.claim(limit: 2, leaseMilliseconds: 5_000, now: now)
-        #expect(try consumer.stats(now: now).nextRetryAtMilliseconds == now + 5_000)
+        #expect(try consumer.admin.stats(now: now).nextRetryAtMilliseconds == now + 5_000)
         try consumer.nack([1], lease: claim.lease, reason: "503", retryAt: now + 2_000, now: now)
-        #expect(try consumer.stats(now: now).nextRetryAtMilliseconds == now + 2_000)
-        #expect(try consumer.stats(now: now + 2_000).nextRetryAtMilliseconds == now + 5_000)
+        #expect(try consumer.admin.stats(now: now).nextRetryAtMilliseconds == now + 2_000)
+        #expect(try consumer.admin.stats(now: now + 2_000).nextRetryAtMilliseconds == now + 5_000)
     }
 
     @Test func releaseReturnsRecordsWithoutCountingAnAttempt() throws {
@@ -196,13 +198,13 @@ import Testing
             let next = try #require(result.claims.first)
             #expect(next.records.map(\.id) == [2, 3, 4])
             #expect(next.lease.token != first.lease.token)
-            let stats = try consumer.stats()
+            let stats = try consumer.admin.stats()
             #expect(stats.pending == 0 && stats.leased == 3)
             // The next batch's ack with an empty queue behind it: acks, claims nothing.
             let last = try consumer.ackAndClaim(
                 [([2, 3, 4], next.lease)], claims: 1, limit: 10, leaseMilliseconds: 60_000)
             #expect(last.acked == 3 && last.claims.isEmpty)
-            #expect(try consumer.stats().pending == 0 && consumer.stats().leased == 0)
+            #expect(try consumer.admin.stats().pending == 0 && consumer.admin.stats().leased == 0)
         }
     }
 
@@ -234,7 +236,7 @@ import Testing
             [(claim.records.map(\.id), claim.lease)], claims: 1, limit: 10, leaseMilliseconds: 60_000)
         #expect(result.acked == 1 && result.claims.isEmpty)
         #expect(try writer.enqueue(event("a", user: "u1", key: "k-1")) == first)
-        #expect(try consumer.stats().pending == 0)
+        #expect(try consumer.admin.stats().pending == 0)
     }
 
     /// A claim's statement journal (a multi-row UPDATE inside a transaction keeps one) would otherwise be a
@@ -292,7 +294,7 @@ import Testing
             try consumer.ack(claim.records.map(\.id), lease: claim.lease)
         }
         writer.close()
-        let result = try consumer.checkpointAndVacuum()
+        let result = try consumer.admin.checkpointAndVacuum()
         consumer.close()
         #expect(result.checkpointComplete)
         #expect(result.walBytesAfter == 0)

@@ -58,7 +58,7 @@ import Testing
             [([1], first.lease), ([2], second.lease)], claims: 2, limit: 1, leaseMilliseconds: 60_000)
         #expect(result.acked == 2)
         #expect(result.claims.map { $0.records.map(\.id) } == [[3], [4]])
-        let stats = try consumer.stats()
+        let stats = try consumer.admin.stats()
         #expect(stats.pending == 0 && stats.leased == 2)
     }
 
@@ -80,7 +80,7 @@ import Testing
         defer { consumer.close() }
         let claim = try consumer.claim(limit: 100, leaseMilliseconds: 60_000)
         #expect(Set(claim.records.map(\.userKey)).count == 100)
-        let walBytes = try consumer.stats().walBytes
+        let walBytes = try consumer.admin.stats().walBytes
         let frames = max(0, Int(walBytes) - 32) / (pageSize + 24)
         #expect(frames < 30, "a claim of 100 records for 100 users wrote \(frames) pages")
     }

@@ -32,7 +32,7 @@ import Testing
         let restarted = try QueueConsumer(path: path)
         defer { restarted.close() }
         #expect(try restarted.releaseLeasesOfDeadProcesses() == 3)
-        #expect(try restarted.stats().leased == 3, "the live holder's 2 and the other host's 1 stay leased")
+        #expect(try restarted.admin.stats().leased == 3, "the live holder's 2 and the other host's 1 stay leased")
         #expect(try restarted.claim(limit: 10, leaseMilliseconds: 60_000).records.count == 3)
     }
 

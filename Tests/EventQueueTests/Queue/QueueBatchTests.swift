@@ -76,11 +76,11 @@ import Testing
         }
         let consumer = try QueueConsumer(path: path)
         defer { consumer.close() }
-        let report = try consumer.retryDeadChecked(ids: nil)
+        let report = try consumer.admin.retryDeadChecked(ids: nil)
         #expect(report.retried == [ids[0]])
         #expect(report.stillInvalid.map(\.id) == [ids[1]])
         #expect(report.stillInvalid.first?.reason.contains("name must be 1 to 255 characters") == true)
-        let dead = try consumer.deadLetters()
+        let dead = try consumer.admin.deadLetters()
         #expect(dead.map(\.id) == [ids[1]])
         #expect(dead.first?.lastError?.hasPrefix("still invalid at retry: ") == true)
     }

@@ -72,9 +72,9 @@ import Testing
                 }
                 try consumer.ack(claim.records.map(\.id), lease: claim.lease)
             }
-            let dead = try consumer.deadLetters().map(\.payload)
-            _ = try consumer.stats()
-            _ = try consumer.peek(limit: 100)
+            let dead = try consumer.admin.deadLetters().map(\.payload)
+            _ = try consumer.admin.stats()
+            _ = try consumer.admin.peek(limit: 100)
             consumer.close()
             for name in names where !mutated.contains(name) {
                 #expect(!dead.contains { $0.contains("\"\(name)\"") }, "round \(round): \(name) dead-lettered")

@@ -49,16 +49,16 @@ import Testing
         try raw.execute("UPDATE records SET id = 0 WHERE id = \(ids[2])")
         let consumer = try QueueConsumer(path: path)
         defer { consumer.close() }
-        let stats = try consumer.stats()
+        let stats = try consumer.admin.stats()
         #expect(stats.pending == 4)
         #expect(stats.oldestPendingAgeSeconds.map { $0 > 0 } == true)
-        #expect(try consumer.peek(limit: 10).count == 4)
+        #expect(try consumer.admin.peek(limit: 10).count == 4)
         let claim = try consumer.claim(limit: 10, leaseMilliseconds: 60_000)
         #expect(claim.records.map(\.id) == [ids[3]])
         #expect(try deadReason(raw, ids[0])?.contains("attempts 9223372036854775807 is out of range") == true)
         #expect(try deadReason(raw, ids[1])?.contains("created_at_ms -9223372036854775808 is out of range") == true)
         #expect(try deadReason(raw, 0)?.contains("stored id 0 is out of range") == true)
-        #expect(try consumer.deadLetters().count == 3)
+        #expect(try consumer.admin.deadLetters().count == 3)
         #expect(try consumer.ack(claim.records.map(\.id), lease: claim.lease) == 1)
     }
 

@@ -82,7 +82,7 @@ import Testing
         let claim = try consumer.claim(limit: 10, leaseMilliseconds: 1_000)
         try consumer.ack(claim.records.map(\.id), lease: claim.lease)
         #expect(try writer.enqueue(event("a", user: "u1", key: "k-1")) == first)
-        #expect(try consumer.stats().pending == 0)
+        #expect(try consumer.admin.stats().pending == 0)
     }
 
     @Test func idempotencyKeyMustBeReasonable() throws {

@@ -82,7 +82,7 @@ import Testing
         writer.close()
         let consumer = try QueueConsumer(path: path, options: QueueOptions(busyTimeoutMilliseconds: 5_000))
         defer { consumer.close() }
-        try consumer.checkpointAndVacuum()
+        try consumer.admin.checkpointAndVacuum()
         let released = try holdWriteLock(for: 400)
         let claim = try consumer.claim(limit: 10, leaseMilliseconds: 10_000)
         released.wait()

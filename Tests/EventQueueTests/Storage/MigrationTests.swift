@@ -69,8 +69,8 @@ import Testing
         connection.close()
         let consumer = try QueueConsumer(path: path)
         defer { consumer.close() }
-        #expect(try consumer.stats().schemaVersion == Migrations.latestVersion)
-        #expect(try consumer.peek().map(\.payload) == [#"{"external_id":"u1","name":"old"}"#])
+        #expect(try consumer.admin.stats().schemaVersion == Migrations.latestVersion)
+        #expect(try consumer.admin.peek().map(\.payload) == [#"{"external_id":"u1","name":"old"}"#])
     }
 
     @Test func refusesANewerFileWithoutTouchingIt() throws {

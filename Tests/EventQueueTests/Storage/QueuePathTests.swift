@@ -43,7 +43,7 @@ import Testing
         #expect(symlink(target, path) == 0)
         let consumer = try QueueConsumer(path: path)
         defer { consumer.close() }
-        #expect(try consumer.stats().pending == 1)
+        #expect(try consumer.admin.stats().pending == 1)
     }
 
     @Test func aDirectoryAFIFOAndDevicesAreRefused() throws {

@@ -231,8 +231,8 @@ import Testing
         #expect(try raw.scalar("PRAGMA user_version") == "4", "a dry run changes nothing")
         let consumer = try QueueConsumer(path: path)
         defer { consumer.close() }
-        #expect(try consumer.stats().schemaVersion == Migrations.latestVersion)
-        #expect(try consumer.peek().count == 1)
+        #expect(try consumer.admin.stats().schemaVersion == Migrations.latestVersion)
+        #expect(try consumer.admin.peek().count == 1)
     }
 
     @Test func migrateLeavesANewerFileAsItIs() throws {

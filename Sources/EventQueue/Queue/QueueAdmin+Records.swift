@@ -2,7 +2,7 @@
     import Glibc
 #endif
 
-extension QueueConsumer {
+extension QueueAdmin {
     /// Counts and sizes, read in one short read transaction (counts come from the partial indexes).
     public func stats(now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) -> QueueStats {
         let connection = file.connection
@@ -71,7 +71,7 @@ extension QueueConsumer {
         let connection = file.connection
         return try connection.transaction(operation: operation) { () throws(QueueError) in
             let statement = try connection.statement(sql, operation: operation)
-            statement.bind(1, ids.map(Self.jsonArray))
+            statement.bind(1, ids.map(RecordStateSQL.jsonArray))
             var changed: [Int64] = []
             while try statement.step() { changed.append(statement.int64(0)) }
             return changed.sorted()
@@ -106,7 +106,7 @@ extension QueueConsumer {
     }
 }
 
-extension QueueConsumer {
+extension QueueAdmin {
     /// The highest record id ever assigned (ids are AUTOINCREMENT and never reused), so a monitor can derive
     /// "records enqueued" from the file alone, whichever process wrote them. 0 for a queue never written to.
     public func highestAssignedID() throws(QueueError) -> Int64 {

@@ -12,7 +12,7 @@ public struct MaintenanceResult: Sendable, Hashable {
     public var checkpointComplete: Bool
 }
 
-extension QueueConsumer {
+extension QueueAdmin {
     /// How long delivered idempotency keys are remembered.
     public static let deliveredKeyRetentionMilliseconds: Int64 = 7 * 24 * 3600 * 1000
 

@@ -22,7 +22,7 @@ public struct DeadRetryReport: Sendable, Hashable {
     }
 }
 
-extension QueueConsumer {
+extension QueueAdmin {
     /// Makes dead letters pending again with a fresh attempt budget, but only those whose payload now passes Braze's rules
     /// (with `time` filled in as the consumer would). One whose payload is still invalid (a dead letter set aside
     /// at enqueue or import, not yet fixed) stays dead with its current reason: retrying it would only have the
@@ -35,7 +35,7 @@ extension QueueConsumer {
                 SELECT id, kind, payload, created_at_ms FROM records
                 WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1))) ORDER BY id
                 """, operation: "retrying dead letters")
-            select.bind(1, ids.map(Self.jsonArray))
+            select.bind(1, ids.map(RecordStateSQL.jsonArray))
             var valid: [Int64] = []
             var invalid: [(id: Int64, reason: String)] = []
             while try select.step() {
