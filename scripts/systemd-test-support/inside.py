@@ -3,6 +3,10 @@
 
   inside.py foreign-writer DB MARKER COUNT PAUSE_MS   a docs/SCHEMA.md writer: one INSERT per record, one
                                                        connection held open for the whole run
+  inside.py held-writer DB MARKER PIDFILE SECONDS     commits one record (MARKER-0), writes its PID to PIDFILE,
+                                                       then holds its connection open for SECONDS
+  inside.py killed-writer DB MARKER                   commits one record (MARKER-0) and SIGKILLs itself: the record
+                                                       stays in the -wal, no connection closes it
   inside.py http-get SOCKET PATH                      GET over the control socket; prints the body
   inside.py delivered FILE                            prints the delivered markers of a jsonl sink file, one a line
   inside.py wait-lines FILE N TIMEOUT                 waits until FILE has at least N lines
@@ -12,6 +16,7 @@
 """
 import json
 import os
+import signal
 import socket
 import sqlite3
 import sys
@@ -29,6 +34,33 @@ def foreign_writer(db, marker, count, pause_ms):
             ("event", json.dumps(payload), None))
         time.sleep(int(pause_ms) / 1000)
     connection.close()
+
+
+def commit_one(db, marker):
+    """The docs/SCHEMA.md writer's one INSERT, committed (autocommit); the connection stays open."""
+    connection = sqlite3.connect(db, timeout=10, isolation_level=None)
+    connection.execute("PRAGMA busy_timeout = 10000")
+    connection.execute("PRAGMA synchronous = FULL")
+    payload = {"external_id": f"{marker}-user", "name": "foreign", "properties": {"marker": f"{marker}-0"}}
+    connection.execute(
+        "INSERT INTO records (kind, payload, idempotency_key) VALUES (?, ?, ?) "
+        "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
+        ("event", json.dumps(payload), None))
+    return connection
+
+
+def held_writer(db, marker, pid_file, seconds):
+    connection = commit_one(db, marker)
+    with open(pid_file + ".tmp", "w") as handle:
+        handle.write(f"{os.getpid()}\n")
+    os.rename(pid_file + ".tmp", pid_file)
+    time.sleep(float(seconds))
+    connection.close()
+
+
+def killed_writer(db, marker):
+    commit_one(db, marker)
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 def http_get(path_to_socket, path):
@@ -83,6 +115,7 @@ def ndjson(path, prefix, n):
     os.chmod(path, 0o644)
 
 
-commands = {"foreign-writer": foreign_writer, "http-get": http_get, "delivered": delivered,
+commands = {"foreign-writer": foreign_writer, "held-writer": held_writer, "killed-writer": killed_writer,
+            "http-get": http_get, "delivered": delivered,
             "wait-lines": wait_lines, "count": count, "schema-version": schema_version, "ndjson": ndjson}
 commands[sys.argv[1]](*sys.argv[2:])
