@@ -45,9 +45,3 @@ struct BrazeRateHeaders: Sendable, Hashable {
         value(name, in: headers).flatMap { Int64($0.filter { $0 != " " && $0 != "\t" }) }
     }
 }
-
-/// Told about every `/users/track` request, for metrics (the daemon's `/metrics`); optional.
-public protocol BrazeRequestObserver: Sendable {
-    /// A request was answered (`status`), or failed without an answer (`nil`), after `latency`.
-    func requestFinished(status: Int?, latency: Duration)
-}

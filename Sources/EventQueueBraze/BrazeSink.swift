@@ -198,38 +198,3 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
         return "\(error)"
     }
 }
-
-/// How a `BrazeSink` is pacing itself, for `/metrics` and `GET /status`.
-public struct BrazeRateStatus: Sendable, Hashable {
-    public var requestsInFlight: Int
-    /// Requests allowed in flight now: `maxInFlight`, halved by each 429 round, grown back by one per answer.
-    public var window: Int
-    /// Requests that waited before starting (pacing across the window, a reset, a 429's pause,
-    /// `--max-requests-per-second`), and for how long in all.
-    public var rateLimitWaits: Int
-    public var rateLimitWaitSeconds: Double
-    /// 429 answers received (each is sent again once the window allows), and the rounds of waiting they made
-    /// (the 429s of one overshoot, answered together, are one round).
-    public var rateLimitedRequests: Int
-    public var rateLimitRounds: Int
-    /// The last `X-RateLimit-Limit` and `X-RateLimit-Remaining` seen, and the reset of that window (UTC Unix
-    /// milliseconds); `nil` until an answer carried them.
-    public var limit: Int?
-    public var remaining: Int?
-    public var resetAtMilliseconds: Int64?
-    /// Until when (UTC Unix milliseconds) no request may start; `nil` when one may start now.
-    public var waitingUntilMilliseconds: Int64?
-
-    init(_ snapshot: BrazeRatePolicy.Snapshot) {
-        requestsInFlight = snapshot.inFlight
-        window = snapshot.window
-        rateLimitWaits = snapshot.waits
-        rateLimitWaitSeconds = Double(snapshot.waitedMilliseconds) / 1000
-        rateLimitedRequests = snapshot.rateLimitedAnswers
-        rateLimitRounds = snapshot.rateLimitRounds
-        limit = snapshot.limit
-        remaining = snapshot.remaining
-        resetAtMilliseconds = snapshot.resetAtMilliseconds
-        waitingUntilMilliseconds = snapshot.waitingUntilMilliseconds
-    }
-}
