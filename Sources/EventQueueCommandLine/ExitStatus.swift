@@ -1,9 +1,10 @@
 import EventQueue
 
 /// Every exit status of `queuectl` and `queued`, in one table: both tools exit with these values, their `--help`
-/// lists them from here, and the README's table is checked against this one by a test (`ExitStatusTests`), so the
-/// documented and the real statuses cannot drift apart. sysexits.h values where one fits (64 and up), so that
-/// systemd's `RestartPreventExitStatus=78` keeps a broken setup from restart loops; 10 to 13 are drain results.
+/// lists them from here, and docs/OPERATING.md's table is checked against this one by a test (`ExitStatusTests`),
+/// so the documented and the real statuses cannot drift apart. sysexits.h values where one fits (64 and up), so
+/// that systemd's `RestartPreventExitStatus=78` keeps a broken setup from restart loops; 10 to 13 are drain
+/// results.
 ///
 /// Scripts act on these numbers: never renumber one.
 public enum ExitStatus: Int32, CaseIterable, Sendable {
@@ -43,7 +44,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case queued
     }
 
-    /// What the status means, as the README's table and `--help` say it.
+    /// What the status means, as docs/OPERATING.md's table and `--help` say it.
     public var meaning: String {
         switch self {
         case .success:

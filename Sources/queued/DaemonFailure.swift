@@ -20,7 +20,7 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
     /// A part of the daemon failed while running (exit 70, EX_SOFTWARE); the log has the details.
     case service(String)
 
-    /// The exit status, from the one table the README lists (`ExitStatus`).
+    /// The exit status, from the one table docs/OPERATING.md lists (`ExitStatus`).
     var status: ExitStatus {
         switch self {
         case .configuration: return .badQueueFileOrConfiguration

@@ -6,26 +6,26 @@ import EventQueueDelivery
 
 @testable import EventQueueCommandLine
 
-/// The README's table of exit statuses is the code's (`ExitStatus`): same statuses, meanings and tools.
+/// The exit-status table of docs/OPERATING.md is the code's (`ExitStatus`): same statuses, meanings and tools.
 @Suite struct ExitStatusTests {
-    static let readme =
+    static let operating =
         #filePath.split(separator: "/", omittingEmptySubsequences: false).dropLast(3)
-        .joined(separator: "/") + "/README.md"
+        .joined(separator: "/") + "/docs/OPERATING.md"
 
-    /// The rows between the README's `exit-statuses` markers.
-    static func readmeRows() throws -> [String] {
-        let text = try String(contentsOfFile: readme, encoding: .utf8)
+    /// The rows between the `exit-statuses` markers of docs/OPERATING.md.
+    static func operatingRows() throws -> [String] {
+        let text = try String(contentsOfFile: operating, encoding: .utf8)
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        let start = try #require(lines.firstIndex { $0.hasPrefix("<!-- exit-statuses") }, "no table in \(readme)")
+        let start = try #require(lines.firstIndex { $0.hasPrefix("<!-- exit-statuses") }, "no table in \(operating)")
         let end = try #require(lines.firstIndex { $0 == "<!-- /exit-statuses -->" }, "no end of the table")
         return lines[(start + 3)..<end].filter { !$0.isEmpty }
     }
 
-    @Test func theReadmeListsEveryStatusOfTheTableAndNoOther() throws {
+    @Test func operatingListsEveryStatusOfTheTableAndNoOther() throws {
         let expected = ExitStatus.allCases.map { status in
             "| \(status.rawValue) | \(status.meaning) | \(status.tools.map(\.rawValue).joined(separator: ", ")) |"
         }
-        let rows = try Self.readmeRows()
+        let rows = try Self.operatingRows()
         #expect(rows.count == expected.count)
         for (row, wanted) in zip(rows, expected) { #expect(row == wanted) }
     }

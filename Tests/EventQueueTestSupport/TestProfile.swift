@@ -1,6 +1,6 @@
 import Foundation
 
-/// Which profile the suite runs: CI's bounded one, or the long one (`EVENTQUEUE_LONG_TESTS=1`, see the README),
+/// Which profile the suite runs: CI's bounded one, or the long one (`EVENTQUEUE_LONG_TESTS=1`, see docs/OPERATING.md),
 /// read in one place so every scenario agrees on what "long" means.
 public enum TestProfile {
     public static let isLong = ProcessInfo.processInfo.environment["EVENTQUEUE_LONG_TESTS"] == "1"

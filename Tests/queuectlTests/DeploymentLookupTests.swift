@@ -130,7 +130,7 @@ import EventQueueCommandLine
                 == 0)
         let result = try await queuectlClean(
             ["drain", "--local", "--sink", "jsonl:/nonexistent/x.jsonl", "--db", db], in: scratch)
-        #expect(result.status == 12, "README: 12 when the sink is misconfigured; \(result.stderr)")
+        #expect(result.status == 12, "docs/OPERATING.md: 12 when the sink is misconfigured; \(result.stderr)")
         let bad = try await queuectlClean(["drain", "--local", "--sink", "bogus", "--db", db], in: scratch)
         #expect(bad.status == 64, "a malformed --sink stays a usage error; \(bad.stderr)")
     }

@@ -8,7 +8,7 @@ import EventQueueCommandLine
 #endif
 
 /// Writes a one-line error to stderr and returns the exit code to throw.
-/// `status` is one of the table's (`ExitStatus`, shared with `queued` and the README).
+/// `status` is one of the table's (`ExitStatus`, shared with `queued` and the exit-status table of docs/OPERATING.md).
 func fail(_ message: String, status: ExitStatus) -> ExitCode {
     writeStandardError("queuectl: error: " + message.replacingNewlines() + "\n")
     return ExitCode(status.rawValue)
