@@ -32,11 +32,23 @@ enum ConsumerSQL {
             LIMIT ?4
         """
 
+    /// The global keys (older writers' records) for older writers, who look only there (Migrations/0001).
     static let rememberKeys = """
         INSERT OR REPLACE INTO delivered_keys (idempotency_key, record_id, delivered_at_ms)
         SELECT idempotency_key, id, ?3 FROM records
         WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
           AND idempotency_key IS NOT NULL
+        """
+
+    /// Every key per user, with the record's digest, for writers of schema 6 and later (Migrations/0006): a
+    /// retry of the same record after delivery gets its id, a different record under the same key is refused.
+    /// An older writer's global key is remembered for its user too.
+    static let rememberUserKeys = """
+        INSERT OR REPLACE INTO delivered_user_keys (user_key, idempotency_key, record_id, record_digest,
+            delivered_at_ms)
+        SELECT user_key, coalesce(user_idempotency_key, idempotency_key), id, record_digest, ?3 FROM records
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+          AND coalesce(user_idempotency_key, idempotency_key) IS NOT NULL AND user_key IS NOT NULL
         """
 
     static let ack = """

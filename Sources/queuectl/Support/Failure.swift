@@ -13,17 +13,9 @@ func fail(_ message: String, status: ExitStatus) -> ExitCode {
     return ExitCode(status.rawValue)
 }
 
+/// The status comes from the one mapping of queue errors to exit statuses (`ExitStatus(QueueError)`).
 func fail(_ error: QueueError) -> ExitCode {
-    let status: ExitStatus
-    switch error {
-    case .invalidRecord, .invalidIdempotencyKey: status = ExitStatus.invalidInput
-    case .cannotOpen, .readOnly: status = ExitStatus.cannotCreate
-    case .diskFull, .sqlite: status = ExitStatus.ioError
-    case .busy: status = ExitStatus.busy
-    case .notAQueueFile, .corrupt, .schemaTooNew, .needsNewerRelease, .unsafeQueueFile:
-        status = ExitStatus.badQueueFileOrConfiguration
-    }
-    return fail(error.description, status: status)
+    fail(error.description, status: ExitStatus(error))
 }
 
 func writeStandardError(_ text: String) {
