@@ -61,7 +61,7 @@ import EventQueueTestSupport
         let json = try await queuectl(["status", "--json"], db: db, in: scratch)
         let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
         #expect(object?["remembered_keys"] as? Int == 3)
-        #expect((object?["remembered_key_bytes"] as? Int ?? 0) > 3 * 100)
+        #expect((object?["remembered_key_bytes"] as? Int ?? 0) > 3 * 40)
         let check = try await queuectl(["check"], db: db, in: scratch)
         #expect(check.stdout.contains("remembered_keys: 3\n"), "\(check.stdout)")
 
