@@ -14,6 +14,16 @@ struct EnqueueScenario {
     var recordsPerTransaction: Int
     var records: Int
     var target: Double
+    /// Each record with its own idempotency key (`key-N`). The raw floor then runs 1.1.0's keyed INSERT (the global
+    /// key, `delivered_keys` probed, `ON CONFLICT ... DO NOTHING RETURNING id`), so the ratio prices the per-user
+    /// key rule (issue 22 #6: digest, user, two more probes) against what a keyed insert cost before it.
+    var keyed = false
+}
+
+func makeRecord(_ index: Int, keyed: Bool) -> Record {
+    var record = makeRecord(index)
+    if keyed { record.idempotencyKey = "key-\(index)" }
+    return record
 }
 
 /// The library: build a record, validate, serialize, insert (what a writer does per record).
@@ -23,12 +33,12 @@ func runLibrary(_ scenario: EnqueueScenario, path: String) throws -> Double {
     defer { writer.close() }
     let start = WallClock.monotonicNanoseconds()
     if scenario.recordsPerTransaction == 1 {
-        for index in 0..<scenario.records { try writer.enqueue(makeRecord(index)) }
+        for index in 0..<scenario.records { try writer.enqueue(makeRecord(index, keyed: scenario.keyed)) }
     } else {
         var index = 0
         while index < scenario.records {
             let count = min(scenario.recordsPerTransaction, scenario.records - index)
-            try writer.enqueue(contentsOf: (index..<(index + count)).map(makeRecord))
+            try writer.enqueue(contentsOf: (index..<(index + count)).map { makeRecord($0, keyed: scenario.keyed) })
             index += count
         }
     }
@@ -64,7 +74,14 @@ func runRaw(_ scenario: EnqueueScenario, path: String) throws -> Double {
     var statement: OpaquePointer?
     guard
         sqlite3_prepare_v2(
-            db, "INSERT INTO records (kind, payload, created_at_ms) VALUES (?1, ?2, ?3)", -1, &statement, nil)
+            db,
+            scenario.keyed
+                ? """
+                INSERT INTO records (kind, payload, created_at_ms, idempotency_key)
+                SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM delivered_keys WHERE idempotency_key = ?4)
+                ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+                RETURNING id
+                """ : "INSERT INTO records (kind, payload, created_at_ms) VALUES (?1, ?2, ?3)", -1, &statement, nil)
             == SQLITE_OK, let insert = statement
     else { throw BenchError(String(cString: sqlite3_errmsg(db))) }
     defer { sqlite3_finalize(insert) }
@@ -73,17 +90,24 @@ func runRaw(_ scenario: EnqueueScenario, path: String) throws -> Double {
     var index = 0
     while index < scenario.records {
         let count = min(scenario.recordsPerTransaction, scenario.records - index)
-        if scenario.recordsPerTransaction > 1 { try exec("BEGIN IMMEDIATE") }
+        // A keyed insert is a transaction of its own in the library too (insert, or look the key up).
+        if scenario.recordsPerTransaction > 1 || scenario.keyed { try exec("BEGIN IMMEDIATE") }
         for offset in 0..<count {
             sqlite3_bind_text(insert, 1, "event", -1, transient)
             sqlite3_bind_text(insert, 2, payloads[index + offset], -1, transient)
             sqlite3_bind_int64(insert, 3, now)
+            if scenario.keyed {
+                sqlite3_bind_text(insert, 4, "key-\(index + offset)", -1, transient)
+                guard sqlite3_step(insert) == SQLITE_ROW else {
+                    throw BenchError(String(cString: sqlite3_errmsg(db)))
+                }
+            }
             guard sqlite3_step(insert) == SQLITE_DONE else {
                 throw BenchError(String(cString: sqlite3_errmsg(db)))
             }
             sqlite3_reset(insert)
         }
-        if scenario.recordsPerTransaction > 1 { try exec("COMMIT") }
+        if scenario.recordsPerTransaction > 1 || scenario.keyed { try exec("COMMIT") }
         index += count
     }
     return Double(scenario.records) / seconds(since: start)
@@ -101,6 +125,12 @@ func runEnqueueScenarios(_ settings: Settings, _ results: Results) throws {
         EnqueueScenario(
             name: "enqueue, 100 per transaction, FULL", durability: .full, recordsPerTransaction: 100,
             records: 20_000 * scale, target: 0.85),
+        EnqueueScenario(
+            name: "keyed enqueue, 1 per tx, FULL", durability: .full, recordsPerTransaction: 1,
+            records: 500 * scale, target: 0.85, keyed: true),
+        EnqueueScenario(
+            name: "keyed enqueue, 1 per tx, NORMAL", durability: .normal, recordsPerTransaction: 1,
+            records: 5_000 * scale, target: 0.85, keyed: true),
     ]
 
     log("== 1. enqueue: library vs raw SQLite C API, same schema and pragmas; \(settings.rounds) interleaved rounds")

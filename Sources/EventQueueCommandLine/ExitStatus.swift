@@ -29,7 +29,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     /// that cannot be opened 73, and any other failure (disk full, I/O) 74.
     public init(_ error: QueueError) {
         switch error {
-        case .invalidRecord, .invalidIdempotencyKey: self = .invalidInput
+        case .invalidRecord, .invalidIdempotencyKey, .idempotencyKeyReused: self = .invalidInput
         case .notAQueueFile, .corrupt, .schemaTooNew, .needsNewerRelease, .unsafeQueueFile:
             self = .badQueueFileOrConfiguration
         case .cannotOpen, .readOnly: self = .cannotCreate

@@ -61,8 +61,9 @@ public actor QueueStore {
     }
 
     /// The queue's statistics; `now` (default: the current time) is the moment "next retry" is counted from.
-    public func stats(now: Int64? = nil) throws(QueueError) -> QueueStats {
-        try consumer.admin.stats(now: now ?? WallClock.nowMilliseconds())
+    /// `includingKeys` also counts the remembered idempotency keys (status and metrics; not every pass).
+    public func stats(now: Int64? = nil, includingKeys: Bool = false) throws(QueueError) -> QueueStats {
+        try consumer.admin.stats(now: now ?? WallClock.nowMilliseconds(), includingKeys: includingKeys)
     }
 
     public func close() {

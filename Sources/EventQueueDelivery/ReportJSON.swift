@@ -16,6 +16,8 @@ public enum ReportJSON {
             "db_bytes": number(stats.databaseBytes),
             "wal_bytes": number(stats.walBytes),
             "schema_version": number(stats.schemaVersion),
+            "remembered_keys": number(stats.rememberedKeys),
+            "remembered_key_bytes": number(stats.rememberedKeyBytes),
             "next_retry_at": time(stats.nextRetryAtMilliseconds),
             "path": .string(path),
         ]

@@ -62,7 +62,7 @@ struct ControlRoutes: Sendable {
     private func status(_ writer: ResponseWriter) async throws {
         let snapshot = await coordinator.snapshot()
         do {
-            let stats = try await store.stats()
+            let stats = try await store.stats(includingKeys: true)
             var rate: BrazeRateStatus?
             if let braze = sink.base as? BrazeSink { rate = await braze.rateStatus() }
             let body = DaemonJSON.status(
@@ -76,7 +76,7 @@ struct ControlRoutes: Sendable {
     }
 
     private func scrape(_ writer: ResponseWriter) async throws {
-        if let stats = try? await store.stats() { metrics.recordStats(stats) }
+        if let stats = try? await store.stats(includingKeys: true) { metrics.recordStats(stats) }
         let highest = try? await store.withConsumer { consumer throws(QueueError) in
             try consumer.admin.highestAssignedID()
         }

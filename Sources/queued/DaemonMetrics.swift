@@ -22,6 +22,8 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let leased: Metrics.Gauge
     private let deadNow: Metrics.Gauge
     private let oldestPendingAge: Metrics.Gauge
+    private let rememberedKeys: Metrics.Gauge
+    private let rememberedKeyBytes: Metrics.Gauge
     private let recordsInFlight: Metrics.Gauge
     private let requestsInFlight: Metrics.Gauge
     private let sendWindow: Metrics.Gauge
@@ -70,6 +72,8 @@ final class DaemonMetrics: BrazeRequestObserver {
         leased = Metrics.Gauge(label: "eventqueue_records_leased")
         deadNow = Metrics.Gauge(label: "eventqueue_records_dead")
         oldestPendingAge = Metrics.Gauge(label: "eventqueue_oldest_pending_age_seconds")
+        rememberedKeys = Metrics.Gauge(label: "eventqueue_remembered_keys")
+        rememberedKeyBytes = Metrics.Gauge(label: "eventqueue_remembered_key_bytes")
         recordsInFlight = Metrics.Gauge(label: "eventqueue_records_in_flight")
         requestsInFlight = Metrics.Gauge(label: "eventqueue_braze_requests_in_flight")
         sendWindow = Metrics.Gauge(label: "eventqueue_braze_send_window")
@@ -143,6 +147,8 @@ final class DaemonMetrics: BrazeRequestObserver {
         deadNow.record(stats.dead)
         // 0 with nothing pending: an alert on age then stays quiet.
         oldestPendingAge.record(stats.oldestPendingAgeSeconds ?? 0)
+        rememberedKeys.record(stats.rememberedKeys)
+        rememberedKeyBytes.record(stats.rememberedKeyBytes)
     }
 
     /// Brings the enqueued counter up to the highest id ever assigned (read from the file at scrape time).

@@ -195,6 +195,7 @@ import EventQueueTestSupport
         let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         for key in [
             "pending", "leased", "dead", "oldest_pending_age_seconds", "db_bytes", "wal_bytes", "schema_version",
+            "remembered_keys", "remembered_key_bytes",
         ] {
             #expect(object[key] != nil, "missing \(key)")
         }

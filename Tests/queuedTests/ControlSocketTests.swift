@@ -17,7 +17,7 @@ import EventQueueTestSupport
             let before = try await daemon.status()
             for key in [
                 "pending", "leased", "dead", "oldest_pending_age_seconds", "db_bytes", "wal_bytes", "schema_version",
-                "daemon",
+                "remembered_keys", "remembered_key_bytes", "daemon",
             ] {
                 #expect(before.keys.contains(key), "missing \(key)")
             }
@@ -52,6 +52,29 @@ import EventQueueTestSupport
         }
     }
 
+    /// Issue 22 #6 and #7 with a real daemon: the README's key example for two users delivers both records, and
+    /// the remembered keys show in `GET /status` and `/metrics`.
+    @Test func oneKeyForTwoUsersDeliversBothAndTheKeysShow() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        for user in ["u1", "u2"] {
+            let result = try await queuectl(
+                ["enqueue", "event", "push_opened", "--key", "push-123", "--external-id", user], db: db, in: scratch)
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        let daemon = try await DaemonProcess(scratch: scratch, db: db, arguments: ["--drain-on-start"])
+        try await withDaemon(daemon) { daemon in
+            _ = try await daemon.waitUntilIdle(passes: 1)
+            let delivered = try DeliveredLine.parse(file: daemon.sinkFile)
+            #expect(delivered.map { $0.object["external_id"] as? String } == ["u1", "u2"])
+            let status = try await daemon.status()
+            #expect(status["remembered_keys"] as? Int == 2, "\(status)")
+            #expect((status["remembered_key_bytes"] as? Int ?? 0) > 2 * 40)
+            let (_, text) = try await daemon.request("GET", "/metrics")
+            #expect(text.contains("eventqueue_remembered_keys 2"), "\(text)")
+        }
+    }
+
     @Test func metricsHaveTheDocumentedNames() async throws {
         let scratch = Scratch()
         let db = scratch.file("queue.db")
@@ -67,7 +90,8 @@ import EventQueueTestSupport
                 #"eventqueue_passes_total{result="all_delivered"} 1"#, "eventqueue_pass_duration_seconds_count 1",
                 "eventqueue_sink_batch_duration_seconds_count 1", "eventqueue_batch_size_count 1",
                 "eventqueue_records_pending 0", "eventqueue_records_leased 0", "eventqueue_records_dead 0",
-                "eventqueue_oldest_pending_age_seconds 0",
+                "eventqueue_oldest_pending_age_seconds 0", "eventqueue_remembered_keys 0",
+                "eventqueue_remembered_key_bytes 0",
             ] {
                 #expect(text.contains(name), "missing \(name) in\n\(text)")
             }

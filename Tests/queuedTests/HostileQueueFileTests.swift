@@ -51,8 +51,9 @@ import EventQueueTestSupport
         }
     }
 
-    /// Issue 22 #1: one 100 MB payload inserted with Python's `sqlite3` (the table allows it) made `queued` read
-    /// the whole row (a 200 MB one: 1.9 GB peak RSS, 12 s; OOM-killed under a 1 GiB limit on every start). Now its
+    /// Issue 22 #1: one 100 MB payload inserted with Python's `sqlite3` (checks off; before schema 6 the table
+    /// allowed it) made `queued` read the whole row (a 200 MB one: 1.9 GB peak RSS, 12 s; OOM-killed under a 1 GiB
+    /// limit on every start). Now its
     /// size is read from the row's header and it is dead-lettered unread: the daemon's peak RSS stays below the
     /// payload's size, the user's next record is delivered, every other record too.
     @Test func anOversizedRowIsDeadLetteredWithoutBeingRead() async throws {
@@ -67,6 +68,8 @@ import EventQueueTestSupport
                 """
                 import sqlite3, sys
                 c = sqlite3.connect(sys.argv[1], isolation_level=None)
+                # Since schema 6 the table refuses such a payload; an attacker turns the checks off.
+                c.execute("PRAGMA ignore_check_constraints = ON")
                 pad = "p" * (\(megabytes) * 1024 * 1024)
                 c.execute("INSERT INTO records (kind, payload) VALUES ('event', ?)",
                           ('{"external_id":"u0","name":"huge","properties":{"pad":"%s"}}' % pad,))

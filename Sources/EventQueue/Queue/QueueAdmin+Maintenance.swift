@@ -19,18 +19,20 @@ extension QueueAdmin {
     /// How long the closing checkpoint waits for writers in progress (far below a writer's busy timeout).
     static let checkpointBusyTimeoutMilliseconds = 100
 
-    /// Returns space after a drain: forgets expired idempotency keys, frees the pages of deleted records
-    /// (`incremental_vacuum`), and truncates the WAL (`wal_checkpoint(TRUNCATE)`). Long-lived readers starve
-    /// checkpoints, and deleted rows never shrink a file by themselves; without this a queue only grows.
+    /// Returns space after a drain: forgets expired idempotency keys (both tables, far-future dates clamped), frees
+    /// the pages of deleted records (`incremental_vacuum`), and truncates the WAL (`wal_checkpoint(TRUNCATE)`).
+    /// Long-lived readers starve checkpoints, and deleted rows never shrink a file by themselves; without this a
+    /// queue only grows.
     @discardableResult
     public func checkpointAndVacuum(now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) -> MaintenanceResult {
         let connection = file.connection
         let walBefore = Self.fileSize(path + "-wal")
         let databaseBefore = Self.fileSize(path)
-        let prune = try connection.statement(
-            "DELETE FROM delivered_keys WHERE delivered_at_ms < ?1", operation: "forgetting old idempotency keys")
-        prune.bind(1, now - Self.deliveredKeyRetentionMilliseconds)
-        try prune.run()
+        // Both key tables; a key dated beyond the clock horizon (planted, or a clock far ahead) is dated now first,
+        // so that it expires after the retention instead of never (issue 22 #6).
+        _ = try connection.transaction(operation: "forgetting old idempotency keys") { () throws(QueueError) in
+            try RememberedKeys.prune(connection, before: now - Self.deliveredKeyRetentionMilliseconds, now: now)
+        }
         try vacuumInSteps()
         let complete = try truncateWAL()
         return MaintenanceResult(

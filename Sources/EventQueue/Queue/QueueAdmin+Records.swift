@@ -4,7 +4,9 @@
 
 extension QueueAdmin {
     /// Counts and sizes, read in one short read transaction (counts come from the partial indexes).
-    public func stats(now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) -> QueueStats {
+    public func stats(
+        now: Int64 = WallClock.nowMilliseconds(), includingKeys: Bool = false
+    ) throws(QueueError) -> QueueStats {
         let connection = file.connection
         let operation = "reading queue statistics"
         var stats = try connection.transaction(immediate: false, operation: operation) { () throws(QueueError) in
@@ -40,6 +42,11 @@ extension QueueAdmin {
         stats.schemaVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: operation))
         stats.databaseBytes = Self.fileSize(path)
         stats.walBytes = Self.fileSize(path + "-wal")
+        if includingKeys {
+            let keys = try RememberedKeys.measure(connection)
+            stats.rememberedKeys = keys.count
+            stats.rememberedKeyBytes = keys.bytes
+        }
         return stats
     }
 

@@ -4,7 +4,8 @@ public enum BatchOutcome: Sendable, Hashable {
     case enqueued(id: Int64)
     /// A new dead letter: the entry broke a rule and was set aside with its reason instead of refusing the batch.
     case deadLettered(id: Int64, reason: String)
-    /// Its idempotency key is already known (queued, dead, or delivered recently): nothing was written.
+    /// Its user already used its idempotency key for this record (queued, dead, or delivered recently): nothing
+    /// was written.
     case alreadyKnown(id: Int64)
 
     /// The record's id, new or existing.
@@ -24,10 +25,12 @@ public enum BatchOutcome: Sendable, Hashable {
 public final class QueueBatch {
     let connection: Connection
     let now: Int64
+    let hasUserKeys: Bool
 
-    init(connection: Connection, now: Int64) {
+    init(connection: Connection, now: Int64, hasUserKeys: Bool) {
         self.connection = connection
         self.now = now
+        self.hasUserKeys = hasUserKeys
     }
 
     /// Checks and appends one record (as `QueueWriter.enqueue`). A rule broken throws `invalidRecord`; the caller
@@ -35,7 +38,8 @@ public final class QueueBatch {
     public func enqueue(_ record: Record) throws(QueueError) -> BatchOutcome {
         let encoded = try QueueWriter.encode(record, now: now)
         return try insert(
-            kind: encoded.kind, payload: encoded.payload, key: encoded.idempotencyKey, deadReason: nil)
+            kind: encoded.kind, payload: encoded.payload, key: encoded.idempotencyKey, scope: encoded.keyScope,
+            deadReason: nil)
     }
 
     /// Appends `record` as a dead letter (state `dead`, `last_error` = `reason`) without checking Braze's rules:
@@ -48,14 +52,15 @@ public final class QueueBatch {
         try Self.checkDeadLetter(record, reason: reason)
         var reason = reason
         var key = record.idempotencyKey
-        if let candidate = key, !Self.isValidKey(candidate) {
+        if let candidate = key, !IdempotencyKey.isValid(candidate) {
             key = nil
             reason += " (its idempotency key was invalid and was dropped)"
         }
+        let scope = key == nil ? nil : IdempotencyKey.scope(of: record)
         var payload: [UInt8] = []
         payload.reserveCapacity(256)
         record.object.serialize(into: &payload)
-        return try insert(kind: record.kind, payload: payload, key: key, deadReason: reason)
+        return try insert(kind: record.kind, payload: payload, key: key, scope: scope, deadReason: reason)
     }
 
     /// Appends `record` when it passes the checks, else keeps it as a dead letter whose reason is the check's
@@ -110,10 +115,6 @@ public final class QueueBatch {
         }
     }
 
-    static func isValidKey(_ key: String) -> Bool {
-        !key.utf8.isEmpty && key.utf8.count <= 255 && !key.utf8.contains(0)
-    }
-
     /// Mirrors the table's generated `user_key` (Migrations/0001_init.sql): is there a user to file this under?
     static func namesFilingUser(_ object: JSONObject) -> Bool {
         for key in ["external_id", "braze_id", "email", "phone"] {
@@ -131,35 +132,18 @@ public final class QueueBatch {
     }
 
     private func insert(
-        kind: RecordKind, payload: [UInt8], key: String?, deadReason: String?
+        kind: RecordKind, payload: [UInt8], key: String?, scope: KeyScope?, deadReason: String?
     ) throws(QueueError) -> BatchOutcome {
-        let statement = try connection.statement(
-            """
-            INSERT INTO records (kind, payload, created_at_ms, idempotency_key, state, last_error, dead_at_ms)
-            SELECT ?1, ?2, ?3, ?4, CASE WHEN ?5 IS NULL THEN 'pending' ELSE 'dead' END, ?5,
-                CASE WHEN ?5 IS NULL THEN NULL ELSE ?3 END
-            WHERE ?4 IS NULL OR NOT EXISTS (SELECT 1 FROM delivered_keys WHERE idempotency_key = ?4)
-            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING id
-            """, operation: deadReason == nil ? "enqueueing" : "enqueueing a dead letter")
-        statement.bind(1, kind.rawValue)
-        statement.bindText(2, utf8: payload)
-        statement.bind(3, now)
-        statement.bind(4, key)
-        statement.bind(5, deadReason)
-        if try statement.step() {
-            let id = statement.int64(0)
-            try statement.run()
+        let outcome = try RecordInsert.insert(
+            connection, hasUserKeys: hasUserKeys, kind: kind, payload: payload, createdAt: now, key: key,
+            scope: scope, deadReason: deadReason)
+        switch outcome {
+        case .inserted(let id):
             if let deadReason { return .deadLettered(id: id, reason: deadReason) }
             return .enqueued(id: id)
+        case .alreadyKnown(let id):
+            return .alreadyKnown(id: id)
         }
-        statement.reset()
-        // Without a key the insert always inserts; with one, it inserted nothing because the key is known.
-        guard let key else {
-            throw QueueError.corrupt(
-                path: connection.path, detail: "an insert without an idempotency key inserted nothing")
-        }
-        return .alreadyKnown(id: try QueueWriter.existingRecordID(forKey: key, connection: connection))
     }
 }
 
@@ -173,7 +157,8 @@ extension QueueWriter {
         try file.checkFreeSpaceReserve()
         let connection = file.connection
         return try connection.transaction(operation: "enqueueing a batch") {
-            try body(QueueBatch(connection: connection, now: WallClock.nowMilliseconds()))
+            try body(
+                QueueBatch(connection: connection, now: WallClock.nowMilliseconds(), hasUserKeys: file.hasUserKeys))
         }
     }
 }

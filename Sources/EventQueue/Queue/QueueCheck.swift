@@ -147,6 +147,20 @@ public enum QueueCheck {
                         + "with its checks off); the daemon dead-letters them with the reason")
             }
         }
+        if version >= 1 {
+            // Remembered keys (issue 22 #7), and keys dated beyond the clock horizon, which a planted row or a clock
+            // far ahead leaves: they would never expire; the next maintenance dates them now.
+            let keys = try RememberedKeys.measure(connection)
+            report.facts.append(.init(name: "remembered_keys", value: String(keys.count)))
+            report.facts.append(.init(name: "remembered_key_bytes", value: String(keys.bytes)))
+            let future = try RememberedKeys.futureDated(connection, now: WallClock.nowMilliseconds())
+            if future > 0 {
+                report.warnings.append(
+                    "\(future) remembered idempotency key(s) are dated in the future (planted, or written by a clock "
+                        + "far ahead) and would never expire; the daemon's next maintenance dates them now, so they "
+                        + "expire after the 7-day retention (`queuectl keys prune --older-than 0s` forgets them now)")
+            }
+        }
         let integrity = try connection.statement("PRAGMA integrity_check(20)", operation: "checking integrity")
         var messages: [String] = []
         while try integrity.step() { messages.append(integrity.text(0) ?? "") }

@@ -223,6 +223,13 @@ public final class QueueConsumer {
         keys.bind(2, lease.token)
         keys.bind(3, now)
         try keys.run()
+        if file.hasUserKeys {
+            let userKeys = try connection.statement(RecordStateSQL.rememberUserKeys, operation: "acking records")
+            userKeys.bind(1, list)
+            userKeys.bind(2, lease.token)
+            userKeys.bind(3, now)
+            try userKeys.run()
+        }
         let delete = try connection.statement(RecordStateSQL.ack, operation: "acking records")
         delete.bind(1, list)
         delete.bind(2, lease.token)

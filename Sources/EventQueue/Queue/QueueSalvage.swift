@@ -171,6 +171,9 @@ private struct Copier {
         var payload: String
         var createdAt: Int64
         var key: String?
+        /// The per-user key and the record's digest (schema 6), carried as stored.
+        var userKey: String?
+        var digest: Int64?
         var dead: Bool
         var attempts: Int64
         var nextAttemptAt: Int64
@@ -178,8 +181,23 @@ private struct Copier {
         var deadAt: Int64?
     }
 
-    static let columns =
+    static let baseColumns =
         "id, kind, payload, created_at_ms, idempotency_key, state, attempts, next_attempt_at_ms, last_error, dead_at_ms"
+    /// The columns read; a file older than schema 6 has no per-user key (NULL in their place).
+    var columns: String {
+        Self.baseColumns
+            + (readerHasUserKeys ? ", user_idempotency_key, record_digest" : ", NULL AS user_idempotency_key, NULL")
+    }
+    /// Whether the damaged file has `user_idempotency_key` (schema 6 and later), found out once.
+    let readerHasUserKeys: Bool
+    /// Whether the new file has them (a build without migration 6 creates it at schema 5).
+    let writerHasUserKeys: Bool
+
+    private static func hasUserKeys(_ connection: Connection) -> Bool {
+        (try? connection.scalarInt(
+            "SELECT count(*) FROM pragma_table_info('records') WHERE name = 'user_idempotency_key'",
+            operation: "reading the schema")) == 1
+    }
 
     enum Read {
         case row(Int64)
@@ -192,6 +210,8 @@ private struct Copier {
         self.writer = writer
         self.now = now
         self.maxAttempts = maxAttempts
+        readerHasUserKeys = Self.hasUserKeys(reader)
+        writerHasUserKeys = Self.hasUserKeys(writer)
     }
 
     mutating func copyRecords(into report: inout SalvageReport) throws(QueueError) {
@@ -228,11 +248,11 @@ private struct Copier {
     /// Reads the first row with an id of at least `id` and copies it; `.damaged` when SQLite cannot read it.
     private mutating func read(from id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
         try readRow(
-            "SELECT \(Self.columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", id: id, report: &report)
+            "SELECT \(columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", id: id, report: &report)
     }
 
     private mutating func readExactly(_ id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
-        try readRow("SELECT \(Self.columns) FROM records WHERE id = ?1", id: id, report: &report)
+        try readRow("SELECT \(columns) FROM records WHERE id = ?1", id: id, report: &report)
     }
 
     private mutating func readRow(_ sql: String, id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
@@ -288,7 +308,7 @@ private struct Copier {
     private func probeReadable(_ id: Int64) throws(QueueError) -> Bool {
         guard
             let statement = try? reader.statement(
-                "SELECT \(Self.columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", operation: "reading records")
+                "SELECT \(columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", operation: "reading records")
         else { return false }
         defer { statement.reset() }
         statement.bind(1, id)
@@ -347,10 +367,17 @@ private struct Copier {
         if row.isNull(4) {
             key = nil
         } else {
-            guard let text = row.validatedText(4), (1...255).contains(text.utf8.count), !text.utf8.contains(0) else {
+            guard let text = row.validatedText(4), IdempotencyKey.isValid(text) else {
                 return invalid("idempotency key is not 1 to 255 bytes of UTF-8")
             }
             key = text
+        }
+        var userKey: String?
+        if !row.isNull(10) {
+            guard let text = row.validatedText(10), IdempotencyKey.isValid(text) else {
+                return invalid("idempotency key is not 1 to 255 bytes of UTF-8")
+            }
+            userKey = text
         }
         let dead = state == "dead"
         // Values only scheduling depends on are brought into range rather than refused (the record is kept).
@@ -365,7 +392,8 @@ private struct Copier {
         let deadAt = dead ? clamp(row.optionalInt64(9) ?? now, 0...max(0, now)) : nil
         if wasClamped { report.clamped += 1 }
         let values = Values(
-            id: id, kind: kind, payload: payload, createdAt: createdAt, key: key, dead: dead, attempts: attempts,
+            id: id, kind: kind, payload: payload, createdAt: createdAt, key: key, userKey: userKey,
+            digest: row.optionalInt64(11), dead: dead, attempts: attempts,
             nextAttemptAt: nextAttemptAt, lastError: row.validatedText(8), deadAt: deadAt)
         guard StoredRow.idRange.contains(id) else {
             deferred.append(values)
@@ -386,7 +414,8 @@ private struct Copier {
     }
 
     private func insert(_ values: Values) throws(QueueError) -> InsertResult {
-        let insert = try writer.statement(RecordStateSQL.salvageInsert, operation: "salvaging records")
+        let insert = try writer.statement(
+            RecordStateSQL.salvageInsert(withUserKeys: writerHasUserKeys), operation: "salvaging records")
         if let id = values.id { insert.bind(1, id) } else { insert.bind(1, nil as String?) }
         insert.bind(2, values.kind.rawValue)
         insert.bind(3, values.payload)
@@ -397,6 +426,10 @@ private struct Copier {
         insert.bind(8, values.nextAttemptAt)
         insert.bind(9, values.lastError)
         if let deadAt = values.deadAt { insert.bind(10, deadAt) } else { insert.bind(10, nil as String?) }
+        if writerHasUserKeys {
+            insert.bind(11, values.userKey)
+            if let digest = values.digest { insert.bind(12, digest) } else { insert.bind(12, nil as String?) }
+        }
         do {
             try insert.run()
             return .inserted
@@ -453,6 +486,36 @@ private struct Copier {
             if deliveredAt > now || deliveredAt < 0 { report.clamped += 1 }
             insert.bind(3, min(max(deliveredAt, 0), max(0, now)))
             if (try? insert.run()) != nil, writer.changes == 1 { report.deliveredKeys += 1 }
+            insert.reset()
+        }
+        copyDeliveredUserKeys(into: &report)
+    }
+
+    /// The per-user keys of delivered records (schema 6), with their digests, as far as they can be read.
+    private func copyDeliveredUserKeys(into report: inout SalvageReport) {
+        guard
+            let keys = try? reader.statement(
+                "SELECT user_key, idempotency_key, record_id, record_digest, delivered_at_ms FROM delivered_user_keys",
+                operation: "reading keys"),
+            let insert = try? writer.statement(
+                """
+                INSERT OR IGNORE INTO delivered_user_keys (user_key, idempotency_key, record_id, record_digest,
+                    delivered_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
+                """, operation: "salvaging delivered keys")
+        else { return }
+        defer { keys.reset() }
+        while (try? keys.step()) == true {
+            guard let user = keys.validatedText(0), let key = keys.validatedText(1), IdempotencyKey.isValid(key)
+            else { continue }
+            insert.bind(1, user)
+            insert.bind(2, key)
+            insert.bind(3, keys.int64(2))
+            if let digest = keys.optionalInt64(3) { insert.bind(4, digest) } else { insert.bind(4, nil as String?) }
+            let deliveredAt = keys.int64(4)
+            if deliveredAt > now || deliveredAt < 0 { report.clamped += 1 }
+            insert.bind(5, min(max(deliveredAt, 0), max(0, now)))
+            if (try? insert.run()) != nil, writer.changes == 1 { report.deliveredKeys += 1 }
+            insert.reset()
         }
     }
 

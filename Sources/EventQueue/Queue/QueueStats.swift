@@ -17,4 +17,10 @@ public struct QueueStats: Sendable, Hashable {
     public var walBytes: Int64
     /// The file's schema version (`PRAGMA user_version`).
     public var schemaVersion: Int
+    /// Idempotency keys of delivered records still remembered (`delivered_keys` and `delivered_user_keys`): each
+    /// costs space until it expires after `QueueAdmin.deliveredKeyRetentionMilliseconds` or `queuectl keys
+    /// prune` removes it. Filled in only when asked for (`stats(includingKeys:)`): counting them reads both tables.
+    public var rememberedKeys: Int = 0
+    /// An estimate of their size in the file (`RememberedKeys.estimatedBytes`).
+    public var rememberedKeyBytes: Int64 = 0
 }

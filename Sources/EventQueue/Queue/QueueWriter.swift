@@ -16,8 +16,10 @@ public final class QueueWriter {
     /// The path of the queue file.
     public var path: String { file.path }
 
-    /// Checks and appends one record; returns its id. With an idempotency key that is already known (queued,
-    /// dead, or delivered recently) nothing is written and the existing record's id is returned.
+    /// Checks and appends one record; returns its id. With an idempotency key the same user already used for
+    /// this record (queued, dead, or delivered recently) nothing is written and the existing record's id is
+    /// returned; for a different record of that user it throws `idempotencyKeyReused`. Another user's record with
+    /// the same key is a record of its own (docs/SCHEMA.md, "Idempotency keys").
     @discardableResult
     public func enqueue(_ record: Record) throws(QueueError) -> Int64 {
         let encoded = try Self.encode(record, now: WallClock.nowMilliseconds())
@@ -78,55 +80,11 @@ public final class QueueWriter {
     }
 
     private func insert(_ record: EncodedRecord) throws(QueueError) -> Int64 {
-        let connection = file.connection
-        guard let key = record.idempotencyKey else {
-            let insert = try connection.statement(
-                "INSERT INTO records (kind, payload, created_at_ms) VALUES (?1, ?2, ?3)", operation: "enqueueing")
-            insert.bind(1, record.kind.rawValue)
-            insert.bindText(2, utf8: record.payload)
-            insert.bind(3, record.createdAtMilliseconds)
-            try insert.run()
-            return connection.lastInsertRowID
+        let outcome = try RecordInsert.insert(
+            file.connection, hasUserKeys: file.hasUserKeys, kind: record.kind, payload: record.payload,
+            createdAt: record.createdAtMilliseconds, key: record.idempotencyKey, scope: record.keyScope)
+        switch outcome {
+        case .inserted(let id), .alreadyKnown(let id): return id
         }
-        let insert = try connection.statement(
-            """
-            INSERT INTO records (kind, payload, created_at_ms, idempotency_key)
-            SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM delivered_keys WHERE idempotency_key = ?4)
-            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING id
-            """, operation: "enqueueing")
-        insert.bind(1, record.kind.rawValue)
-        insert.bindText(2, utf8: record.payload)
-        insert.bind(3, record.createdAtMilliseconds)
-        insert.bind(4, key)
-        if try insert.step() {
-            let id = insert.int64(0)
-            try insert.run()
-            return id
-        }
-        insert.reset()
-        return try Self.existingRecordID(forKey: key, connection: connection)
-    }
-
-    /// The id of the record (queued, or delivered within the idempotency window) that already holds `key`:
-    /// what a keyed insert returns when it inserted nothing. Called inside the insert's transaction, so the
-    /// lookup cannot miss unless the file's index and table disagree (a damaged file, or one written through
-    /// two hard links).
-    static func existingRecordID(forKey key: String, connection: Connection) throws(QueueError) -> Int64 {
-        let existing = try connection.statement(
-            """
-            SELECT id FROM records WHERE idempotency_key = ?1
-            UNION ALL SELECT record_id FROM delivered_keys WHERE idempotency_key = ?1
-            LIMIT 1
-            """, operation: "looking up an idempotency key")
-        existing.bind(1, key)
-        defer { existing.reset() }
-        guard try existing.step() else {
-            throw QueueError.corrupt(
-                path: connection.path,
-                detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\" is in the index "
-                    + "but in no record")
-        }
-        return existing.int64(0)
     }
 }

@@ -47,11 +47,23 @@ enum RecordStateSQL {
             LIMIT ?4
         """
 
+    /// The global keys (older writers' records) for older writers, who look only there (Migrations/0001).
     static let rememberKeys = """
         INSERT OR REPLACE INTO delivered_keys (idempotency_key, record_id, delivered_at_ms)
         SELECT idempotency_key, id, ?3 FROM records
         WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
           AND idempotency_key IS NOT NULL
+        """
+
+    /// Every key per user, with the record's digest, for writers of schema 6 and later (Migrations/0006): a
+    /// retry of the same record after delivery gets its id, a different record under the same key is refused.
+    /// An older writer's global key is remembered for its user too.
+    static let rememberUserKeys = """
+        INSERT OR REPLACE INTO delivered_user_keys (user_key, idempotency_key, record_id, record_digest,
+            delivered_at_ms)
+        SELECT user_key, coalesce(user_idempotency_key, idempotency_key), id, record_digest, ?3 FROM records
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
+          AND coalesce(user_idempotency_key, idempotency_key) IS NOT NULL AND user_key IS NOT NULL
         """
 
     static let ack = """
@@ -135,12 +147,15 @@ enum RecordStateSQL {
         """
 
     /// Salvage: a readable row copied into the new file in the state it had (pending or dead; a lease is not
-    /// carried over, so a leased row is pending again).
-    static let salvageInsert = """
-        INSERT INTO records (id, kind, payload, created_at_ms, idempotency_key, state, attempts,
-            next_attempt_at_ms, last_error, dead_at_ms)
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+    /// carried over, so a leased row is pending again), with its per-user key and digest when the new file has
+    /// those columns (schema 6 and later).
+    static func salvageInsert(withUserKeys: Bool) -> String {
         """
+        INSERT INTO records (id, kind, payload, created_at_ms, idempotency_key, state, attempts,
+            next_attempt_at_ms, last_error, dead_at_ms\(withUserKeys ? ", user_idempotency_key, record_digest" : ""))
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10\(withUserKeys ? ", ?11, ?12" : ""))
+        """
+    }
 
     /// Ids as a JSON array, bound as one parameter and expanded with `json_each` in SQL: one statement per
     /// batch whatever its size.

@@ -28,6 +28,10 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     case readOnly(path: String, detail: String)
     /// An idempotency key that is empty, longer than 255 bytes or holds a NUL character; nothing was written.
     case invalidIdempotencyKey(String)
+    /// The idempotency key already names another record of the same user (queued, dead, or delivered within
+    /// the retention window): a key names one record of one user, and reusing it for a different record is a
+    /// writer's mistake, not a retry. Nothing was written; `existingID` is the record that holds the key.
+    case idempotencyKeyReused(key: String, userKey: String, existingID: Int64)
     /// The path or the file is not one EventQueue may use: not a regular file (a directory, a device, a FIFO, a
     /// dangling symlink), a file with more than one hard link, or a queue file with schema objects (triggers,
     /// views, changed indexes) that EventQueue did not create. Nothing was written.
@@ -73,6 +77,12 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
             return "queue file \(path) is read-only: \(detail); check the permissions and mount of its directory"
         case .invalidIdempotencyKey(let key):
             return RecordEncodingError.invalidIdempotencyKey(key).description
+        case .idempotencyKeyReused(let key, let userKey, let existingID):
+            let shownKey = ValidationError.printable(String(key.prefix(40)))
+            let shownUser = ValidationError.printable(String(userKey.prefix(80)))
+            return "idempotency key \"\(shownKey)\" already belongs to record \(existingID) of user \(shownUser), "
+                + "which is a different record; nothing was written. A key names one record of one user: use a new "
+                + "key for a different record (the same record again with the same key is returned as \(existingID))"
         case .unsafeQueueFile(let path, let reason):
             return "queue file \(path) refused: \(reason) (nothing was written)"
         case .sqlite(let code, let message, let operation):

@@ -21,6 +21,9 @@ final class QueueFile {
     }
 
     let schemaCheck: SchemaCheck
+    /// Whether the file has per-user idempotency keys (schema 6 and later). A writer never migrates a served file,
+    /// so on an older one it keeps the global keys of that schema (docs/SCHEMA.md, "Idempotency keys").
+    private(set) var hasUserKeys = false
     /// Writers check names; consumers check everything (and are the ones that migrate an existing file).
     var role: QueueRole { schemaCheck == .full ? .consumer : .writer }
 
@@ -68,6 +71,9 @@ final class QueueFile {
             // moved forward only by a consumer (the daemon at start, `queuectl migrate`), never by a writer on
             // the side, so that an app's newer writer never moves a served file past what its daemon consumes.
             try Migrations.migrate(connection)
+            hasUserKeys = Migrations.latestVersion >= Self.userKeysVersion
+        } else {
+            hasUserKeys = version >= Self.userKeysVersion
         }
         // Writers and the daemon refuse a file with schema objects EventQueue did not create (a planted trigger
         // runs inside every statement that touches its table), before anything is written. The level is checked
@@ -104,6 +110,9 @@ final class QueueFile {
                 "PRAGMA ignore_check_constraints = ON", operation: "letting the consumer update any stored row")
         }
     }
+
+    /// The schema version that scoped idempotency keys to the user (Migrations/0006_user_keys.sql).
+    static let userKeysVersion = 6
 
     func close() {
         connection.close()

@@ -6,9 +6,24 @@ package struct EncodedRecord: Sendable {
     package var payload: [UInt8]
     package var createdAtMilliseconds: Int64
     package var idempotencyKey: String?
+    /// For a keyed record: the digest of the record as given and its stored `user_key` (`IdempotencyKey`).
+    package var keyScope: KeyScope?
     // No user here: the queue file derives `user_key` from the payload (Migrations/0001_init.sql), for this
     // writer and foreign ones alike, so the user is worked out once, where it is stored. The validator only
     // checks that the object names exactly one.
+}
+
+/// What a keyed record's key is checked against: whose key it is and which record it names.
+package struct KeyScope: Sendable, Hashable {
+    /// The record's `user_key` as the file will derive it.
+    package var userKey: String
+    /// `IdempotencyKey.digest` of the record as the caller gave it.
+    package var digest: Int64
+
+    package init(userKey: String, digest: Int64) {
+        self.userKey = userKey
+        self.digest = digest
+    }
 }
 
 /// Why `RecordEncoder` refused a record. The writer API throws these as `QueueError.invalidRecord` and
@@ -43,9 +58,11 @@ package enum RecordEncoder {
         }
         // NUL is refused too: SQLite's length() stops at the first NUL, so the column's CHECK would fail with a
         // constraint error instead of this typed one.
-        if let key = record.idempotencyKey, key.utf8.isEmpty || key.utf8.count > 255 || key.utf8.contains(0) {
+        if let key = record.idempotencyKey, !IdempotencyKey.isValid(key) {
             throw .invalidIdempotencyKey(key)
         }
+        // The validator made sure the object names exactly one user, so the derivation finds it.
+        let scope = IdempotencyKey.scope(of: record)
         var object = record.object
         fillInTime(&object, kind: record.kind, enqueuedAtMilliseconds: now)
         if record.kind == .purchase, object["quantity"] == nil {
@@ -61,7 +78,8 @@ package enum RecordEncoder {
                     rule: "must serialize to at most \(maximumPayloadBytes) bytes (got \(payload.count))"))
         }
         return EncodedRecord(
-            kind: record.kind, payload: payload, createdAtMilliseconds: now, idempotencyKey: record.idempotencyKey)
+            kind: record.kind, payload: payload, createdAtMilliseconds: now, idempotencyKey: record.idempotencyKey,
+            keyScope: scope)
     }
 
     /// Gives an event or a purchase without `time` the time it was enqueued: the time of the interaction, not of

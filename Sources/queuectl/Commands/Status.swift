@@ -19,7 +19,7 @@ struct Status: ParsableCommand {
     @Flag(
         help: """
             Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version, \
-            rate_limit (the daemon's, or null).
+            remembered_keys, remembered_key_bytes, rate_limit (the daemon's, or null).
             """)
     var json = false
 
@@ -32,7 +32,7 @@ struct Status: ParsableCommand {
         let admin = try queue.openAdmin()
         defer { admin.close() }
         let now = WallClock.nowMilliseconds()
-        let stats = try withQueue { () throws(QueueError) in try admin.stats(now: now) }
+        let stats = try withQueue { () throws(QueueError) in try admin.stats(now: now, includingKeys: true) }
         let rate = daemonRateLimit(servingQueueAt: admin.path)
         if json {
             var object = ReportJSON.stats(stats, path: admin.path)
@@ -54,6 +54,9 @@ struct Status: ParsableCommand {
             lines.append("next retry:     in \(Self.formatSeconds(Double(retry - now) / 1000))")
         }
         lines.append("file size:      \(stats.databaseBytes) bytes (wal \(stats.walBytes) bytes)")
+        lines.append(
+            "keys:           \(stats.rememberedKeys) remembered, about \(stats.rememberedKeyBytes) bytes "
+                + "(`queuectl keys prune --older-than 1d` forgets them sooner)")
         if let rate = rate?.objectValue { lines.append("braze limit:    " + Self.describe(rate)) }
         writeStandardOutput(lines.joined(separator: "\n") + "\n")
     }

@@ -55,16 +55,26 @@ import Testing
         #expect(expected.map { $0[8] } == ["leased", "dead", "pending", "pending", "pending"])
         #expect(try newRaw.scalar("SELECT count(*) FROM records WHERE lease_owner IS NOT NULL") == "0")
         #expect(
-            try newRaw.scalar("SELECT record_id FROM delivered_keys WHERE idempotency_key = 'k-delivered'")
-                == String(ids[0]))
+            try newRaw.scalar(
+                "SELECT record_id FROM delivered_user_keys WHERE idempotency_key = 'k-delivered' "
+                    + "AND user_key = 'external_id:u1' AND record_digest IS NOT NULL") == String(ids[0]))
+        #expect(
+            try newRaw.rows("SELECT user_idempotency_key, record_digest IS NOT NULL FROM records ORDER BY id")
+                == oldRaw.rows("SELECT user_idempotency_key, record_digest IS NOT NULL FROM records ORDER BY id"))
         #expect(try newRaw.scalar("SELECT seq FROM sqlite_sequence WHERE name = 'records'") == sequence)
         #expect(try newRaw.scalar("PRAGMA user_version") == String(Migrations.latestVersion))
 
         // The new file is a working queue: a keyed retry is still a no-op, and new ids continue after the old ones.
         let writer = try QueueWriter(path: new)
         defer { writer.close() }
-        #expect(try writer.enqueue(event("again", user: "u1", key: "k-delivered")) == ids[0])
-        #expect(try writer.enqueue(event("again", user: "u4", key: "k-pending")) == ids[3])
+        // The same records again: the keys and the digests were carried over (issue 22 #6).
+        #expect(try writer.enqueue(event("delivered", user: "u1", key: "k-delivered")) == ids[0])
+        #expect(try writer.enqueue(event("pending-a", user: "u4", key: "k-pending")) == ids[3])
+        #expect(
+            throws: QueueError.idempotencyKeyReused(key: "k-pending", userKey: "external_id:u4", existingID: ids[3])
+        ) {
+            try writer.enqueue(event("other", user: "u4", key: "k-pending"))
+        }
         // (A keyed no-op may use up an AUTOINCREMENT value, so "after" rather than "right after".)
         #expect(try writer.enqueue(event("fresh", user: "u7")) > (ids.last ?? 0))
         #expect(QueueCheck.run(path: new).isHealthy)

@@ -64,8 +64,12 @@ import Testing
         let writer = try QueueWriter(path: path)
         defer { writer.close() }
         let first = try writer.enqueue(event("a", user: "u1", key: "k-1"))
-        let second = try writer.enqueue(event("a-again", user: "u1", key: "k-1"))
+        let second = try writer.enqueue(event("a", user: "u1", key: "k-1"))
         #expect(first == second)
+        // A different record under the same user's key is refused, not taken for a retry (issue 22 #6).
+        #expect(throws: QueueError.idempotencyKeyReused(key: "k-1", userKey: "external_id:u1", existingID: first)) {
+            try writer.enqueue(event("a-again", user: "u1", key: "k-1"))
+        }
         let other = try writer.enqueue(event("b", user: "u1", key: "k-2"))
         #expect(other != first)
         let raw = try RawDatabase(path: path)

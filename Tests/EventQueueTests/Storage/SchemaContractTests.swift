@@ -56,7 +56,10 @@ import Testing
         // previous package of scripts/systemd-test) tolerates them.
         #expect(
             try raw.rows("SELECT name, version FROM schema_additions ORDER BY name")
-                == [["schema_additions", "5"], ["schema_levels", "5"]])
+                == [
+                    ["delivered_user_keys", "6"], ["delivered_user_keys_age", "6"], ["records", "6"],
+                    ["records_user_idempotency", "6"], ["schema_additions", "5"], ["schema_levels", "5"],
+                ])
     }
 
     @Test func aMigrationRecordsTheIndexesItAdds() throws {

@@ -1,0 +1,160 @@
+/// The one INSERT of a record, for `QueueWriter` and `QueueBatch`: the idempotency-key rule (`IdempotencyKey`)
+/// applied to the file's schema.
+///
+/// On a file at schema 6 or later a key is scoped to the user (Migrations/0006_user_keys.sql): stored in
+/// `user_idempotency_key` with the record's digest, unique per `user_key`, and looked up among the user's queued
+/// records, the keys of the user's delivered records (`delivered_user_keys`), the keys delivered before the
+/// migration (user unknown, `user_key` ''), and the user's records an older writer queued with the global key.
+/// The same key and the same record returns the existing id and writes nothing (a retry); the same key and a
+/// different record of the same user throws `idempotencyKeyReused`. On an older file (a writer never migrates a
+/// served file) the key is global, as that schema defines.
+enum RecordInsert {
+    /// What an insert did.
+    enum Outcome {
+        /// A new row with this id.
+        case inserted(Int64)
+        /// The key already names this record: nothing was written.
+        case alreadyKnown(Int64)
+    }
+
+    /// Inserts one row (pending, or dead with `deadReason`). Keyed inserts are two statements at most (insert,
+    /// else look up): the caller holds a transaction around them.
+    static func insert(
+        _ connection: Connection, hasUserKeys: Bool, kind: RecordKind, payload: [UInt8], createdAt: Int64,
+        key: String?, scope: KeyScope?, deadReason: String? = nil
+    ) throws(QueueError) -> Outcome {
+        guard let key else {
+            if deadReason == nil {
+                // The hot path: one short statement, as before keys were scoped.
+                let insert = try connection.statement(
+                    "INSERT INTO records (kind, payload, created_at_ms) VALUES (?1, ?2, ?3)", operation: "enqueueing")
+                insert.bind(1, kind.rawValue)
+                insert.bindText(2, utf8: payload)
+                insert.bind(3, createdAt)
+                try insert.run()
+                return .inserted(connection.lastInsertRowID)
+            }
+            let statement = try connection.statement(Self.deadLetterSQL, operation: "enqueueing a dead letter")
+            bindRow(statement, kind: kind, payload: payload, createdAt: createdAt, deadReason: deadReason)
+            try statement.run()
+            return .inserted(connection.lastInsertRowID)
+        }
+        guard hasUserKeys, let scope else {
+            return try insertGlobal(
+                connection, kind: kind, payload: payload, createdAt: createdAt, key: key, deadReason: deadReason)
+        }
+        let statement = try connection.statement(
+            Self.userKeyedSQL, operation: deadReason == nil ? "enqueueing" : "enqueueing a dead letter")
+        bindRow(statement, kind: kind, payload: payload, createdAt: createdAt, deadReason: deadReason)
+        statement.bind(4, key)
+        statement.bind(6, scope.digest)
+        statement.bind(7, scope.userKey)
+        if try statement.step() {
+            let id = statement.int64(0)
+            try statement.run()
+            return .inserted(id)
+        }
+        statement.reset()
+        return .alreadyKnown(try existingUserKeyedRecord(connection, key: key, scope: scope))
+    }
+
+    /// ?1 kind, ?2 payload, ?3 created at, ?5 dead reason (NULL: pending).
+    private static func bindRow(
+        _ statement: Statement, kind: RecordKind, payload: [UInt8], createdAt: Int64, deadReason: String?
+    ) {
+        statement.bind(1, kind.rawValue)
+        statement.bindText(2, utf8: payload)
+        statement.bind(3, createdAt)
+        statement.bind(5, deadReason)
+    }
+
+    static let deadLetterSQL = """
+        INSERT INTO records (kind, payload, created_at_ms, state, last_error, dead_at_ms)
+        VALUES (?1, ?2, ?3, CASE WHEN ?5 IS NULL THEN 'pending' ELSE 'dead' END, ?5,
+            CASE WHEN ?5 IS NULL THEN NULL ELSE ?3 END)
+        """
+
+    /// ?4 key, ?6 digest, ?7 the record's user_key (as the generated column derives it). Inserts nothing when the
+    /// user's key is known: queued by this release (the ON CONFLICT target, records_user_idempotency), queued by
+    /// an older writer with the global key, or delivered (delivered_user_keys, also the rows without a user).
+    static let userKeyedSQL = """
+        INSERT INTO records (kind, payload, created_at_ms, user_idempotency_key, record_digest, state, last_error,
+            dead_at_ms)
+        SELECT ?1, ?2, ?3, ?4, ?6, CASE WHEN ?5 IS NULL THEN 'pending' ELSE 'dead' END, ?5,
+            CASE WHEN ?5 IS NULL THEN NULL ELSE ?3 END
+        WHERE NOT EXISTS (SELECT 1 FROM delivered_user_keys WHERE user_key IN (?7, '') AND idempotency_key = ?4)
+          AND NOT EXISTS (SELECT 1 FROM records WHERE idempotency_key = ?4 AND user_key = ?7)
+        ON CONFLICT (user_key, user_idempotency_key) WHERE user_idempotency_key IS NOT NULL DO NOTHING
+        RETURNING id
+        """
+
+    /// The record the user's key already names, if it is the same record; else `idempotencyKeyReused`. A row
+    /// without a digest (queued before schema 6, by an older writer, or by a foreign writer that left it out) is
+    /// taken for the same record: there is nothing to tell them apart by.
+    private static func existingUserKeyedRecord(
+        _ connection: Connection, key: String, scope: KeyScope
+    ) throws(QueueError) -> Int64 {
+        let existing = try connection.statement(
+            """
+            SELECT id, record_digest FROM records WHERE user_key = ?2 AND user_idempotency_key = ?1
+            UNION ALL SELECT id, record_digest FROM records WHERE idempotency_key = ?1 AND user_key = ?2
+            UNION ALL SELECT record_id, record_digest FROM delivered_user_keys
+                WHERE user_key = ?2 AND idempotency_key = ?1
+            UNION ALL SELECT record_id, NULL FROM delivered_user_keys WHERE user_key = '' AND idempotency_key = ?1
+            LIMIT 1
+            """, operation: "looking up an idempotency key")
+        existing.bind(1, key)
+        existing.bind(2, scope.userKey)
+        defer { existing.reset() }
+        guard try existing.step() else {
+            throw QueueError.corrupt(
+                path: connection.path,
+                detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\" of "
+                    + "\(ValidationError.printable(String(scope.userKey.prefix(80)))) is in the index but in no record")
+        }
+        let id = existing.int64(0)
+        if let digest = existing.optionalInt64(1), digest != scope.digest {
+            throw QueueError.idempotencyKeyReused(key: key, userKey: scope.userKey, existingID: id)
+        }
+        return id
+    }
+
+    /// Schema 5 and older: the key is unique across users (the schema's own rule).
+    private static func insertGlobal(
+        _ connection: Connection, kind: RecordKind, payload: [UInt8], createdAt: Int64, key: String,
+        deadReason: String?
+    ) throws(QueueError) -> Outcome {
+        let statement = try connection.statement(
+            """
+            INSERT INTO records (kind, payload, created_at_ms, idempotency_key, state, last_error, dead_at_ms)
+            SELECT ?1, ?2, ?3, ?4, CASE WHEN ?5 IS NULL THEN 'pending' ELSE 'dead' END, ?5,
+                CASE WHEN ?5 IS NULL THEN NULL ELSE ?3 END
+            WHERE NOT EXISTS (SELECT 1 FROM delivered_keys WHERE idempotency_key = ?4)
+            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+            RETURNING id
+            """, operation: deadReason == nil ? "enqueueing" : "enqueueing a dead letter")
+        bindRow(statement, kind: kind, payload: payload, createdAt: createdAt, deadReason: deadReason)
+        statement.bind(4, key)
+        if try statement.step() {
+            let id = statement.int64(0)
+            try statement.run()
+            return .inserted(id)
+        }
+        statement.reset()
+        let existing = try connection.statement(
+            """
+            SELECT id FROM records WHERE idempotency_key = ?1
+            UNION ALL SELECT record_id FROM delivered_keys WHERE idempotency_key = ?1
+            LIMIT 1
+            """, operation: "looking up an idempotency key")
+        existing.bind(1, key)
+        defer { existing.reset() }
+        guard try existing.step() else {
+            throw QueueError.corrupt(
+                path: connection.path,
+                detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\" is in the index "
+                    + "but in no record")
+        }
+        return .alreadyKnown(existing.int64(0))
+    }
+}
