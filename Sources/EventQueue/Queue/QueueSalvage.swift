@@ -4,48 +4,6 @@ import CSQLite
     import Glibc
 #endif
 
-/// What `QueueSalvage.run` copied out of a damaged queue file, and what it could not.
-public struct SalvageReport: Sendable, Hashable {
-    /// The damaged file, read only.
-    public var source: String
-    /// The new queue file the records were copied into.
-    public var destination: String
-    /// Records copied into the new file: pending ones (a leased record becomes pending again) and dead letters.
-    public var recoveredPending = 0
-    /// Dead letters copied into the new file (still dead, with their reasons).
-    public var recoveredDead = 0
-    /// Live records the old file's `records_live` index lists but whose rows could not be read (they were on a
-    /// damaged page). Dead letters on a damaged page cannot be counted (their index is not covering).
-    public var unreadable = 0
-    /// The ids counted in `unreadable` (the first 1,000), so they can be looked up elsewhere (logs, the sink).
-    public var unreadableIDs: [Int64] = []
-    /// Rows that could be read but are not valid records (garbage from a damaged page, a bad kind or state, a
-    /// payload that breaks Braze's rules, a duplicate id or idempotency key): counted, not copied.
-    public var invalid = 0
-    /// Ranges of ids (inclusive) where the records table could not be read at all.
-    public var damagedRanges: [ClosedRange<Int64>] = []
-    /// Idempotency keys of recently delivered records carried over (so retried enqueues stay no-ops).
-    public var deliveredKeys = 0
-    /// `false` when the old file's live index could not be read to its end: `unreadable` is then a lower bound.
-    public var indexComplete = true
-    /// Every row salvage met: each read row (copied or invalid) and each unreadable one, so that
-    /// `recovered + invalid + unreadable == seen`.
-    public var seen = 0
-    /// Copied records that got a new id: theirs was out of range (below 1, or so high that the new file could
-    /// never assign another) or already taken. Their order among their user's records may change.
-    public var renumbered = 0
-    /// Copied values brought into range: retry times beyond the clock horizon, attempts at or over the budget,
-    /// dead-letter and delivered-key dates in the future.
-    public var clamped = 0
-    /// One line per invalid row (the first 100): its id and what was wrong.
-    public var invalidReasons: [String] = []
-
-    /// Records copied in all.
-    public var recovered: Int { recoveredPending + recoveredDead }
-    /// Every record of the old file is in the new one.
-    public var isComplete: Bool { unreadable == 0 && invalid == 0 && damagedRanges.isEmpty && indexComplete }
-}
-
 /// Copies every readable record of a damaged queue file into a fresh one.
 ///
 /// The old file is opened strictly read-only and never changed: as an `immutable=1` URI when it has no `-wal`
@@ -77,7 +35,7 @@ public enum QueueSalvage {
             defer { writer.close() }
             var report = SalvageReport(source: source, destination: destination)
             try writer.connection.transaction(operation: "salvaging records") { () throws(QueueError) in
-                var copier = Copier(
+                var copier = SalvageCopier(
                     reader: reader, writer: writer.connection, now: now, maxAttempts: Int64(max(1, maxAttempts)))
                 try copier.copyRecords(into: &report)
                 try copier.carrySequence()
@@ -155,7 +113,7 @@ public enum QueueSalvage {
 }
 
 /// One salvage pass: reads rows from the old file and inserts them into the new one.
-private struct Copier {
+struct SalvageCopier {
     let reader: Connection
     let writer: Connection
     let now: Int64
@@ -465,74 +423,5 @@ private struct Copier {
     private static func isValid(_ payload: String, kind: RecordKind, createdAt: Int64) -> Bool {
         if case .success = StoredPayload.check(payload, kind: kind, createdAtMilliseconds: createdAt) { return true }
         return false
-    }
-
-    /// Carries over the idempotency keys of delivered records, as far as they can be read.
-    func copyDeliveredKeys(into report: inout SalvageReport) throws(QueueError) {
-        guard
-            let keys = try? reader.statement(
-                "SELECT idempotency_key, record_id, delivered_at_ms FROM delivered_keys", operation: "reading keys")
-        else { return }
-        defer { keys.reset() }
-        let insert = try writer.statement(
-            "INSERT OR IGNORE INTO delivered_keys (idempotency_key, record_id, delivered_at_ms) VALUES (?1, ?2, ?3)",
-            operation: "salvaging delivered keys")
-        while (try? keys.step()) == true {
-            guard let key = keys.validatedText(0), (1...255).contains(key.utf8.count) else { continue }
-            insert.bind(1, key)
-            insert.bind(2, keys.int64(1))
-            // A date in the future would keep the key for good: no later than now (kept a full retention window).
-            let deliveredAt = keys.int64(2)
-            if deliveredAt > now || deliveredAt < 0 { report.clamped += 1 }
-            insert.bind(3, min(max(deliveredAt, 0), max(0, now)))
-            if (try? insert.run()) != nil, writer.changes == 1 { report.deliveredKeys += 1 }
-            insert.reset()
-        }
-        copyDeliveredUserKeys(into: &report)
-    }
-
-    /// The per-user keys of delivered records (schema 6), with their digests, as far as they can be read.
-    private func copyDeliveredUserKeys(into report: inout SalvageReport) {
-        guard
-            let keys = try? reader.statement(
-                "SELECT user_key, idempotency_key, record_id, record_digest, delivered_at_ms FROM delivered_user_keys",
-                operation: "reading keys"),
-            let insert = try? writer.statement(
-                """
-                INSERT OR IGNORE INTO delivered_user_keys (user_key, idempotency_key, record_id, record_digest,
-                    delivered_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)
-                """, operation: "salvaging delivered keys")
-        else { return }
-        defer { keys.reset() }
-        while (try? keys.step()) == true {
-            guard let user = keys.validatedText(0), let key = keys.validatedText(1), IdempotencyKey.isValid(key)
-            else { continue }
-            insert.bind(1, user)
-            insert.bind(2, key)
-            insert.bind(3, keys.int64(2))
-            if let digest = keys.optionalInt64(3) { insert.bind(4, digest) } else { insert.bind(4, nil as String?) }
-            let deliveredAt = keys.int64(4)
-            if deliveredAt > now || deliveredAt < 0 { report.clamped += 1 }
-            insert.bind(5, min(max(deliveredAt, 0), max(0, now)))
-            if (try? insert.run()) != nil, writer.changes == 1 { report.deliveredKeys += 1 }
-            insert.reset()
-        }
-    }
-
-    /// Keeps ids from ever repeating: the new file's AUTOINCREMENT counter starts at least where the old one was.
-    func carrySequence() throws(QueueError) {
-        // A counter near the top of the range (a hostile row's id once took it there) would make every later
-        // enqueue fail: such a counter is not carried, the new file counts on from the ids it holds.
-        guard let old = highestAssignedID(), old > 0, old < StoredRow.idRange.upperBound / 2 else { return }
-        let update = try writer.statement(
-            "UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'records'", operation: "salvaging")
-        update.bind(1, old)
-        try update.run()
-        if writer.changes == 0 {
-            let insert = try writer.statement(
-                "INSERT INTO sqlite_sequence (name, seq) VALUES ('records', ?1)", operation: "salvaging")
-            insert.bind(1, old)
-            try insert.run()
-        }
     }
 }
