@@ -13,8 +13,9 @@ import Synchronization
     import Glibc
 #endif
 
-/// `child-writer DB SECONDS`: enqueues until SECONDS pass. Prints `count busy errors` and then one latency (us)
-/// per line.
+/// `child-writer DB SECONDS`: enqueues until SECONDS pass. Prints `count busy errors` and then, per enqueue, its
+/// latency and its start on the system-wide monotonic clock (both in us), so the parent can tell which slow
+/// enqueues overlapped its own maintenance.
 func runWriterChild(_ arguments: [String]) -> Never {
     guard arguments.count >= 2, let duration = Double(arguments[1]) else {
         print("usage: child-writer DB SECONDS")
@@ -22,6 +23,8 @@ func runWriterChild(_ arguments: [String]) -> Never {
     }
     var latencies: [UInt32] = []
     latencies.reserveCapacity(100_000)
+    var starts: [UInt64] = []
+    starts.reserveCapacity(100_000)
     var count = 0
     var busy = 0
     var errors = 0
@@ -35,6 +38,7 @@ func runWriterChild(_ arguments: [String]) -> Never {
                 try writer.enqueue(makeRecord(index))
                 count += 1
                 latencies.append(UInt32(clamping: (now() - start) / 1000))
+                starts.append(start / 1000)
             } catch .busy {
                 busy += 1
             } catch {
@@ -47,9 +51,11 @@ func runWriterChild(_ arguments: [String]) -> Never {
         errors += 1
     }
     var text = "\(count) \(busy) \(errors)\n"
-    text.reserveCapacity(latencies.count * 6)
-    for latency in latencies {
+    text.reserveCapacity(latencies.count * 20)
+    for (latency, start) in zip(latencies, starts) {
         text += String(latency)
+        text += " "
+        text += String(start)
         text += "\n"
     }
     print(text, terminator: "")
@@ -62,7 +68,7 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
     log("== 5. contention: N writer processes for \(Int(duration)) s each while the Drainer drains (null sink)")
     log(
         pad("writers", 9) + pad("enqueued/s", 12) + pad("p50 us", 9) + pad("p99 us", 9) + pad("p99.9 us", 10)
-            + pad("busy", 6) + pad("lost", 6) + "drainer busy")
+            + pad("busy", 6) + pad("lost", 6) + pad("drainer busy", 13) + "slow enqueues, by cause")
     var rows: [[String: Any]] = []
     for writers in [1, 2, 4, 8] {
         let path = freshPath(settings, "contention-\(writers)")
@@ -71,7 +77,12 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         let store = try QueueStore(path: path)
         // Counts in the sink, so records delivered by a pass that later failed (busy) are counted too.
         let sink = CountingSink()
-        let drainer = Drainer(store: store, sink: sink, logger: quietLogger)
+        // Maintenance runs here, after each pass as the daemon's would, so that its intervals are known: a slow
+        // enqueue that overlaps one is attributed to it (the "cause" columns).
+        let drainer = Drainer(
+            store: store, sink: sink, options: DrainOptions(maintenanceAfterPass: false), logger: quietLogger)
+        let maintain = ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_NO_MAINTENANCE"] == nil
+        var maintenance: [(start: UInt64, end: UInt64)] = []
         let outputs = Mutex<[ChildResult]>([])
         let handles = try (0..<writers).map { _ in
             try spawnChild(Settings.ownPath(), ["child-writer", path, String(duration)])
@@ -93,6 +104,13 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
                 let summary = try await drainer.drain()
                 delivered += summary.delivered
                 passes += 1
+                if maintain {
+                    let start = now() / 1000
+                    try await store.withConsumer { consumer throws(QueueError) in
+                        _ = try consumer.admin.checkpointAndVacuum()
+                    }
+                    maintenance.append((start, now() / 1000))
+                }
                 if summary.delivered == 0 { try await Task.sleep(for: .milliseconds(20)) }
             } catch let error as QueueError {
                 guard case .busy = error else { throw error }
@@ -107,6 +125,20 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         var enqueued = 0
         var busy = 0
         var errors = 0
+        // Enqueues slower than 2 ms, by whether they overlapped the drainer's maintenance (vacuum and checkpoint).
+        var slowDuringMaintenance = 0
+        var slowOtherwise = 0
+        let intervals = maintenance.sorted { $0.start < $1.start }
+        func overlapsMaintenance(_ start: UInt64, _ latency: UInt64) -> Bool {
+            // The last interval starting before the enqueue ended.
+            var low = 0
+            var high = intervals.count
+            while low < high {
+                let middle = (low + high) / 2
+                if intervals[middle].start <= start + latency { low = middle + 1 } else { high = middle }
+            }
+            return low > 0 && intervals[low - 1].end >= start
+        }
         for result in outputs.withLock({ $0 }) {
             var lines = result.output.split(separator: "\n")
             guard !lines.isEmpty else { continue }
@@ -116,7 +148,14 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
                 busy += head[1]
                 errors += head[2]
             }
-            for line in lines { if let value = UInt64(line) { _ = histogram.record(value) } }
+            for line in lines {
+                let fields = line.split(separator: " ")
+                guard let latency = fields.first.flatMap({ UInt64($0) }) else { continue }
+                _ = histogram.record(latency)
+                if latency > 2_000, fields.count > 1, let start = UInt64(fields[1]) {
+                    if overlapsMaintenance(start, latency) { slowDuringMaintenance += 1 } else { slowOtherwise += 1 }
+                }
+            }
         }
         // Records still leased (by a pass that failed) are claimable again once their lease expires.
         delivered = sink.count.withLock { $0 }
@@ -127,12 +166,15 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         let rate = Double(enqueued) / elapsed
         log(
             pad(String(writers), 9) + pad(format(rate), 12) + pad(format(p50), 9) + pad(format(p99), 9)
-                + pad(format(p999), 10) + pad(String(busy), 6) + pad(String(lost), 6) + String(drainerBusy))
+                + pad(format(p999), 10) + pad(String(busy), 6) + pad(String(lost), 6) + pad(String(drainerBusy), 13)
+                + "slow (>2 ms): \(slowDuringMaintenance) during maintenance (\(maintenance.count) runs), "
+                + "\(slowOtherwise) otherwise")
         rows.append([
             "writers": writers, "enqueued": enqueued, "enqueued_per_s": rate, "p50_us": p50, "p99_us": p99,
             "p999_us": p999, "max_us": Double(histogram.max), "busy_errors": busy, "other_errors": errors,
             "delivered": delivered, "lost": lost, "drain_passes": passes, "seconds": elapsed,
-            "drainer_busy_passes": drainerBusy,
+            "drainer_busy_passes": drainerBusy, "slow_during_maintenance": slowDuringMaintenance,
+            "slow_otherwise": slowOtherwise, "maintenance_runs": maintenance.count,
         ])
     }
     results.scenarios["contention"] = rows
