@@ -2,6 +2,10 @@
 // defaults) for a fixed time while the Drainer drains to the null sink in this process, pass after pass, as
 // the daemon does. Reports total enqueue throughput, enqueue latency percentiles (HdrHistogram, microsecond
 // resolution, merged across writers), SQLITE_BUSY errors surfaced to writers, and that every record arrived.
+// Each enqueue slower than 2 ms is given a cause: mostly waiting for a CPU (the writer's run delay from
+// /proc/self/schedstat), during the drainer's maintenance (vacuum and checkpoint, run here after each pass), or
+// otherwise (waiting for the write lock). Knobs for finding the cause (docs/PERFORMANCE.md section 5):
+// EVENTQUEUE_BENCH_NO_MAINTENANCE=1, EVENTQUEUE_BENCH_NO_DRAINER=1, EVENTQUEUE_BENCH_WRITER_DURABILITY=normal.
 import Dispatch
 import EventQueue
 import EventQueueDelivery
@@ -25,20 +29,28 @@ func runWriterChild(_ arguments: [String]) -> Never {
     latencies.reserveCapacity(100_000)
     var starts: [UInt64] = []
     starts.reserveCapacity(100_000)
+    // Time spent runnable but waiting for a CPU during each enqueue (/proc/self/schedstat's run delay), so a slow
+    // enqueue can be told apart: waiting for the lock, or for the scheduler.
+    var cpuWaits: [UInt32] = []
+    cpuWaits.reserveCapacity(100_000)
+    let schedstat = open("/proc/self/schedstat", O_RDONLY | O_CLOEXEC)
     var count = 0
     var busy = 0
     var errors = 0
     do {
-        let writer = try QueueWriter(path: arguments[0], options: QueueOptions(minimumFreeBytes: 0))
+        let writer = try QueueWriter(
+            path: arguments[0], options: QueueOptions(durability: writerDurability, minimumFreeBytes: 0))
         let deadline = now() + UInt64(duration * 1e9)
         var index = Int(getpid()) * 1_000_000
         while now() < deadline {
+            let waitedBefore = runDelay(schedstat)
             let start = now()
             do {
                 try writer.enqueue(makeRecord(index))
                 count += 1
                 latencies.append(UInt32(clamping: (now() - start) / 1000))
                 starts.append(start / 1000)
+                cpuWaits.append(UInt32(clamping: (runDelay(schedstat) &- waitedBefore) / 1000))
             } catch .busy {
                 busy += 1
             } catch {
@@ -52,15 +64,33 @@ func runWriterChild(_ arguments: [String]) -> Never {
     }
     var text = "\(count) \(busy) \(errors)\n"
     text.reserveCapacity(latencies.count * 20)
-    for (latency, start) in zip(latencies, starts) {
-        text += String(latency)
+    for index in latencies.indices {
+        text += String(latencies[index])
         text += " "
-        text += String(start)
+        text += String(starts[index])
+        text += " "
+        text += String(cpuWaits[index])
         text += "\n"
     }
     print(text, terminator: "")
     fflush(nil)
     exit(0)
+}
+
+/// The writers' durability: FULL (the default), or NORMAL with EVENTQUEUE_BENCH_WRITER_DURABILITY=normal, to see
+/// how much of the tail is the commit's fsync.
+let writerDurability: QueueOptions.Durability =
+    ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_WRITER_DURABILITY"] == "normal" ? .normal : .full
+
+/// This thread's run delay so far (ns): time runnable but not running (the second field of /proc/self/schedstat).
+func runDelay(_ fd: Int32) -> UInt64 {
+    guard fd >= 0 else { return 0 }
+    var buffer = [UInt8](repeating: 0, count: 96)
+    let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 96, 0) }
+    guard count > 0 else { return 0 }
+    let fields = buffer[0..<count].split(separator: UInt8(ascii: " "))
+    guard fields.count > 1 else { return 0 }
+    return UInt64(String(decoding: fields[1], as: UTF8.self)) ?? 0
 }
 
 func runContentionScenario(_ settings: Settings, _ results: Results) async throws {
@@ -82,6 +112,7 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         let drainer = Drainer(
             store: store, sink: sink, options: DrainOptions(maintenanceAfterPass: false), logger: quietLogger)
         let maintain = ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_NO_MAINTENANCE"] == nil
+        let drain = ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_NO_DRAINER"] == nil
         var maintenance: [(start: UInt64, end: UInt64)] = []
         let outputs = Mutex<[ChildResult]>([])
         let handles = try (0..<writers).map { _ in
@@ -100,6 +131,10 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         while outputs.withLock({ $0.count }) < writers {
             // The daemon treats a busy queue as a failed pass and tries again at the next launch; so does this
             // loop, and counts it (the writers' own errors are counted separately, in the children).
+            if !drain {
+                try await Task.sleep(for: .milliseconds(50))
+                continue
+            }
             do {
                 let summary = try await drainer.drain()
                 delivered += summary.delivered
@@ -128,6 +163,7 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         // Enqueues slower than 2 ms, by whether they overlapped the drainer's maintenance (vacuum and checkpoint).
         var slowDuringMaintenance = 0
         var slowOtherwise = 0
+        var slowWaitingForCPU = 0
         let intervals = maintenance.sorted { $0.start < $1.start }
         func overlapsMaintenance(_ start: UInt64, _ latency: UInt64) -> Bool {
             // The last interval starting before the enqueue ended.
@@ -152,8 +188,15 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
                 let fields = line.split(separator: " ")
                 guard let latency = fields.first.flatMap({ UInt64($0) }) else { continue }
                 _ = histogram.record(latency)
-                if latency > 2_000, fields.count > 1, let start = UInt64(fields[1]) {
-                    if overlapsMaintenance(start, latency) { slowDuringMaintenance += 1 } else { slowOtherwise += 1 }
+                if latency > 2_000, fields.count > 2, let start = UInt64(fields[1]), let cpuWait = UInt64(fields[2]) {
+                    // Mostly spent waiting for a CPU: the scheduler's, not a lock's.
+                    if cpuWait * 2 >= latency {
+                        slowWaitingForCPU += 1
+                    } else if overlapsMaintenance(start, latency) {
+                        slowDuringMaintenance += 1
+                    } else {
+                        slowOtherwise += 1
+                    }
                 }
             }
         }
@@ -167,14 +210,15 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         log(
             pad(String(writers), 9) + pad(format(rate), 12) + pad(format(p50), 9) + pad(format(p99), 9)
                 + pad(format(p999), 10) + pad(String(busy), 6) + pad(String(lost), 6) + pad(String(drainerBusy), 13)
-                + "slow (>2 ms): \(slowDuringMaintenance) during maintenance (\(maintenance.count) runs), "
-                + "\(slowOtherwise) otherwise")
+                + "slow (>2 ms): \(slowWaitingForCPU) mostly waiting for a CPU, \(slowDuringMaintenance) during "
+                + "maintenance (\(maintenance.count) runs), \(slowOtherwise) otherwise")
         rows.append([
             "writers": writers, "enqueued": enqueued, "enqueued_per_s": rate, "p50_us": p50, "p99_us": p99,
             "p999_us": p999, "max_us": Double(histogram.max), "busy_errors": busy, "other_errors": errors,
             "delivered": delivered, "lost": lost, "drain_passes": passes, "seconds": elapsed,
             "drainer_busy_passes": drainerBusy, "slow_during_maintenance": slowDuringMaintenance,
             "slow_otherwise": slowOtherwise, "maintenance_runs": maintenance.count,
+            "slow_waiting_for_cpu": slowWaitingForCPU,
         ])
     }
     results.scenarios["contention"] = rows
