@@ -378,6 +378,19 @@ def markdown(results, made, args):
           "while the lock mostly stays with whoever is using it. The remaining tail is waits past those 20 ms, "
           "and the pass's closing `wal_checkpoint(TRUNCATE)`, which holds new writers back for up to 100 ms. See "
           "\"What was profiled and changed\" below.")
+        causes = [row for row in s["contention"] if "slow_otherwise" in row]
+        if causes:
+            w("")
+            w("Enqueues slower than 2 ms, by cause (mostly waiting for a CPU / during the drainer's maintenance / "
+              "otherwise, i.e. waiting for the lock): " + "; ".join(
+                  f"{row['writers']} writers {row.get('slow_waiting_for_cpu', 0)} / "
+                  f"{row['slow_during_maintenance']} / {row['slow_otherwise']}" for row in causes) + ".")
+        # Written by hand from the bench's knobs (section 5's header in Benchmarks/eventqueue-bench/Contention.swift).
+        causes_text = os.path.join(HERE, "contention-causes.md")
+        if os.path.exists(causes_text):
+            w("")
+            with open(causes_text) as handle:
+                w(handle.read().rstrip("\n"))
         w("")
     if "backlog" in s:
         w("## 6. Backlog scale")
