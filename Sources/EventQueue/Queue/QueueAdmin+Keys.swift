@@ -18,21 +18,29 @@ public enum RememberedKeys {
     static func measure(_ connection: Connection) throws(QueueError) -> (count: Int, bytes: Int64) {
         var count: Int64 = 0
         var bytes: Int64 = 0
-        for sql in [
-            "SELECT count(*), coalesce(sum(length(CAST(idempotency_key AS BLOB))), 0) FROM delivered_keys",
-            """
-            SELECT count(*), coalesce(sum(length(CAST(idempotency_key AS BLOB)) + length(CAST(user_key AS BLOB))), 0)
-            FROM delivered_user_keys
-            """,
-        ] where try hasTable(connection, sql.contains("delivered_user_keys") ? "delivered_user_keys" : "delivered_keys")
-        {
-            let statement = try connection.statement(sql, operation: "counting remembered idempotency keys")
+        for table in try tables(connection) {
+            let statement = try connection.statement(
+                "SELECT count(*), coalesce(sum(\(keyBytes(table))), 0) FROM \(table)",
+                operation: "counting remembered idempotency keys")
             defer { statement.reset() }
             _ = try statement.step()
             count += statement.int64(0)
-            bytes += 2 * statement.int64(1) + rowOverheadBytes * statement.int64(0)
+            bytes += estimatedBytes(rows: statement.int64(0), keyBytes: statement.int64(1))
         }
         return (Int(count), bytes)
+    }
+
+    /// The SQL for a row's key bytes in `table`: the key, and in `delivered_user_keys` the user too.
+    private static func keyBytes(_ table: String) -> String {
+        table == "delivered_user_keys"
+            ? "length(CAST(idempotency_key AS BLOB)) + length(CAST(user_key AS BLOB))"
+            : "length(CAST(idempotency_key AS BLOB))"
+    }
+
+    /// The estimate of `measure` and `prune`: the key bytes twice (the table and its age index) plus
+    /// `rowOverheadBytes` a row.
+    private static func estimatedBytes(rows: Int64, keyBytes: Int64) -> Int64 {
+        2 * keyBytes + rowOverheadBytes * rows
     }
 
     /// The key tables this file has (schema 6 added `delivered_user_keys`).
@@ -77,7 +85,6 @@ public enum RememberedKeys {
         var count: Int64 = 0
         var bytes: Int64 = 0
         for table in try tables(connection) {
-            let userLength = table == "delivered_user_keys" ? " + length(CAST(user_key AS BLOB))" : ""
             if !dryRun {
                 let clamp = try connection.statement(
                     "UPDATE \(table) SET delivered_at_ms = ?2 WHERE delivered_at_ms > ?1",
@@ -90,7 +97,7 @@ public enum RememberedKeys {
             // Dry run: a far-future row counts as dated now, as the clamp would make it.
             let measure = try connection.statement(
                 """
-                SELECT count(*), coalesce(sum(length(CAST(idempotency_key AS BLOB))\(userLength)), 0) FROM \(table)
+                SELECT count(*), coalesce(sum(\(keyBytes(table))), 0) FROM \(table)
                 WHERE (CASE WHEN delivered_at_ms > ?2 THEN ?3 ELSE delivered_at_ms END) < ?1
                 """, operation: "counting old idempotency keys")
             measure.bind(1, cutoff)
@@ -98,7 +105,7 @@ public enum RememberedKeys {
             measure.bind(3, now)
             _ = try measure.step()
             count += measure.int64(0)
-            bytes += 2 * measure.int64(1) + rowOverheadBytes * measure.int64(0)
+            bytes += estimatedBytes(rows: measure.int64(0), keyBytes: measure.int64(1))
             measure.reset()
             if !dryRun {
                 let delete = try connection.statement(
