@@ -17,16 +17,7 @@ import Testing
     }
 
     func expectRefused(sourceLocation: SourceLocation = #_sourceLocation, _ open: () throws(QueueError) -> Void) {
-        do {
-            try open()
-            Issue.record("must be refused", sourceLocation: sourceLocation)
-        } catch {
-            guard case .unsafeQueueFile(_, let reason) = error else {
-                Issue.record("expected unsafeQueueFile, got \(error)", sourceLocation: sourceLocation)
-                return
-            }
-            #expect(reason.contains("queuectl check --db \(path)"), "\(reason)", sourceLocation: sourceLocation)
-        }
+        expectUnsafeQueueFile(reasonContaining: "queuectl check --db \(path)", sourceLocation: sourceLocation, open)
     }
 
     @Test func aFreshQueueMatchesTheMigrations() throws {

@@ -34,16 +34,7 @@ import Testing
 
     func expectAttackerRefusal(sourceLocation: SourceLocation = #_sourceLocation, _ open: () throws(QueueError) -> Void)
     {
-        do {
-            try open()
-            Issue.record("must be refused", sourceLocation: sourceLocation)
-        } catch {
-            guard case .unsafeQueueFile(_, let reason) = error else {
-                Issue.record("expected unsafeQueueFile, got \(error)", sourceLocation: sourceLocation)
-                return
-            }
-            #expect(reason.contains("someone with write access"), "\(reason)", sourceLocation: sourceLocation)
-        }
+        expectUnsafeQueueFile(reasonContaining: "someone with write access", sourceLocation: sourceLocation, open)
     }
 
     @Test func theBinarysLevelsAreTheNewestMigrationsLevels() throws {
