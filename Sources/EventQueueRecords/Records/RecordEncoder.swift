@@ -8,9 +8,9 @@ package struct EncodedRecord: Sendable {
     package var idempotencyKey: String?
     /// For a keyed record: the digest of the record as given and its stored `user_key` (`IdempotencyKey`).
     package var keyScope: KeyScope?
-    // No user here: the queue file derives `user_key` from the payload (Migrations/0001_init.sql), for this
-    // writer and foreign ones alike, so the user is worked out once, where it is stored. The validator only
-    // checks that the object names exactly one.
+    // The file derives `user_key` from the payload (Migrations/0001_init.sql), for this writer and foreign ones
+    // alike. Only a keyed record works it out here too (`keyScope`, the same derivation in Swift), to look its key
+    // up among the user's keys in the INSERT; an unkeyed record carries no user.
 }
 
 /// What a keyed record's key is checked against: whose key it is and which record it names.
