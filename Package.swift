@@ -49,9 +49,12 @@ let package = Package(
         // The record model: JSON, Braze records and their rules, ISO 8601 time. Standard library and Glibc only,
         // so that the fuzz harness (scripts/fuzz) builds it alone; `EventQueue` re-exports it to writers.
         .target(name: "EventQueueRecords"),
+        // The writers' line (a ticket lock in the `<queue>-turn` file's page, futex waits): C, for the atomics and
+        // futex calls on shared memory; libc only. Part of the writer library (Storage/WriteTurn.swift).
+        .target(name: "CWriteTurn"),
         .target(
             name: "EventQueue",
-            dependencies: ["EventQueueRecords", "CSQLite"],
+            dependencies: ["EventQueueRecords", "CSQLite", "CWriteTurn"],
             // A symlink to Migrations/, only so that adding a migration makes SwiftPM plan the build again
             // (EmbedMigrationsPlugin); the plugin embeds the files.
             exclude: ["Migrations"],

@@ -39,7 +39,10 @@ func runWriterChild(_ arguments: [String]) -> Never {
     var errors = 0
     do {
         let writer = try QueueWriter(
-            path: arguments[0], options: QueueOptions(durability: writerDurability, minimumFreeBytes: 0))
+            path: arguments[0],
+            options: QueueOptions(
+                durability: writerDurability, minimumFreeBytes: 0,
+                waitsInLine: ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_NO_LINE"] == nil))
         let deadline = now() + UInt64(duration * 1e9)
         var index = Int(getpid()) * 1_000_000
         while now() < deadline {
@@ -100,7 +103,12 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         pad("writers", 9) + pad("enqueued/s", 12) + pad("p50 us", 9) + pad("p99 us", 9) + pad("p99.9 us", 10)
             + pad("busy", 6) + pad("lost", 6) + pad("drainer busy", 13) + "slow enqueues, by cause")
     var rows: [[String: Any]] = []
-    for writers in [1, 2, 4, 8] {
+    // EVENTQUEUE_BENCH_WRITERS="8" (or "1,8"): only these writer counts.
+    let counts =
+        ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_WRITERS"].map {
+            $0.split(separator: ",").compactMap { Int($0) }
+        } ?? [1, 2, 4, 8]
+    for writers in counts {
         let path = freshPath(settings, "contention-\(writers)")
         defer { removeDatabase(path) }
         try QueueWriter(path: path, options: QueueOptions(minimumFreeBytes: 0)).close()
@@ -114,21 +122,25 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         let maintain = ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_NO_MAINTENANCE"] == nil
         let drain = ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_NO_DRAINER"] == nil
         var maintenance: [(start: UInt64, end: UInt64)] = []
-        let outputs = Mutex<[ChildResult]>([])
-        let handles = try (0..<writers).map { _ in
-            try spawnChild(Settings.ownPath(), ["child-writer", path, String(duration)])
+        // Tagged: true for a Python writer (EVENTQUEUE_BENCH_PYTHON_WRITERS), whose tails are reported apart.
+        let outputs = Mutex<[(python: Bool, result: ChildResult)]>([])
+        var handles = try (0..<writers).map { _ in
+            (false, try spawnChild(Settings.ownPath(), ["child-writer", path, String(duration)]))
+        }
+        for _ in 0..<pythonWriters {
+            handles.append((true, try spawnChild("/usr/bin/python3", [pythonWriterScript, path, String(duration)])))
         }
         let started = now()
-        for handle in handles {
+        for (python, handle) in handles {
             DispatchQueue.global().async {
                 let result = handle.wait()
-                outputs.withLock { $0.append(result) }
+                outputs.withLock { $0.append((python, result)) }
             }
         }
         var delivered = 0
         var passes = 0
         var drainerBusy = 0
-        while outputs.withLock({ $0.count }) < writers {
+        while outputs.withLock({ $0.count }) < handles.count {
             // The daemon treats a busy queue as a failed pass and tries again at the next launch; so does this
             // loop, and counts it (the writers' own errors are counted separately, in the children).
             if !drain {
@@ -136,15 +148,24 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
                 continue
             }
             do {
+                let turns = try await store.withConsumer { consumer throws(QueueError) in consumer.admin.writerTurns }
                 let summary = try await drainer.drain()
                 delivered += summary.delivered
                 passes += 1
                 if maintain {
-                    let start = now() / 1000
-                    try await store.withConsumer { consumer throws(QueueError) in
-                        _ = try consumer.admin.checkpointAndVacuum()
+                    // As the daemon's drain loop does after a pass (`Drainer`): it waits while writers write.
+                    var start = now() / 1000
+                    var ran = try await store.withConsumer { consumer throws(QueueError) in
+                        try consumer.admin.maintainAfterPass(turnsAtPassStart: turns) != nil
                     }
-                    maintenance.append((start, now() / 1000))
+                    if !ran {
+                        try await Task.sleep(for: .nanoseconds(QueueAdmin.quietNanoseconds + 10_000_000))
+                        start = now() / 1000
+                        ran = try await store.withConsumer { consumer throws(QueueError) in
+                            try consumer.admin.maintainAfterPass(turnsAtPassStart: nil) != nil
+                        }
+                    }
+                    if ran { maintenance.append((start, now() / 1000)) }
                 }
                 if summary.delivered == 0 { try await Task.sleep(for: .milliseconds(20)) }
             } catch let error as QueueError {
@@ -175,10 +196,19 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
             }
             return low > 0 && intervals[low - 1].end >= start
         }
-        for result in outputs.withLock({ $0 }) {
+        // The writers' own window (first start to last end, on the shared monotonic clock): the loop's elapsed
+        // time also covers a drain pass still running when the writers stopped.
+        var firstStart = UInt64.max
+        var lastEnd: UInt64 = 0
+        var python = PythonSide()
+        for (isPython, result) in outputs.withLock({ $0 }) {
             var lines = result.output.split(separator: "\n")
             guard !lines.isEmpty else { continue }
             let head = lines.removeFirst().split(separator: " ").compactMap { Int($0) }
+            if isPython {
+                python.add(head: head, lines: lines)
+                continue
+            }
             if head.count == 3 {
                 enqueued += head[0]
                 busy += head[1]
@@ -188,6 +218,10 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
                 let fields = line.split(separator: " ")
                 guard let latency = fields.first.flatMap({ UInt64($0) }) else { continue }
                 _ = histogram.record(latency)
+                if fields.count > 1, let start = UInt64(fields[1]) {
+                    firstStart = min(firstStart, start)
+                    lastEnd = max(lastEnd, start + latency)
+                }
                 if latency > 2_000, fields.count > 2, let start = UInt64(fields[1]), let cpuWait = UInt64(fields[2]) {
                     // Mostly spent waiting for a CPU: the scheduler's, not a lock's.
                     if cpuWait * 2 >= latency {
@@ -202,17 +236,21 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         }
         // Records still leased (by a pass that failed) are claimable again once their lease expires.
         delivered = sink.count.withLock { $0 }
-        let lost = enqueued - delivered - remaining.pending - remaining.leased
+        let lost = enqueued + python.enqueued - delivered - remaining.pending - remaining.leased
         let p50 = Double(histogram.valueAtPercentile(50))
         let p99 = Double(histogram.valueAtPercentile(99))
         let p999 = Double(histogram.valueAtPercentile(99.9))
-        let rate = Double(enqueued) / elapsed
+        let window = lastEnd > firstStart ? Double(lastEnd - firstStart) / 1e6 : elapsed
+        let rate = Double(enqueued) / window
         log(
             pad(String(writers), 9) + pad(format(rate), 12) + pad(format(p50), 9) + pad(format(p99), 9)
                 + pad(format(p999), 10) + pad(String(busy), 6) + pad(String(lost), 6) + pad(String(drainerBusy), 13)
                 + "slow (>2 ms): \(slowWaitingForCPU) mostly waiting for a CPU, \(slowDuringMaintenance) during "
-                + "maintenance (\(maintenance.count) runs), \(slowOtherwise) otherwise")
+                + "maintenance (\(maintenance.count) runs), \(slowOtherwise) otherwise; "
+                + "\(sink.batches.withLock { $0 }) batches delivered")
+        if pythonWriters > 0 { log(python.line(writers: pythonWriters)) }
         rows.append([
+            "python_writers": pythonWriters, "python": python.json,
             "writers": writers, "enqueued": enqueued, "enqueued_per_s": rate, "p50_us": p50, "p99_us": p99,
             "p999_us": p999, "max_us": Double(histogram.max), "busy_errors": busy, "other_errors": errors,
             "delivered": delivered, "lost": lost, "drain_passes": passes, "seconds": elapsed,
@@ -224,13 +262,63 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
     results.scenarios["contention"] = rows
 }
 
+/// EVENTQUEUE_BENCH_PYTHON_WRITERS=N: N writers of docs/WRITERS.md's Python recipe run beside the Swift ones
+/// (scripts/bench-support/contention_python_writer.py, or EVENTQUEUE_BENCH_PYTHON_WRITER), reported apart.
+let pythonWriters = Int(ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_PYTHON_WRITERS"] ?? "") ?? 0
+let pythonWriterScript =
+    ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_PYTHON_WRITER"]
+    ?? "scripts/bench-support/contention_python_writer.py"
+
+/// The Python writers' side of a mixed run: their own throughput, tail and errors.
+struct PythonSide {
+    var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
+    var enqueued = 0
+    var busy = 0
+    var errors = 0
+    var firstStart = UInt64.max
+    var lastEnd: UInt64 = 0
+
+    mutating func add(head: [Int], lines: [Substring]) {
+        if head.count == 3 {
+            enqueued += head[0]
+            busy += head[1]
+            errors += head[2]
+        }
+        for line in lines {
+            let fields = line.split(separator: " ").compactMap { UInt64($0) }
+            guard fields.count >= 2 else { continue }
+            _ = histogram.record(fields[0])
+            firstStart = min(firstStart, fields[1])
+            lastEnd = max(lastEnd, fields[1] + fields[0])
+        }
+    }
+
+    var rate: Double { lastEnd > firstStart ? Double(enqueued) / (Double(lastEnd - firstStart) / 1e6) : 0 }
+
+    func line(writers: Int) -> String {
+        "  + \(writers) Python writers: \(format(rate))/s, p50 \(histogram.valueAtPercentile(50)) us, p99 "
+            + "\(histogram.valueAtPercentile(99)) us, p99.9 \(histogram.valueAtPercentile(99.9)) us, max "
+            + "\(histogram.max) us, busy \(busy), errors \(errors)"
+    }
+
+    var json: [String: Any] {
+        [
+            "enqueued": enqueued, "enqueued_per_s": rate, "p50_us": Double(histogram.valueAtPercentile(50)),
+            "p99_us": Double(histogram.valueAtPercentile(99)), "p999_us": Double(histogram.valueAtPercentile(99.9)),
+            "max_us": Double(histogram.max), "busy_errors": busy, "other_errors": errors,
+        ]
+    }
+}
+
 /// The null sink, counting what it was handed.
 final class CountingSink: Sink {
     let count = Mutex(0)
+    let batches = Mutex(0)
     var name: String { "count" }
 
     func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {
         count.withLock { $0 += batch.count }
+        batches.withLock { $0 += 1 }
         return DeliveryReport(.delivered, for: batch)
     }
 }

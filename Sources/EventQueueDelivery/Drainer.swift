@@ -86,6 +86,7 @@ public struct Drainer: Sendable {
                 metadata: ["records": "\(takenOver)"])
         }
         var pass = PassState(lockRenewedAt: clock.monotonic())
+        let turnsAtStart = try await store.withConsumer { consumer throws(QueueError) in consumer.admin.writerTurns }
         do {
             try await runPass(&pass, progress: progress, shouldStop: shouldStop)
         } catch {
@@ -93,7 +94,7 @@ public struct Drainer: Sendable {
             throw error
         }
         try await store.withConsumer { consumer throws(QueueError) in try consumer.releaseDrainLock() }
-        try await maintain()
+        try await maintain(turnsAtPassStart: turnsAtStart)
         var summary = pass.summary
         summary.inFlight = 0
         summary.remaining = try await store.stats(now: pass.lastClaimAt ?? clock.wallMilliseconds())
@@ -420,13 +421,25 @@ public struct Drainer: Sendable {
         }
     }
 
-    /// Forgets old idempotency keys, vacuums and truncates the WAL. It runs after the drain lock is released:
-    /// releasing the lock is a write, and a write after the checkpoint would leave a `-wal` behind at rest.
-    private func maintain() async throws(QueueError) {
+    /// Forgets old idempotency keys, vacuums and truncates the WAL, unless writers wrote during the pass and it
+    /// can wait (`QueueAdmin.maintainAfterPass`). It runs after the drain lock is released: releasing the lock is
+    /// a write, and a write after the checkpoint would leave a `-wal` behind at rest.
+    private func maintain(turnsAtPassStart: UInt64?) async throws(QueueError) {
         guard options.maintenanceAfterPass else { return }
         let clock = self.clock
-        let maintenance = try await store.withConsumer { consumer throws(QueueError) in
-            try consumer.admin.checkpointAndVacuum(now: clock.wallMilliseconds())
+        var done = try await store.withConsumer { consumer throws(QueueError) in
+            try consumer.admin.maintainAfterPass(turnsAtPassStart: turnsAtPassStart, now: clock.wallMilliseconds())
+        }
+        if done == nil {
+            // Once more after the quiet time: the last writer may have written just before the pass ended.
+            try? await Task.sleep(for: .nanoseconds(QueueAdmin.quietNanoseconds + 10_000_000))
+            done = try await store.withConsumer { consumer throws(QueueError) in
+                try consumer.admin.maintainAfterPass(turnsAtPassStart: nil, now: clock.wallMilliseconds())
+            }
+        }
+        guard let maintenance = done else {
+            logger.debug("upkeep waits: writers wrote during the pass")
+            return
         }
         logger.debug(
             "checkpointed and vacuumed",

@@ -371,13 +371,11 @@ def markdown(results, made, args):
               f"{row.get('drainer_busy_passes', 0)} |")
         w("")
         busy = sum(row["busy_errors"] for row in s["contention"])
-        w(f"SQLITE_BUSY surfaced to writers: {busy} (target 0: {met(busy == 0)}). Total throughput is bounded by "
-          "one fsync per commit on this disk; more writers share it. SQLite's locks are not queued: whoever asks "
-          "first after a commit gets the lock. Connections wait with `BusyWait` (SQLite's first short sleeps, then "
-          "polls every 0.3–0.9 ms once a wait passes 20 ms), so no writer is passed over until its 5 s timeout, "
-          "while the lock mostly stays with whoever is using it. The remaining tail is waits past those 20 ms, "
-          "and the pass's closing `wal_checkpoint(TRUNCATE)`, which holds new writers back for up to 100 ms. See "
-          "\"What was profiled and changed\" below.")
+        w(f"SQLITE_BUSY surfaced to writers: {busy} (target 0: {met(busy == 0)}). Writers of this release wait for "
+          "SQLite's write lock in the writers' line (`<queue>-turn`), which hands the lock on in arrival order; with "
+          "writers behind it, a holder syncs the WAL after handing the turn on, so commits overlap each other's "
+          "fsync. The upkeep after a pass waits while writers write. Before and after, and where the tail came "
+          "from, below.")
         causes = [row for row in s["contention"] if "slow_otherwise" in row]
         if causes:
             w("")

@@ -11,6 +11,7 @@ public final class QueueWriter {
     /// Opens the queue at `path`, creating it (mode 0660) and its schema if needed.
     public init(path: String, options: QueueOptions = QueueOptions()) throws(QueueError) {
         file = try QueueFile(path: path, options: options)
+        file.connection.writeLinePolicy = options.waitsInLine ? .always : .never
     }
 
     /// The path of the queue file.
@@ -24,7 +25,9 @@ public final class QueueWriter {
     public func enqueue(_ record: Record) throws(QueueError) -> Int64 {
         let encoded = try Self.encode(record, now: WallClock.nowMilliseconds())
         try file.checkFreeSpaceReserve()
-        guard encoded.idempotencyKey != nil else { return try insert(encoded) }
+        guard encoded.idempotencyKey != nil else {
+            return try file.connection.inTurn { () throws(QueueError) in try insert(encoded) }
+        }
         // A keyed insert is two statements (insert, or find the existing id): one transaction, so that a purge or
         // an expiring key between them cannot leave this writer without an id.
         return try file.connection.transaction(operation: "enqueueing") { () throws(QueueError) in

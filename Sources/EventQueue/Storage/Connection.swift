@@ -13,7 +13,19 @@ final class Connection {
     let path: String
     let busyTimeoutMilliseconds: Int
     private(set) var handle: OpaquePointer?
-    private let busyWait: BusyWait
+    let busyWait: BusyWait
+    /// When this connection's writes wait in the writers' line (`Connection+WriteLine.swift`).
+    var writeLinePolicy = WriteLinePolicy.never
+    /// Whether a commit that returned must be on disk (`QueueOptions.Durability.full`): a writer in line with
+    /// others behind it then syncs the WAL itself, after giving the turn back.
+    var fullDurability = true
+    /// The line, opened at the first write that asks for it (nil: none, or unusable).
+    var writeLine: WriteTurn?
+    var writeLineOpened = false
+    /// The `synchronous` level set on the connection now (`Connection+WriteLine.swift` switches it per write).
+    var synchronousIsFull = true
+    /// WAL syncs this connection did itself after giving the turn back (tests read it).
+    var walSyncs = 0
     private var statements: [String: Statement] = [:]
 
     /// Opens (creating if needed, with mode 0660) the database at `path`. A read-only connection never
@@ -158,6 +170,13 @@ final class Connection {
     func transaction<T>(
         immediate: Bool = true, operation: String, _ body: () throws(QueueError) -> T
     ) throws(QueueError) -> T {
+        guard immediate else { return try runTransaction(immediate: false, operation, body) }
+        return try inTurn { () throws(QueueError) in try runTransaction(immediate: true, operation, body) }
+    }
+
+    private func runTransaction<T>(
+        immediate: Bool, _ operation: String, _ body: () throws(QueueError) -> T
+    ) throws(QueueError) -> T {
         try begin(immediate: immediate, operation: operation)
         do {
             let result = try body()
@@ -174,6 +193,13 @@ final class Connection {
     /// these two, so none skips the schema guard.
     func transaction<T>(
         immediate: Bool = true, operation: String, rethrowing body: () throws -> T
+    ) throws -> T {
+        guard immediate else { return try runTransaction(immediate: false, operation, rethrowing: body) }
+        return try inTurn(rethrowing: { () throws in try runTransaction(immediate: true, operation, rethrowing: body) })
+    }
+
+    private func runTransaction<T>(
+        immediate: Bool, _ operation: String, rethrowing body: () throws -> T
     ) throws -> T {
         try begin(immediate: immediate, operation: operation)
         do {

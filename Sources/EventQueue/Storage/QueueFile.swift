@@ -21,6 +21,8 @@ final class QueueFile {
     }
 
     let schemaCheck: SchemaCheck
+    /// Since when the upkeep after a pass has waited for writers to pause (`QueueAdmin.maintainAfterPass`).
+    var upkeepDeferredSince: UInt64?
     /// Whether the file has per-user idempotency keys (schema 6 and later). A writer never migrates a served file,
     /// so on an older one it keeps the global keys of that schema (docs/SCHEMA.md, "Idempotency keys").
     private(set) var hasUserKeys = false
@@ -61,6 +63,8 @@ final class QueueFile {
         }
         let synchronous = options.durability == .full ? "FULL" : "NORMAL"
         try connection.execute("PRAGMA synchronous = \(synchronous)", operation: "setting durability")
+        connection.fullDurability = options.durability == .full
+        connection.synchronousIsFull = options.durability == .full
         _ = try connection.scalarInt(
             "PRAGMA journal_size_limit = \(options.journalSizeLimitBytes)", operation: "setting journal_size_limit")
         // Statement journals (every multi-row UPDATE inside a transaction keeps one) and the claim's id list stay

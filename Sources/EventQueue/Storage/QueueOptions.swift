@@ -23,16 +23,23 @@ public struct QueueOptions: Sendable, Hashable {
     /// library's hot path and `queuectl enqueue`, called once per record) never pay for it. `queued` turns it on
     /// for its start (`Daemon`), so a damaged file is refused there, untouched, instead of found mid-pass.
     public var verifyIntegrityOnOpen: Bool
+    /// Whether a writer waits in the writers' line (the `<queue>-turn` file) before each write, so that the
+    /// write lock goes to writers in the order they asked: with several writer processes that keeps an enqueue's
+    /// p99.9 within milliseconds instead of tens of them (docs/PERFORMANCE.md section 5). Off: the writer polls
+    /// for SQLite's lock as writers of other languages do, and can be passed over for a long time.
+    public var waitsInLine: Bool
 
     /// The safe defaults: a 5 s busy timeout, full durability, a 32 MiB `-wal` limit, a 16 MiB free-space
-    /// reserve, no integrity check at open.
+    /// reserve, no integrity check at open, writers in line.
     public init(
         busyTimeoutMilliseconds: Int = 5_000,
         durability: Durability = .full,
         journalSizeLimitBytes: Int = 32 * 1024 * 1024,
         minimumFreeBytes: Int64 = 16 * 1024 * 1024,
-        verifyIntegrityOnOpen: Bool = false
+        verifyIntegrityOnOpen: Bool = false,
+        waitsInLine: Bool = true
     ) {
+        self.waitsInLine = waitsInLine
         self.busyTimeoutMilliseconds = busyTimeoutMilliseconds
         self.durability = durability
         self.journalSizeLimitBytes = journalSizeLimitBytes

@@ -1,0 +1,45 @@
+/// When the upkeep after a pass runs: not while this release's writers are writing (one of them had the turn
+/// within the last `quietNanoseconds`, or during the pass).
+///
+/// Why: the vacuum steps and the `TRUNCATE` checkpoint hold the write lock, so writers in line wait for them; a
+/// daemon draining a steady stream of records ran them after every pass (84 times a second in the contention
+/// benchmark), and most enqueues slower than 2 ms at 1 and 2 writers overlapped one (docs/PERFORMANCE.md section 5).
+/// While writers write, their pages are reused as fast as they are freed, and the WAL is kept in check by the
+/// automatic checkpoints and the pass's own (`truncateWALIfLarger`), so the upkeep can wait for a pass during which
+/// none wrote. It waits at most `longestDeferral`, and never while the WAL is over `deferralWALBytes`. Writers of
+/// other languages do not wait in line, so they are not seen: for them the upkeep runs as before.
+extension QueueAdmin {
+    /// The longest the upkeep waits for writers to pause.
+    public static let longestDeferralNanoseconds: UInt64 = 10 * 60 * 1_000_000_000
+    /// Above this WAL size the upkeep never waits.
+    public static let deferralWALBytes: Int64 = 8 * 1024 * 1024
+    /// Writers count as writing when one had the turn this recently.
+    public static let quietNanoseconds: Int64 = 50_000_000
+
+    /// Turns taken in the writers' line so far (nil when no writer of this release has made the line usable):
+    /// read at a pass's start, it tells `maintainAfterPass` whether writers wrote during the pass.
+    public var writerTurns: UInt64? {
+        WriteTurn.observe(queuePath: path)?.handoffs
+    }
+
+    /// The upkeep (`checkpointAndVacuum`) unless it can wait (see the type's comment); nil when it waited.
+    public func maintainAfterPass(
+        turnsAtPassStart: UInt64?, now: Int64 = WallClock.nowMilliseconds()
+    ) throws(QueueError) -> MaintenanceResult? {
+        let clock = BusyWait.monotonicNanoseconds()
+        // Read, not mapped: the daemon never maps a file a group member could truncate under it.
+        let line = WriteTurn.observe(queuePath: path)
+        let idle = line?.idleNanoseconds ?? Int64.max
+        let writersWrote =
+            idle < Self.quietNanoseconds || (turnsAtPassStart != nil && line?.handoffs != turnsAtPassStart)
+        let waitedSince = file.upkeepDeferredSince ?? clock
+        if writersWrote, clock &- waitedSince < Self.longestDeferralNanoseconds,
+            Self.fileSize(path + "-wal") <= Self.deferralWALBytes
+        {
+            file.upkeepDeferredSince = waitedSince
+            return nil
+        }
+        file.upkeepDeferredSince = nil
+        return try checkpointAndVacuum(now: now)
+    }
+}
