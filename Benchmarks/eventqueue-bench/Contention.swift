@@ -159,7 +159,7 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
                         try consumer.admin.maintainAfterPass(turnsAtPassStart: turns) != nil
                     }
                     if !ran {
-                        try await Task.sleep(for: .nanoseconds(QueueAdmin.quietNanoseconds + 10_000_000))
+                        try await Task.sleep(for: .nanoseconds(QueueAdmin.upkeepRetryNanoseconds))
                         start = now() / 1000
                         ran = try await store.withConsumer { consumer throws(QueueError) in
                             try consumer.admin.maintainAfterPass(turnsAtPassStart: nil) != nil
@@ -177,14 +177,6 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
         delivered += try await drainer.drain().delivered
         let remaining = try await store.stats()
         await store.close()
-        var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
-        var enqueued = 0
-        var busy = 0
-        var errors = 0
-        // Enqueues slower than 2 ms, by whether they overlapped the drainer's maintenance (vacuum and checkpoint).
-        var slowDuringMaintenance = 0
-        var slowOtherwise = 0
-        var slowWaitingForCPU = 0
         let intervals = maintenance.sorted { $0.start < $1.start }
         func overlapsMaintenance(_ start: UInt64, _ latency: UInt64) -> Bool {
             // The last interval starting before the enqueue ended.
@@ -196,52 +188,25 @@ func runContentionScenario(_ settings: Settings, _ results: Results) async throw
             }
             return low > 0 && intervals[low - 1].end >= start
         }
-        // The writers' own window (first start to last end, on the shared monotonic clock): the loop's elapsed
-        // time also covers a drain pass still running when the writers stopped.
-        var firstStart = UInt64.max
-        var lastEnd: UInt64 = 0
-        var python = PythonSide()
+        var swift = WriterSide()
+        var python = WriterSide()
         for (isPython, result) in outputs.withLock({ $0 }) {
-            var lines = result.output.split(separator: "\n")
-            guard !lines.isEmpty else { continue }
-            let head = lines.removeFirst().split(separator: " ").compactMap { Int($0) }
             if isPython {
-                python.add(head: head, lines: lines)
-                continue
-            }
-            if head.count == 3 {
-                enqueued += head[0]
-                busy += head[1]
-                errors += head[2]
-            }
-            for line in lines {
-                let fields = line.split(separator: " ")
-                guard let latency = fields.first.flatMap({ UInt64($0) }) else { continue }
-                _ = histogram.record(latency)
-                if fields.count > 1, let start = UInt64(fields[1]) {
-                    firstStart = min(firstStart, start)
-                    lastEnd = max(lastEnd, start + latency)
-                }
-                if latency > 2_000, fields.count > 2, let start = UInt64(fields[1]), let cpuWait = UInt64(fields[2]) {
-                    // Mostly spent waiting for a CPU: the scheduler's, not a lock's.
-                    if cpuWait * 2 >= latency {
-                        slowWaitingForCPU += 1
-                    } else if overlapsMaintenance(start, latency) {
-                        slowDuringMaintenance += 1
-                    } else {
-                        slowOtherwise += 1
-                    }
-                }
+                python.add(result.output, overlapsMaintenance: overlapsMaintenance)
+            } else {
+                swift.add(result.output, overlapsMaintenance: overlapsMaintenance)
             }
         }
+        let (histogram, enqueued, busy, errors) = (swift.histogram, swift.enqueued, swift.busy, swift.errors)
+        let (slowWaitingForCPU, slowDuringMaintenance, slowOtherwise) =
+            (swift.slowWaitingForCPU, swift.slowDuringMaintenance, swift.slowOtherwise)
         // Records still leased (by a pass that failed) are claimable again once their lease expires.
         delivered = sink.count.withLock { $0 }
         let lost = enqueued + python.enqueued - delivered - remaining.pending - remaining.leased
         let p50 = Double(histogram.valueAtPercentile(50))
         let p99 = Double(histogram.valueAtPercentile(99))
         let p999 = Double(histogram.valueAtPercentile(99.9))
-        let window = lastEnd > firstStart ? Double(lastEnd - firstStart) / 1e6 : elapsed
-        let rate = Double(enqueued) / window
+        let rate = swift.rate ?? Double(enqueued) / elapsed
         log(
             pad(String(writers), 9) + pad(format(rate), 12) + pad(format(p50), 9) + pad(format(p99), 9)
                 + pad(format(p999), 10) + pad(String(busy), 6) + pad(String(lost), 6) + pad(String(drainerBusy), 13)
@@ -269,41 +234,62 @@ let pythonWriterScript =
     ProcessInfo.processInfo.environment["EVENTQUEUE_BENCH_PYTHON_WRITER"]
     ?? "scripts/bench-support/contention_python_writer.py"
 
-/// The Python writers' side of a mixed run: their own throughput, tail and errors.
-struct PythonSide {
+/// One side of a run (the Swift writers, or the Python ones of a mixed run), from the children's output: a line
+/// `count busy errors`, then per enqueue `latency start cpu_wait` (us; start on the shared monotonic clock).
+struct WriterSide {
     var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
     var enqueued = 0
     var busy = 0
     var errors = 0
+    // The writers' own window (first start to last end): the loop's elapsed time also covers a drain pass still
+    // running when the writers stopped.
     var firstStart = UInt64.max
     var lastEnd: UInt64 = 0
+    // Enqueues slower than 2 ms, by cause: mostly waiting for a CPU (the scheduler's, not a lock's), overlapping
+    // the drainer's maintenance (vacuum and checkpoint), or otherwise (waiting for the write lock).
+    var slowWaitingForCPU = 0
+    var slowDuringMaintenance = 0
+    var slowOtherwise = 0
 
-    mutating func add(head: [Int], lines: [Substring]) {
+    mutating func add(_ output: String, overlapsMaintenance: (UInt64, UInt64) -> Bool) {
+        var lines = output.split(separator: "\n")
+        guard !lines.isEmpty else { return }
+        let head = lines.removeFirst().split(separator: " ").compactMap { Int($0) }
         if head.count == 3 {
             enqueued += head[0]
             busy += head[1]
             errors += head[2]
         }
         for line in lines {
-            let fields = line.split(separator: " ").compactMap { UInt64($0) }
-            guard fields.count >= 2 else { continue }
-            _ = histogram.record(fields[0])
-            firstStart = min(firstStart, fields[1])
-            lastEnd = max(lastEnd, fields[1] + fields[0])
+            let fields = line.split(separator: " ")
+            guard let latency = fields.first.flatMap({ UInt64($0) }) else { continue }
+            _ = histogram.record(latency)
+            guard fields.count > 1, let start = UInt64(fields[1]) else { continue }
+            firstStart = min(firstStart, start)
+            lastEnd = max(lastEnd, start + latency)
+            guard latency > 2_000, fields.count > 2, let cpuWait = UInt64(fields[2]) else { continue }
+            if cpuWait * 2 >= latency {
+                slowWaitingForCPU += 1
+            } else if overlapsMaintenance(start, latency) {
+                slowDuringMaintenance += 1
+            } else {
+                slowOtherwise += 1
+            }
         }
     }
 
-    var rate: Double { lastEnd > firstStart ? Double(enqueued) / (Double(lastEnd - firstStart) / 1e6) : 0 }
+    /// Enqueues per second over the writers' own window; nil without one.
+    var rate: Double? { lastEnd > firstStart ? Double(enqueued) / (Double(lastEnd - firstStart) / 1e6) : nil }
 
     func line(writers: Int) -> String {
-        "  + \(writers) Python writers: \(format(rate))/s, p50 \(histogram.valueAtPercentile(50)) us, p99 "
+        "  + \(writers) Python writers: \(format(rate ?? 0))/s, p50 \(histogram.valueAtPercentile(50)) us, p99 "
             + "\(histogram.valueAtPercentile(99)) us, p99.9 \(histogram.valueAtPercentile(99.9)) us, max "
             + "\(histogram.max) us, busy \(busy), errors \(errors)"
     }
 
     var json: [String: Any] {
         [
-            "enqueued": enqueued, "enqueued_per_s": rate, "p50_us": Double(histogram.valueAtPercentile(50)),
+            "enqueued": enqueued, "enqueued_per_s": rate ?? 0, "p50_us": Double(histogram.valueAtPercentile(50)),
             "p99_us": Double(histogram.valueAtPercentile(99)), "p999_us": Double(histogram.valueAtPercentile(99.9)),
             "max_us": Double(histogram.max), "busy_errors": busy, "other_errors": errors,
         ]

@@ -143,10 +143,8 @@ int eq_turn_acquire(eq_turn *turn, int64_t timeout_ns, int64_t stale_ns) {
     uint32_t ticket = atomic_fetch_add(&page->next, 1);
     uint32_t slot = ticket % EQ_TURN_SLOTS;
     if (eq_slot_lock(turn->descriptor, slot, F_WRLCK, F_OFD_SETLK) != 0) {
-        // More waiters than slots, or locks unsupported here: not in line.
-        atomic_store(&page->abandoned[slot], ticket + 1);
-        uint32_t expected = ticket;
-        if (atomic_compare_exchange_strong(&page->serving, &expected, ticket + 1)) eq_serve(page, ticket + 1);
+        // More waiters than slots, or locks unsupported here: not in line (the unlock in `eq_leave` is a no-op).
+        eq_leave(turn, page, ticket);
         return EQ_TURN_UNUSABLE;
     }
     int64_t deadline = start + (timeout_ns > 0 ? timeout_ns : 0);

@@ -432,7 +432,7 @@ public struct Drainer: Sendable {
         }
         if done == nil {
             // Once more after the quiet time: the last writer may have written just before the pass ended.
-            try? await Task.sleep(for: .nanoseconds(QueueAdmin.quietNanoseconds + 10_000_000))
+            try? await Task.sleep(for: .nanoseconds(QueueAdmin.upkeepRetryNanoseconds))
             done = try await store.withConsumer { consumer throws(QueueError) in
                 try consumer.admin.maintainAfterPass(turnsAtPassStart: nil, now: clock.wallMilliseconds())
             }

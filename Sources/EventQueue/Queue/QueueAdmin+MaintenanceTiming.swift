@@ -15,6 +15,9 @@ extension QueueAdmin {
     public static let deferralWALBytes: Int64 = 8 * 1024 * 1024
     /// Writers count as writing when one had the turn this recently.
     public static let quietNanoseconds: Int64 = 50_000_000
+    /// When the upkeep waited, the drain loop asks once more this much later: the last writer may have written just
+    /// before the pass ended.
+    public static let upkeepRetryNanoseconds: Int64 = quietNanoseconds + 10_000_000
 
     /// Turns taken in the writers' line so far (nil when no writer of this release has made the line usable):
     /// read at a pass's start, it tells `maintainAfterPass` whether writers wrote during the pass.

@@ -9,15 +9,15 @@ extension QueueConsumer {
     func withRelaxedSync<T>(_ body: () throws(QueueError) -> T) throws(QueueError) -> T {
         guard file.options.durability == .full else { return try body() }
         let connection = file.connection
-        try connection.execute("PRAGMA synchronous = NORMAL", operation: "relaxing durability for a claim")
+        try connection.setSynchronous(full: false, operation: "relaxing durability for a claim")
         let result: T
         do {
             result = try body()
         } catch {
-            try? connection.execute("PRAGMA synchronous = FULL", operation: "restoring durability")
+            try? connection.setSynchronous(full: true, operation: "restoring durability")
             throw error
         }
-        try connection.execute("PRAGMA synchronous = FULL", operation: "restoring durability")
+        try connection.setSynchronous(full: true, operation: "restoring durability")
         return result
     }
 }

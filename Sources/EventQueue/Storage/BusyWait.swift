@@ -20,11 +20,10 @@ final class BusyWait {
     private var startedAt: UInt64 = 0
     /// Set while a write waited in the writers' line first (`Connection.inTurn`): the timeout counts from then.
     private var waitStartedAt: UInt64?
-    /// Whether the connection holds the writers' turn: then, with writers waiting behind it, it polls eagerly
+    /// The writers' turn, while the connection holds it: then, with writers waiting behind it, it polls eagerly
     /// from the first wait (`turnStep`), since only the consumer and writers outside the line can hold the lock.
     /// Alone in line it waits as a writer without a line does: polling eagerly then only takes the lock from the
     /// consumer between its claim and its ack, and a lone writer's p99 doubled (docs/PERFORMANCE.md section 5).
-    private var inTurn = false
     private var heldLine: WriteTurn?
     private var generator = SystemRandomNumberGenerator()
 
@@ -44,14 +43,12 @@ final class BusyWait {
     /// The next lock attempts belong to a write that began waiting (in the writers' line) at `start`.
     func begin(waitStartedAt start: UInt64, holding line: WriteTurn?) {
         waitStartedAt = start
-        inTurn = line != nil
         heldLine = line
     }
 
     /// The write of `begin` is over.
     func end() {
         waitStartedAt = nil
-        inTurn = false
         heldLine = nil
     }
 
@@ -70,7 +67,7 @@ final class BusyWait {
         let timeout = overflow ? UInt64.max : product
         guard elapsed < timeout else { return false }
         let base =
-            inTurn && heldLine?.othersWaiting != false
+            heldLine?.othersWaiting == true
             ? Self.turnStep
             : elapsed >= Self.eagerAfterNanoseconds
                 ? Self.eagerStep : Self.patientSteps[min(Int(attempt), Self.patientSteps.count - 1)]

@@ -56,7 +56,7 @@ extension Connection {
         let (budget, overflow) = Int64(max(0, busyTimeoutMilliseconds)).multipliedReportingOverflow(by: 1_000_000)
         let held = line.take(timeoutNanoseconds: overflow ? Int64.max : budget)
         if fullDurability {
-            setSynchronous(full: !(held && line.othersWaiting))
+            try? setSynchronous(full: !(held && line.othersWaiting), operation: "choosing where the commit syncs")
         }
         busyWait.begin(waitStartedAt: start, holding: held ? line : nil)
         // Whatever the pragma's outcome: a connection left at NORMAL always syncs after (durability is kept).
@@ -77,12 +77,13 @@ extension Connection {
         return writeLine
     }
 
-    /// Sets `PRAGMA synchronous` when it differs (a pragma without I/O). A failure leaves it as it was, and
-    /// `synchronousIsFull` says what it is.
-    private func setSynchronous(full: Bool) {
-        guard full != synchronousIsFull, let handle else { return }
-        let sql = full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL"
-        if sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK { synchronousIsFull = full }
+    /// Sets `PRAGMA synchronous` to FULL or NORMAL when it differs (a pragma without I/O); `synchronousIsFull` says
+    /// what it is, also after a failure. For a write in turn here, and for the consumer's claims
+    /// (`QueueConsumer.withRelaxedSync`).
+    func setSynchronous(full: Bool, operation: String) throws(QueueError) {
+        guard full != synchronousIsFull else { return }
+        try execute(full ? "PRAGMA synchronous = FULL" : "PRAGMA synchronous = NORMAL", operation: operation)
+        synchronousIsFull = full
     }
 
     /// Syncs the WAL through SQLite's own file object (its descriptor and its sync: `fdatasync` here), as a

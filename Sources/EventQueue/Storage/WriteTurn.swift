@@ -8,10 +8,10 @@ import CWriteTurn
 ///
 /// Why: SQLite's write lock is not queued. Whoever tries first after a commit gets it, so with several writers a
 /// busy-handler sleep can be passed over again and again (p99 30–40 ms at 4–8 writers, with commits of 0.25 ms;
-/// docs/PERFORMANCE.md section 5). The line is a process-shared, robust, priority-inheriting mutex in the page of
-/// `<queue>-turn` (`CWriteTurn`): the kernel queues its waiters in order and *hands* it to the first on release,
-/// and a holder killed with it is passed over (EOWNERDEAD). It only orders the attempts: SQLite's lock still
-/// decides who writes. So anything wrong with the line (the file cannot be created or is not ours, the page is
+/// docs/PERFORMANCE.md section 5). The line is a ticket lock in the page of `<queue>-turn` (`CWriteTurn`): tickets
+/// are served in the order they were drawn, giving the turn back *hands* it to the next ticket and wakes only its
+/// waiter (a futex word per slot), and a waiter or holder that died is passed over (the kernel drops its OFD lock
+/// on its slot's byte). It only orders the attempts: SQLite's lock still decides who writes. So anything wrong with the line (the file cannot be created or is not ours, the page is
 /// damaged, a holder is stopped) means writing as before, never an error: a writer that cannot use it falls back
 /// to polling (`BusyWait`), and so do writers of other languages, which do not take it (docs/WRITERS.md).
 final class WriteTurn {
