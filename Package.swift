@@ -166,7 +166,7 @@ let package = Package(
         ),
         .testTarget(
             name: "EventQueueTests",
-            dependencies: ["EventQueue", "CSQLite", "EventQueueTestSupport"]
+            dependencies: ["EventQueue", "CSQLite", "CWriteTurn", "EventQueueTestSupport"]
         ),
         .testTarget(
             name: "EventQueueDeliveryTests",

@@ -2,12 +2,13 @@
 #include "write_turn.h"
 
 #include <errno.h>
-#include <stddef.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
-#include <stdatomic.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -15,26 +16,70 @@
 #include <time.h>
 #include <unistd.h>
 
-// "EQTURN" and the layout's version: a page of another layout is not used.
-static const uint64_t eq_turn_magic = 0x45515455524e0002ULL;
+// The line's invariants.
+//
+// The page is shared with every writer of the queue's group, so each field is a claim, not a fact. Honest writers
+// keep these invariants; a reader repairs what breaks them and otherwise stops using the line for one write:
+//
+// - `next` is the next ticket to draw (`fetch_add` by a writer joining the line). Tickets are unsigned 32-bit and
+//   wrap; every comparison is modular.
+// - `serving` is the ticket whose turn it is. The turn is held or awaited exactly when `serving != next`; honestly
+//   `next - serving` is the number of tickets drawn and not yet done, far below EQ_TURN_SLOTS. Only the holder
+//   moves it on (release), or a waiter that found the tickets before its own dead (a pass-over), always by
+//   compare-and-swap from the value it read, so a stale decision never moves it twice. `serving` ahead of `next` is
+//   impossible and is repaired by moving it back to `next`; `serving` more than EQ_TURN_SLOTS behind is repaired by
+//   the first waiter that looks (it examines at most the EQ_TURN_SLOTS tickets before its own).
+// - A ticket's owner holds an OFD lock on byte `EQ_TURN_PAGE_SIZE + ticket` from before it waits until after it
+//   hands the turn on or leaves. The kernel drops it when the owner dies, so an unlocked byte means nobody owns the
+//   ticket (or its owner is between drawing and locking: microseconds, which is why a waiter believes it only at
+//   its second look a slice later, or at once when the ticket has been served for longer than the stale limit).
+// - `served_at` is when `serving` last moved or was taken (CLOCK_MONOTONIC ns, one clock for the whole host). Set
+//   by whoever moves `serving` and by the new holder. A served ticket whose owner is alive and whose `served_at`
+//   is older than the stale limit (or in the future: garbage, or another time namespace) belongs to a stopped or
+//   stuck process: writers go around it (EQ_TURN_STALE) instead of waiting, and start waiting in line again once
+//   it hands on. 0 means unknown; a reader that finds it so starts the clock.
+// - `abandoned[ticket % SLOTS] == ticket + 1` marks a ticket whose waiter left before its turn: whoever serves it
+//   passes straight over it. A false mark only makes a live waiter write without the line once.
+// - `wake[slot]` is bumped when the slot's ticket is served (a futex word). Spurious wake-ups are harmless.
+// - The counters (`handoffs`, `passed_over`, `repairs`, `bypasses`, `last_turn_at`) are statistics for `status`,
+//   `check` and `/metrics`; nothing decides anything from them.
+// - `magic` names the layout. A page of an older layout (1.3.0's version 2), of no layout (zeros, garbage) or a
+//   file shorter than a page is reset to an empty line by the next writer; a newer layout is left alone (this
+//   release then writes without a line).
+//
+// What a reader must assume: any value can change between two loads, and none is trusted for more than one
+// decision. Nothing here can make a writer fail or wait past its timeout; the worst a group member can do through
+// the page is make writers write without the line (unordered, as writers of other languages always do).
+//
+// Why not a robust, process-shared pthread mutex (the first design; docs/PERFORMANCE.md section 5 has the reasons
+// in full): its word holds a thread id that the kernel looks up in the waiter's PID namespace, any value a group
+// member writes there is taken for an owner until that owner dies, and its layout is glibc's, not ours.
+
+// "EQTURN" and the layout's version. Version 2 (1.3.0) cleared the served time while handing on and locked one
+// byte per slot.
+static const uint64_t eq_turn_magic = 0x45515455524e0003ULL;
+static const uint64_t eq_turn_magic_name = 0x45515455524e0000ULL;
+static const uint64_t eq_turn_magic_version_mask = 0xffffULL;
 // How long a waiter sleeps before looking at the line again (a lost wake-up costs at most this).
 static const int64_t eq_turn_slice_ns = 10000000;
 
-// All zero is the empty line: a new file needs only its magic.
+// All zero but `magic` is the empty line.
 struct eq_turn_page {
     _Atomic uint64_t magic;
-    _Atomic uint32_t next;        // the next ticket to draw
-    _Atomic uint32_t serving;     // the ticket that holds the turn
-    _Atomic int64_t held_since;   // CLOCK_MONOTONIC ns when the holder took it; 0 while handed on or free
+    _Atomic uint32_t next;
+    _Atomic uint32_t serving;
+    _Atomic int64_t served_at;
     _Atomic uint64_t handoffs;
     _Atomic uint64_t passed_over;
-    _Atomic int64_t last_turn_at; // CLOCK_MONOTONIC ns when a turn was last given back
-    char padding[64 - 48];
-    _Atomic uint32_t wake[EQ_TURN_SLOTS];      // bumped when the slot's ticket is served (a futex word)
-    _Atomic uint32_t abandoned[EQ_TURN_SLOTS]; // ticket + 1 of a waiter that left the line
+    _Atomic int64_t last_turn_at;
+    _Atomic uint64_t repairs;
+    _Atomic uint64_t bypasses;
+    _Atomic uint32_t wake[EQ_TURN_SLOTS];
+    _Atomic uint32_t abandoned[EQ_TURN_SLOTS];
 };
 
 _Static_assert(sizeof(struct eq_turn_page) <= EQ_TURN_PAGE_SIZE, "the page holds the layout");
+_Static_assert(offsetof(struct eq_turn_page, wake) == 64, "the head is 64 bytes");
 
 static int64_t eq_now_ns(void) {
     struct timespec now;
@@ -42,18 +87,64 @@ static int64_t eq_now_ns(void) {
     return (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
 }
 
-static struct eq_turn_page *eq_page(const eq_turn *turn) {
-    struct eq_turn_page *page = turn->page;
-    if (page == NULL || atomic_load_explicit(&page->magic, memory_order_acquire) != eq_turn_magic) return NULL;
-    return page;
-}
-
-// The byte past the page that the holder of a slot's ticket keeps locked while it is in line or holds the turn.
-static int eq_slot_lock(int descriptor, uint32_t slot, short type, int command) {
+// The byte whose lock says that `ticket` has a live owner.
+static int eq_ticket_lock(int descriptor, uint32_t ticket, short type, int command) {
     struct flock range = {
-        .l_type = type, .l_whence = SEEK_SET, .l_start = EQ_TURN_PAGE_SIZE + (off_t)slot, .l_len = 1, .l_pid = 0};
+        .l_type = type, .l_whence = SEEK_SET, .l_start = EQ_TURN_PAGE_SIZE + (off_t)ticket, .l_len = 1, .l_pid = 0};
     if (fcntl(descriptor, command, &range) != 0) return -1;
     return command == F_OFD_GETLK ? range.l_type != F_UNLCK : 0;
+}
+
+static int eq_ticket_alive(int descriptor, uint32_t ticket) {
+    return eq_ticket_lock(descriptor, ticket, F_WRLCK, F_OFD_GETLK) == 1;
+}
+
+// Whether the file still has its page: touching a mapped page past the end of a truncated file is SIGBUS.
+static int eq_file_has_page(int descriptor) {
+    struct stat status;
+    return fstat(descriptor, &status) == 0 && status.st_size >= EQ_TURN_PAGE_SIZE;
+}
+
+// Makes a page of no layout, an older one or a truncated file an empty line of this layout. A newer layout is
+// left alone. Returns whether the page is usable now.
+static int eq_adopt(struct eq_turn_page *page) {
+    uint64_t seen = atomic_load(&page->magic);
+    if (seen == eq_turn_magic) return 1;
+    int newer = (seen & ~eq_turn_magic_version_mask) == eq_turn_magic_name
+        && (seen & eq_turn_magic_version_mask) > (eq_turn_magic & eq_turn_magic_version_mask);
+    if (newer) return 0;
+    if (!atomic_compare_exchange_strong(&page->magic, &seen, eq_turn_magic)) {
+        return atomic_load(&page->magic) == eq_turn_magic;
+    }
+    // This process won the reset: an empty line, counted from zero. Whoever drew a ticket of the old page is
+    // passed over once. (`abandoned` is left as it is: a stale mark names one ticket in 2^32.)
+    atomic_store(&page->serving, atomic_load(&page->next));
+    atomic_store(&page->served_at, 0);
+    atomic_store(&page->handoffs, 0);
+    atomic_store(&page->passed_over, 0);
+    atomic_store(&page->last_turn_at, 0);
+    atomic_store(&page->bypasses, 0);
+    atomic_store(&page->repairs, seen != 0);
+    return 1;
+}
+
+// The page, when the file still has it and it holds this layout; NULL otherwise. With `repair`, a short file is
+// sized again and a page of no layout or an older one adopted (before a write only: giving the turn back after
+// the commit touches the page as little as it can).
+static struct eq_turn_page *eq_page(const eq_turn *turn, int repair) {
+    struct eq_turn_page *page = turn->page;
+    if (page == NULL) return NULL;
+    if (!repair) {
+        if (!eq_file_has_page(turn->descriptor)) return NULL;
+        return atomic_load(&page->magic) == eq_turn_magic ? page : NULL;
+    }
+    if (!eq_file_has_page(turn->descriptor)) {
+        if (flock(turn->descriptor, LOCK_EX) != 0) return NULL;
+        int sized = eq_file_has_page(turn->descriptor) || ftruncate(turn->descriptor, EQ_TURN_PAGE_SIZE) == 0;
+        flock(turn->descriptor, LOCK_UN);
+        if (!sized || !eq_file_has_page(turn->descriptor)) return NULL;
+    }
+    return eq_adopt(page) ? page : NULL;
 }
 
 static void eq_futex_wait(_Atomic uint32_t *word, uint32_t expected, int64_t timeout_ns) {
@@ -67,6 +158,7 @@ static void eq_futex_wake(_Atomic uint32_t *word) {
 
 // `serving` was just set to `ticket` by the caller: pass over tickets whose waiters left, then wake the one served.
 static void eq_serve(struct eq_turn_page *page, uint32_t ticket) {
+    atomic_store(&page->served_at, eq_now_ns());
     while (atomic_load(&page->abandoned[ticket % EQ_TURN_SLOTS]) == ticket + 1) {
         uint32_t expected = ticket;
         if (!atomic_compare_exchange_strong(&page->serving, &expected, ticket + 1)) return;
@@ -76,13 +168,67 @@ static void eq_serve(struct eq_turn_page *page, uint32_t ticket) {
     eq_futex_wake(&page->wake[ticket % EQ_TURN_SLOTS]);
 }
 
+// Moves `serving` from `from` (as read) to `to`, passing over the tickets between: their owners died or the value
+// was not a real ticket. Counted as passed-over holders, or as a repair when the stretch was longer than any
+// honest line.
+static void eq_pass_over(struct eq_turn_page *page, uint32_t from, uint32_t to) {
+    uint32_t expected = from;
+    if (!atomic_compare_exchange_strong(&page->serving, &expected, to)) return;
+    uint32_t skipped = to - from;
+    if (skipped > EQ_TURN_SLOTS) {
+        atomic_fetch_add(&page->repairs, 1);
+    } else {
+        atomic_fetch_add(&page->passed_over, skipped);
+    }
+    eq_serve(page, to);
+}
+
+// The first ticket in [from, to) with a live owner, or `to`. Tickets more than EQ_TURN_SLOTS before `to` are not
+// looked at: no honest line is that long.
+static uint32_t eq_first_live(int descriptor, uint32_t from, uint32_t to) {
+    if ((uint32_t)(to - from) > EQ_TURN_SLOTS) from = to - EQ_TURN_SLOTS;
+    for (uint32_t ticket = from; ticket != to; ticket++) {
+        if (eq_ticket_alive(descriptor, ticket)) return ticket;
+    }
+    return to;
+}
+
+static int eq_is_stale(int64_t since, int64_t now, int64_t stale_ns) {
+    return since != 0 && (since > now || now - since > stale_ns);
+}
+
 // Leaves the line without the turn: marks the ticket so that whoever serves it passes over it, and if it was
 // served meanwhile, hands it on.
 static void eq_leave(eq_turn *turn, struct eq_turn_page *page, uint32_t ticket) {
     atomic_store(&page->abandoned[ticket % EQ_TURN_SLOTS], ticket + 1);
-    eq_slot_lock(turn->descriptor, ticket % EQ_TURN_SLOTS, F_UNLCK, F_OFD_SETLK);
+    eq_ticket_lock(turn->descriptor, ticket, F_UNLCK, F_OFD_SETLK);
     uint32_t expected = ticket;
     if (atomic_compare_exchange_strong(&page->serving, &expected, ticket + 1)) eq_serve(page, ticket + 1);
+}
+
+// Before drawing a ticket: repair a `serving` ahead of every ticket, pass over a holder that died (its byte
+// unlocked long after it was served), and go around a live holder past the stale limit (EQ_TURN_STALE) instead of
+// queueing behind a stopped process. Returns EQ_TURN_ACQUIRED when the caller should draw.
+static int eq_clear_the_way(const eq_turn *turn, struct eq_turn_page *page, int64_t now, int64_t stale_ns) {
+    for (int round = 0; round < 4; round++) {
+        uint32_t serving = atomic_load(&page->serving);
+        uint32_t next = atomic_load(&page->next);
+        if ((int32_t)(next - serving) < 0) {
+            eq_pass_over(page, serving, next);
+            continue;
+        }
+        // An empty line, or one far too long to be honest (the first waiter's look repairs it).
+        if (serving == next || next - serving > EQ_TURN_SLOTS) return EQ_TURN_ACQUIRED;
+        int64_t since = atomic_load(&page->served_at);
+        if (since == 0) {
+            atomic_compare_exchange_strong(&page->served_at, &since, now);
+            return EQ_TURN_ACQUIRED;
+        }
+        if (!eq_is_stale(since, now, stale_ns)) return EQ_TURN_ACQUIRED;
+        if (eq_ticket_alive(turn->descriptor, serving)) return EQ_TURN_STALE;
+        eq_pass_over(page, serving, serving + 1);
+    }
+    return EQ_TURN_ACQUIRED;
 }
 
 int eq_turn_map(eq_turn *turn, int descriptor) {
@@ -96,33 +242,15 @@ int eq_turn_map(eq_turn *turn, int descriptor) {
         errno = EINVAL;
         return -1;
     }
-    if (status.st_size < EQ_TURN_PAGE_SIZE) {
-        // The first writer sizes the file (zeros: the empty line); others wait on the flock, then see the size.
-        if (flock(descriptor, LOCK_EX) != 0) return -1;
-        int sized = fstat(descriptor, &status) == 0
-            && (status.st_size >= EQ_TURN_PAGE_SIZE || ftruncate(descriptor, EQ_TURN_PAGE_SIZE) == 0);
-        int saved = errno;
-        flock(descriptor, LOCK_UN);
-        if (!sized) {
-            errno = saved;
-            return -1;
-        }
-    }
     void *mapped = mmap(NULL, EQ_TURN_PAGE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, descriptor, 0);
     if (mapped == MAP_FAILED) return -1;
-    struct eq_turn_page *page = mapped;
-    uint64_t magic = atomic_load_explicit(&page->magic, memory_order_acquire);
-    if (magic == 0) {
-        uint64_t empty = 0;
-        atomic_compare_exchange_strong(&page->magic, &empty, eq_turn_magic);
-        magic = atomic_load(&page->magic);
-    }
-    if (magic != eq_turn_magic) {
+    turn->page = mapped;
+    if (eq_page(turn, 1) == NULL) {
         munmap(mapped, EQ_TURN_PAGE_SIZE);
+        turn->page = NULL;
         errno = EPROTO;
         return -1;
     }
-    turn->page = mapped;
     return 0;
 }
 
@@ -134,34 +262,44 @@ void eq_turn_unmap(eq_turn *turn) {
 }
 
 int eq_turn_acquire(eq_turn *turn, int64_t timeout_ns, int64_t stale_ns) {
-    struct eq_turn_page *page = eq_page(turn);
-    if (page == NULL) return EQ_TURN_UNUSABLE;
     if (turn->held) return EQ_TURN_ACQUIRED;
+    struct eq_turn_page *page = eq_page(turn, 1);
+    if (page == NULL) return EQ_TURN_UNUSABLE;
     int64_t start = eq_now_ns();
-    int64_t since = atomic_load(&page->held_since);
-    if (since != 0 && start - since > stale_ns) return EQ_TURN_STALE;
+    int cleared = eq_clear_the_way(turn, page, start, stale_ns);
+    if (cleared != EQ_TURN_ACQUIRED) {
+        atomic_fetch_add_explicit(&page->bypasses, 1, memory_order_relaxed);
+        return cleared;
+    }
     uint32_t ticket = atomic_fetch_add(&page->next, 1);
     uint32_t slot = ticket % EQ_TURN_SLOTS;
-    if (eq_slot_lock(turn->descriptor, slot, F_WRLCK, F_OFD_SETLK) != 0) {
-        // More waiters than slots, or locks unsupported here: not in line (the unlock in `eq_leave` is a no-op).
+    if (eq_ticket_lock(turn->descriptor, ticket, F_WRLCK, F_OFD_SETLK) != 0) {
+        // Locks unsupported here, or the byte is someone else's (a group member's): not in line.
         eq_leave(turn, page, ticket);
         return EQ_TURN_UNUSABLE;
     }
     int64_t deadline = start + (timeout_ns > 0 ? timeout_ns : 0);
-    uint32_t stalled_on = 0;
-    int stalled_checks = 0;
+    // The previous look at the tickets before ours: which was served, and the first with a live owner.
+    int looked = 0;
+    uint32_t looked_serving = 0;
+    uint32_t looked_live = 0;
     for (;;) {
+        page = eq_page(turn, 0);
+        if (page == NULL) {
+            eq_ticket_lock(turn->descriptor, ticket, F_UNLCK, F_OFD_SETLK);
+            return EQ_TURN_UNUSABLE;
+        }
         uint32_t woken = atomic_load(&page->wake[slot]);
         uint32_t serving = atomic_load(&page->serving);
         if (serving == ticket) {
-            atomic_store(&page->held_since, eq_now_ns());
+            atomic_store(&page->served_at, eq_now_ns());
             turn->ticket = ticket;
             turn->held = 1;
             return EQ_TURN_ACQUIRED;
         }
-        if ((int32_t)(serving - ticket) > 0) {
+        if ((int32_t)(ticket - serving) < 0) {
             // Passed over (taken for dead after a long stop, or a value a group member wrote): not in line.
-            eq_slot_lock(turn->descriptor, slot, F_UNLCK, F_OFD_SETLK);
+            eq_ticket_lock(turn->descriptor, ticket, F_UNLCK, F_OFD_SETLK);
             return EQ_TURN_UNUSABLE;
         }
         int64_t now = eq_now_ns();
@@ -172,65 +310,61 @@ int eq_turn_acquire(eq_turn *turn, int64_t timeout_ns, int64_t stale_ns) {
         int64_t slice = deadline - now < eq_turn_slice_ns ? deadline - now : eq_turn_slice_ns;
         eq_futex_wait(&page->wake[slot], woken, slice);
         if (atomic_load(&page->serving) != serving) {
-            stalled_checks = 0;
+            looked = 0;
             continue;
         }
-        since = atomic_load(&page->held_since);
-        if (since != 0 && eq_now_ns() - since > stale_ns) {
-            eq_leave(turn, page, ticket);
-            return EQ_TURN_STALE;
-        }
-        if (eq_now_ns() - now < slice) continue;  // woken early: look again
-        // A slice without progress: is the served ticket's waiter alive? Its byte is locked from before it
-        // waited until it hands the turn on; unlocked at two looks a slice apart means it died.
-        if (eq_slot_lock(turn->descriptor, serving % EQ_TURN_SLOTS, F_WRLCK, F_OFD_GETLK) == 0) {
-            if (stalled_on == serving && ++stalled_checks >= 2) {
-                uint32_t expected = serving;
-                if (atomic_compare_exchange_strong(&page->serving, &expected, serving + 1)) {
-                    atomic_fetch_add(&page->passed_over, 1);
-                    atomic_store(&page->held_since, 0);
-                    eq_serve(page, serving + 1);
-                }
-                stalled_checks = 0;
-            } else if (stalled_on != serving) {
-                stalled_on = serving;
-                stalled_checks = 1;
+        int64_t after = eq_now_ns();
+        int64_t since = atomic_load(&page->served_at);
+        if (since == 0) atomic_compare_exchange_strong(&page->served_at, &since, after);
+        int stale = eq_is_stale(since, after, stale_ns);
+        if (!stale && after - now < slice) continue;  // woken early: look again
+        // A slice without progress (or a holder past the stale limit): who before us is alive?
+        uint32_t live = eq_first_live(turn->descriptor, serving, ticket);
+        if (live == serving) {
+            looked = 0;
+            if (stale) {
+                atomic_fetch_add_explicit(&page->bypasses, 1, memory_order_relaxed);
+                eq_leave(turn, page, ticket);
+                return EQ_TURN_STALE;
             }
-        } else {
-            stalled_checks = 0;
+            continue;
         }
+        if (stale || (looked && looked_serving == serving && looked_live == live)) {
+            eq_pass_over(page, serving, live);
+            looked = 0;
+            continue;
+        }
+        looked = 1;
+        looked_serving = serving;
+        looked_live = live;
     }
 }
 
 void eq_turn_release(eq_turn *turn) {
-    struct eq_turn_page *page = eq_page(turn);
     if (!turn->held) return;
     turn->held = 0;
-    if (page == NULL) return;
     uint32_t ticket = turn->ticket;
-    atomic_store(&page->held_since, 0);
-    atomic_store_explicit(&page->last_turn_at, eq_now_ns(), memory_order_relaxed);
-    atomic_fetch_add_explicit(&page->handoffs, 1, memory_order_relaxed);
-    uint32_t expected = ticket;
-    int waited_on = atomic_load(&page->next) != ticket + 1;
-    // Only if the turn is still ours: a group member may have moved `serving`.
-    if (atomic_compare_exchange_strong(&page->serving, &expected, ticket + 1)) eq_serve(page, ticket + 1);
-    eq_slot_lock(turn->descriptor, ticket % EQ_TURN_SLOTS, F_UNLCK, F_OFD_SETLK);
+    struct eq_turn_page *page = eq_page(turn, 0);
+    int waited_on = 0;
+    if (page != NULL) {
+        atomic_store_explicit(&page->last_turn_at, eq_now_ns(), memory_order_relaxed);
+        atomic_fetch_add_explicit(&page->handoffs, 1, memory_order_relaxed);
+        waited_on = atomic_load(&page->next) != ticket + 1;
+        uint32_t expected = ticket;
+        // Only if the turn is still ours: a waiter may have passed over us, or a group member moved `serving`.
+        if (atomic_compare_exchange_strong(&page->serving, &expected, ticket + 1)) eq_serve(page, ticket + 1);
+    }
+    eq_ticket_lock(turn->descriptor, ticket, F_UNLCK, F_OFD_SETLK);
     // The woken writer is usually queued on this CPU (the kernel wakes affine): let it run now rather than
     // after this writer's next record is built (measured: 33 -> 20 us from release to the next holder running).
     if (waited_on) sched_yield();
 }
 
-uint64_t eq_turn_handoffs(const eq_turn *turn) {
-    struct eq_turn_page *page = eq_page(turn);
-    return page == NULL ? 0 : atomic_load_explicit(&page->handoffs, memory_order_relaxed);
-}
-
 uint32_t eq_turn_waiting(const eq_turn *turn) {
-    struct eq_turn_page *page = eq_page(turn);
-    if (page == NULL) return 0;
+    struct eq_turn_page *page = turn->page;
+    if (page == NULL || !eq_file_has_page(turn->descriptor)) return 0;
     uint32_t queued = atomic_load(&page->next) - atomic_load(&page->serving);
-    return queued > 1 && queued < EQ_TURN_SLOTS ? queued - 1 : 0;
+    return queued > 1 && queued <= EQ_TURN_SLOTS ? queued - 1 : 0;
 }
 
 // The page's first 64 bytes as plain fields, for reading with pread (no mapping: `eq_turn_peek`).
@@ -238,32 +372,43 @@ struct eq_turn_head {
     uint64_t magic;
     uint32_t next;
     uint32_t serving;
-    int64_t held_since;
+    int64_t served_at;
     uint64_t handoffs;
     uint64_t passed_over;
     int64_t last_turn_at;
-    char padding[16];
+    uint64_t repairs;
+    uint64_t bypasses;
 };
 
 _Static_assert(sizeof(struct eq_turn_head) == 64, "the head is the page's first 64 bytes");
 _Static_assert(offsetof(struct eq_turn_page, handoffs) == offsetof(struct eq_turn_head, handoffs), "same layout");
-_Static_assert(offsetof(struct eq_turn_page, last_turn_at) == offsetof(struct eq_turn_head, last_turn_at), "same");
-_Static_assert(offsetof(struct eq_turn_page, wake) == 64, "the slots start after the head");
+_Static_assert(offsetof(struct eq_turn_page, bypasses) == offsetof(struct eq_turn_head, bypasses), "same layout");
 
-int eq_turn_peek(int descriptor, uint64_t *handoffs, int64_t *idle_ns) {
+int eq_turn_peek(int descriptor, eq_turn_state *state) {
+    memset(state, 0, sizeof *state);
+    state->idle_ns = INT64_MAX;
     struct eq_turn_head head;
-    if (pread(descriptor, &head, sizeof head, 0) != (ssize_t)sizeof head || head.magic != eq_turn_magic) return -1;
-    *handoffs = head.handoffs;
-    if (head.held_since != 0) {
-        *idle_ns = 0;
-    } else {
-        int64_t idle = eq_now_ns() - head.last_turn_at;
-        *idle_ns = head.last_turn_at == 0 || idle < 0 ? INT64_MAX : idle;
+    ssize_t got = pread(descriptor, &head, sizeof head, 0);
+    if (got < 0) return -1;
+    if (got != (ssize_t)sizeof head || head.magic != eq_turn_magic) return 0;
+    state->usable = 1;
+    state->handoffs = head.handoffs;
+    state->passed_over = head.passed_over;
+    state->repairs = head.repairs;
+    state->bypasses = head.bypasses;
+    int64_t now = eq_now_ns();
+    if (head.last_turn_at != 0 && now >= head.last_turn_at) state->idle_ns = now - head.last_turn_at;
+    uint32_t drawn = head.next - head.serving;
+    if (drawn == 0 || drawn > EQ_TURN_SLOTS) return 0;
+    // Busy only while some owner lives: a dead holder (killed with nobody behind it) is not writing.
+    uint32_t live = eq_first_live(descriptor, head.serving, head.next);
+    if (live == head.next) return 0;
+    state->busy = 1;
+    for (uint32_t ticket = live + 1; ticket != head.next; ticket++) {
+        if (eq_ticket_alive(descriptor, ticket)) state->waiting += 1;
+    }
+    if (live == head.serving && head.served_at != 0 && now >= head.served_at) {
+        state->held_ns = now - head.served_at;
     }
     return 0;
-}
-
-uint64_t eq_turn_passed_over(const eq_turn *turn) {
-    struct eq_turn_page *page = eq_page(turn);
-    return page == NULL ? 0 : atomic_load_explicit(&page->passed_over, memory_order_relaxed);
 }

@@ -5,8 +5,8 @@ import EventQueue
 /// both the same way and the two can never drift apart.
 public enum ReportJSON {
     /// `pending`, `leased`, `dead`, `oldest_pending_age_seconds`, `db_bytes`, `wal_bytes`, `schema_version`,
-    /// `next_retry_at` (ISO 8601 or null) and `path`.
-    public static func stats(_ stats: QueueStats, path: String) -> JSONObject {
+    /// `next_retry_at` (ISO 8601 or null), `path` and `writers_line` (`writeLine`).
+    public static func stats(_ stats: QueueStats, path: String, line: WriteLineReport) -> JSONObject {
         [
             "pending": number(stats.pending),
             "leased": number(stats.leased),
@@ -20,7 +20,34 @@ public enum ReportJSON {
             "remembered_key_bytes": number(stats.rememberedKeyBytes),
             "next_retry_at": time(stats.nextRetryAtMilliseconds),
             "path": .string(path),
+            "writers_line": writeLine(line),
         ]
+    }
+
+    /// The writers' line: `state` ("in_use", "absent" or "off"), `reason` (when off), `busy`, `waiting`,
+    /// `held_seconds` (null when nobody has the turn), and the counters `handoffs`, `passed_over`, `repairs`,
+    /// `bypasses`.
+    public static func writeLine(_ line: WriteLineReport) -> JSONValue {
+        var object: JSONObject = [:]
+        switch line.state {
+        case .absent: object["state"] = "absent"
+        case .off(let reason):
+            object["state"] = "off"
+            object["reason"] = .string(reason)
+        case .inUse(let busy):
+            object["state"] = "in_use"
+            object["busy"] = .bool(busy)
+        }
+        object["waiting"] = number(line.waiting)
+        object["held_seconds"] =
+            line.heldNanoseconds.flatMap { JSONNumber(Double($0) / 1e9) }.map(JSONValue.number) ?? .null
+        for (key, value) in [
+            ("handoffs", line.handoffs), ("passed_over", line.passedOver), ("repairs", line.repairs),
+            ("bypasses", line.bypasses),
+        ] {
+            object[key] = .number(JSONNumber(text: String(value)) ?? JSONNumber(0))
+        }
+        return .object(object)
     }
 
     /// A pass's summary: `DrainReport.json`, the one shape of the local and the remote `drain --json`.

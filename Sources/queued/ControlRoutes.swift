@@ -81,6 +81,7 @@ struct ControlRoutes: Sendable {
             try consumer.admin.highestAssignedID()
         }
         if let highest { metrics.recordHighestID(highest) }
+        metrics.recordWriteLine(WriteLineReport.read(queuePath: store.path))
         if let braze = sink.base as? BrazeSink { metrics.recordRate(await braze.rateStatus()) }
         try await writer.send(
             status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render())

@@ -43,7 +43,7 @@ enum DaemonJSON {
         _ stats: QueueStats, path: String, daemon: LaunchSnapshot, sinkName: String, sink: SinkHealth,
         rate: BrazeRateStatus? = nil
     ) -> JSONValue {
-        var object = ReportJSON.stats(stats, path: path)
+        var object = ReportJSON.stats(stats, path: path, line: WriteLineReport.read(queuePath: path))
         object["daemon"] = [
             "state": .string(daemon.state.rawValue),
             "passes": number(daemon.passes),

@@ -38,6 +38,11 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let lastSeenWaits = Mutex<Int>(0)
     /// The highest record id seen at the last scrape: the enqueued counter grows by the difference.
     private let lastSeenID = Mutex<Int64>(0)
+    private let lineInUse: Metrics.Gauge
+    private let lineHandoffs: CounterFromTotal
+    private let linePassedOver: CounterFromTotal
+    private let lineRepairs: CounterFromTotal
+    private let lineBypasses: CounterFromTotal
 
     /// Bootstraps swift-metrics with a Prometheus factory; call once per process.
     init() {
@@ -84,6 +89,26 @@ final class DaemonMetrics: BrazeRequestObserver {
         rateLimitLimit = Metrics.Gauge(label: "eventqueue_braze_rate_limit_limit")
         rateLimitWaitSeconds = Metrics.Gauge(label: "eventqueue_braze_rate_limit_wait_seconds")
         requestLatency = Metrics.Timer(label: "eventqueue_braze_request_duration_seconds")
+        lineInUse = Metrics.Gauge(label: "eventqueue_writer_line_in_use")
+        lineHandoffs = CounterFromTotal(label: "eventqueue_writer_line_handoffs_total")
+        linePassedOver = CounterFromTotal(label: "eventqueue_writer_line_passed_over_total")
+        lineRepairs = CounterFromTotal(label: "eventqueue_writer_line_repairs_total")
+        lineBypasses = CounterFromTotal(label: "eventqueue_writer_line_bypasses_total")
+    }
+
+    /// The writers' line, read at scrape time from its file: whether writers wait in line (1) or not (0: no writer
+    /// of this release yet, or off), and its counters. A line that silently stopped working shows as 0 here, or as
+    /// bypasses and repairs growing.
+    func recordWriteLine(_ line: WriteLineReport) {
+        guard case .inUse = line.state else {
+            lineInUse.record(0)
+            return
+        }
+        lineInUse.record(1)
+        lineHandoffs.advance(to: line.handoffs)
+        linePassedOver.advance(to: line.passedOver)
+        lineRepairs.advance(to: line.repairs)
+        lineBypasses.advance(to: line.bypasses)
     }
 
     /// `BrazeRequestObserver`: the latency of every `/users/track` request, answered or not.
@@ -168,5 +193,27 @@ final class DaemonMetrics: BrazeRequestObserver {
     private static func nanoseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+/// A Prometheus counter fed from a running total kept elsewhere (the writers' line's file): it grows by what the
+/// total grew since the last look. A total that went down was reset (the line's page repaired) and counts from
+/// zero again; a jump larger than any honest scrape interval sees is a group member's write, and is not counted.
+final class CounterFromTotal: Sendable {
+    private let counter: Metrics.Counter
+    private let last = Mutex<UInt64?>(nil)
+    static let largestStep: UInt64 = 1 << 32
+
+    init(label: String) {
+        counter = Metrics.Counter(label: label)
+    }
+
+    func advance(to total: UInt64) {
+        let grown = last.withLock { last -> UInt64 in
+            defer { last = total }
+            guard let previous = last else { return 0 }
+            return total >= previous ? total - previous : total
+        }
+        if grown > 0, grown < Self.largestStep { counter.increment(by: Int64(grown)) }
     }
 }

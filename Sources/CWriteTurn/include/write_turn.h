@@ -4,21 +4,23 @@
 #include <stdint.h>
 
 // The writers' line of one queue file: a ticket lock in the first page of the `<queue>-turn` file, which every
-// writer maps (docs/PERFORMANCE.md section 5; Sources/EventQueue/Storage/WriteTurn.swift says why).
+// writer of this release maps. The invariants, who may write each field and what a reader must assume of it are
+// stated at the top of write_turn.c; why a line at all: Sources/EventQueue/Storage/WriteTurn.swift.
 //
-// - Tickets are drawn in arrival order (`next`); the holder is the ticket `serving`. Releasing *hands* the turn
-//   on: `serving` moves to the next ticket and only that ticket's waiter is woken (a futex word per slot), so the
-//   writer that just committed cannot take it straight back, as it can with SQLite's lock or `flock`.
-// - Liveness without process ids (which mean nothing across PID namespaces): each ticket holder keeps an OFD lock
-//   on its slot's byte past the page, which the kernel drops when the process dies. A waiter that finds the line
-//   stalled on a ticket whose byte is unlocked passes over it.
-// - Nothing in the page is trusted: any value a group member writes there can only make writers stop waiting in
-//   line (they then wait for SQLite's lock as before), never crash or block past the timeout.
+// - Tickets are drawn in arrival order; releasing *hands* the turn to the next ticket and wakes only its waiter.
+// - Liveness without process ids: each ticket's owner keeps an OFD lock on a byte of its own (past the page), which
+//   the kernel drops when the process dies; a ticket whose byte is unlocked is passed over.
+// - Any value in the page may have been written by a group member: the line repairs what it can recognise as
+//   impossible, and otherwise a writer writes without it (SQLite's lock still serialises). A waiter never waits
+//   longer than its timeout. A mapping of a file that another process truncates faults (SIGBUS) when touched, as
+//   SQLite's own `-shm` does: every use checks the file's size first, which narrows that window to the instant
+//   between the check and the access (docs/RELIABILITY.md, "Hardening V").
 
 enum {
     /// The mapped page.
     EQ_TURN_PAGE_SIZE = 4096,
-    /// Slots (futex words, and lock bytes past the page): more than the writers that can wait at once.
+    /// Futex words (a ticket waits on the one of its slot, `ticket % EQ_TURN_SLOTS`) and the longest stretch of
+    /// tickets a waiter examines for dead owners.
     EQ_TURN_SLOTS = 256,
 };
 
@@ -28,7 +30,8 @@ enum {
     EQ_TURN_ACQUIRED = 0,
     /// Waited the whole timeout: the caller writes without the turn (SQLite's own lock still serializes).
     EQ_TURN_TIMED_OUT = 2,
-    /// The holder has held it longer than the stale limit (stopped, or stuck): the caller writes without waiting.
+    /// The turn belongs to a live process that has had it longer than the stale limit (stopped, or stuck): the
+    /// caller writes without waiting.
     EQ_TURN_STALE = 3,
     /// The page is not usable, or the caller's ticket was passed over: the caller writes without the turn.
     EQ_TURN_UNUSABLE = 4,
@@ -42,6 +45,24 @@ typedef struct eq_turn {
     int held;
 } eq_turn;
 
+/// What a reader sees of a line (`eq_turn_peek`).
+typedef struct eq_turn_state {
+    /// 1 when the file holds a page of this layout; 0 otherwise (the fields below are then 0).
+    int usable;
+    /// 1 when a live process holds the turn or waits for it.
+    int busy;
+    /// Writers waiting behind the holder.
+    uint32_t waiting;
+    /// How long the ticket being served has had the turn (0 when nobody has it).
+    int64_t held_ns;
+    /// How long since a turn was last given back (INT64_MAX when never).
+    int64_t idle_ns;
+    uint64_t handoffs;
+    uint64_t passed_over;
+    uint64_t repairs;
+    uint64_t bypasses;
+} eq_turn_state;
+
 /// Makes `descriptor` (a regular file opened read-write) hold an initialized page and maps it into `turn`.
 /// Returns 0, or -1 with errno set (the caller then writes without a line).
 int eq_turn_map(eq_turn *turn, int descriptor);
@@ -49,7 +70,7 @@ int eq_turn_map(eq_turn *turn, int descriptor);
 /// Unmaps the page (releasing the turn first if held). Does not close the descriptor.
 void eq_turn_unmap(eq_turn *turn);
 
-/// Waits in line for at most `timeout_ns`; a holder that has held the turn for more than `stale_ns` is not
+/// Waits in line for at most `timeout_ns`; a live holder that has had the turn for more than `stale_ns` is not
 /// waited for.
 int eq_turn_acquire(eq_turn *turn, int64_t timeout_ns, int64_t stale_ns);
 
@@ -59,13 +80,9 @@ void eq_turn_release(eq_turn *turn);
 /// How many writers wait behind the holder (0 when the page is unusable).
 uint32_t eq_turn_waiting(const eq_turn *turn);
 
-/// Reads the line's counters from `descriptor` (the `-turn` file, opened read-only) without mapping it: a
-/// consumer only watches the line, and a mapping of a file a group member can truncate could fault (SIGBUS).
-/// Returns 0, or -1 when the file holds no page of this layout.
-int eq_turn_peek(int descriptor, uint64_t *handoffs, int64_t *idle_ns);
-
-/// How many times the turn has been handed on, and how many waiters were passed over as dead (both wrap).
-uint64_t eq_turn_handoffs(const eq_turn *turn);
-uint64_t eq_turn_passed_over(const eq_turn *turn);
+/// Reads the line from `descriptor` (the `-turn` file, opened read-only) without mapping it: a consumer only
+/// watches the line, and a mapping of a file a group member can truncate could fault. Returns 0
+/// (`state->usable` says whether the file holds a line of this layout), or -1 when it cannot be read.
+int eq_turn_peek(int descriptor, eq_turn_state *state);
 
 #endif

@@ -29,7 +29,7 @@ extension QueueAdmin {
     /// next drain dead-letter it again, and would hide it from `dead list` in between. `nil` means all.
     public func retryDeadChecked(ids: [Int64]?) throws(QueueError) -> DeadRetryReport {
         let connection = file.connection
-        return try connection.transaction(operation: "retrying dead letters") { () throws(QueueError) in
+        return try connection.write("retrying dead letters") { () throws(QueueError) in
             let select = try connection.statement(
                 """
                 SELECT id, kind, payload, created_at_ms FROM records

@@ -137,11 +137,11 @@ extension QueueAdmin {
     ) throws(QueueError) -> KeyPruning {
         let connection = file.connection
         let cutoff = now - max(0, olderThanMilliseconds)
-        let (count, bytes) = try connection.transaction(
-            immediate: !dryRun, operation: "forgetting old idempotency keys"
-        ) { () throws(QueueError) in
+        let operation = "forgetting old idempotency keys"
+        let prune = { () throws(QueueError) in
             try RememberedKeys.prune(connection, before: cutoff, now: now, dryRun: dryRun)
         }
+        let (count, bytes) = try dryRun ? connection.read(operation, prune) : connection.write(operation, prune)
         return KeyPruning(keys: count, bytes: bytes)
     }
 }

@@ -30,7 +30,7 @@ extension QueueAdmin {
         let databaseBefore = Self.fileSize(path)
         // Both key tables; a key dated beyond the clock horizon (planted, or a clock far ahead) is dated now first,
         // so that it expires after the retention instead of never (issue 22 #6).
-        _ = try connection.transaction(operation: "forgetting old idempotency keys") { () throws(QueueError) in
+        _ = try connection.write("forgetting old idempotency keys") { () throws(QueueError) in
             try RememberedKeys.prune(connection, before: now - Self.deliveredKeyRetentionMilliseconds, now: now)
         }
         try vacuumInSteps()
@@ -53,7 +53,10 @@ extension QueueAdmin {
         let operation = "vacuuming freed pages"
         var free = try connection.scalarInt("PRAGMA freelist_count", operation: operation)
         while free > 0 {
-            try connection.execute("PRAGMA incremental_vacuum(\(Self.vacuumStepPages))", operation: operation)
+            // Not durable: a vacuum step lost to a power cut leaves the pages free, for the next upkeep.
+            try connection.write(operation, durable: false) { () throws(QueueError) in
+                try connection.execute("PRAGMA incremental_vacuum(\(Self.vacuumStepPages))", operation: operation)
+            }
             _ = try connection.scalarInt("PRAGMA wal_checkpoint(PASSIVE)", operation: "checkpointing the WAL")
             let left = try connection.scalarInt("PRAGMA freelist_count", operation: operation)
             if left >= free { break }  // writers are reusing the pages as fast as they are freed

@@ -19,22 +19,28 @@ extension QueueAdmin {
     /// before the pass ended.
     public static let upkeepRetryNanoseconds: Int64 = quietNanoseconds + 10_000_000
 
+    /// The writers' line as `status` and `check` show it (read, never mapped: the daemon never maps a file a group
+    /// member could truncate under it).
+    public var writeLine: WriteLineReport { WriteLineReport.read(queuePath: path) }
+
     /// Turns taken in the writers' line so far (nil when no writer of this release has made the line usable):
     /// read at a pass's start, it tells `maintainAfterPass` whether writers wrote during the pass.
     public var writerTurns: UInt64? {
-        WriteTurn.observe(queuePath: path)?.handoffs
+        let line = writeLine
+        guard case .inUse = line.state else { return nil }
+        return line.handoffs
     }
 
     /// The upkeep (`checkpointAndVacuum`) unless it can wait (see the type's comment); nil when it waited.
     public func maintainAfterPass(
         turnsAtPassStart: UInt64?, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> MaintenanceResult? {
-        let clock = BusyWait.monotonicNanoseconds()
-        // Read, not mapped: the daemon never maps a file a group member could truncate under it.
-        let line = WriteTurn.observe(queuePath: path)
-        let idle = line?.idleNanoseconds ?? Int64.max
+        let clock = WriteGate.monotonicNanoseconds()
+        let line = writeLine
+        let busy = line.state == .inUse(busy: true)
         let writersWrote =
-            idle < Self.quietNanoseconds || (turnsAtPassStart != nil && line?.handoffs != turnsAtPassStart)
+            busy || (line.idleNanoseconds ?? Int64.max) < Self.quietNanoseconds
+            || (turnsAtPassStart != nil && line.handoffs != turnsAtPassStart)
         let waitedSince = file.upkeepDeferredSince ?? clock
         if writersWrote, clock &- waitedSince < Self.longestDeferralNanoseconds,
             Self.fileSize(path + "-wal") <= Self.deferralWALBytes

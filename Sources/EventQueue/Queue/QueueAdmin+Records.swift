@@ -9,7 +9,7 @@ extension QueueAdmin {
     ) throws(QueueError) -> QueueStats {
         let connection = file.connection
         let operation = "reading queue statistics"
-        var stats = try connection.transaction(immediate: false, operation: operation) { () throws(QueueError) in
+        var stats = try connection.read(operation) { () throws(QueueError) in
             let live = try connection.statement(
                 """
                 SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'leased'),
@@ -76,7 +76,7 @@ extension QueueAdmin {
 
     private func changeDead(_ sql: String, ids: [Int64]?, operation: String) throws(QueueError) -> [Int64] {
         let connection = file.connection
-        return try connection.transaction(operation: operation) { () throws(QueueError) in
+        return try connection.write(operation) { () throws(QueueError) in
             let statement = try connection.statement(sql, operation: operation)
             statement.bind(1, ids.map(RecordStateSQL.jsonArray))
             var changed: [Int64] = []

@@ -107,28 +107,12 @@ public final class QueueBatch {
 
     /// The one refusal of `deadLetter`: a record that names no user has no user to be filed under.
     static func checkDeadLetter(_ record: Record, reason: String) throws(QueueError) {
-        guard namesFilingUser(record.object) else {
+        guard UserIdentity(filing: record.object) != nil else {
             throw QueueError.invalidRecord(
                 ValidationError(
                     field: "record",
                     rule: "names no user, so it cannot be kept as a dead letter either (\(reason))"))
         }
-    }
-
-    /// Mirrors the table's generated `user_key` (Migrations/0001_init.sql): is there a user to file this under?
-    static func namesFilingUser(_ object: JSONObject) -> Bool {
-        for key in ["external_id", "braze_id", "email", "phone"] {
-            if case .string = object[key] { return true }
-        }
-        if case .object(let alias) = object["user_alias"] {
-            let present = { (value: JSONValue?) -> Bool in
-                guard let value else { return false }
-                if case .null = value { return false }
-                return true
-            }
-            return present(alias["alias_name"]) && present(alias["alias_label"])
-        }
-        return false
     }
 
     private func insert(
@@ -156,9 +140,7 @@ extension QueueWriter {
     public func batch<T>(_ body: (QueueBatch) throws -> T) throws -> T {
         try file.checkFreeSpaceReserve()
         let connection = file.connection
-        return try connection.transaction(operation: "enqueueing a batch") {
-            try body(
-                QueueBatch(connection: connection, now: WallClock.nowMilliseconds(), hasUserKeys: file.hasUserKeys))
-        }
+        let batch = QueueBatch(connection: connection, now: WallClock.nowMilliseconds(), hasUserKeys: file.hasUserKeys)
+        return try connection.write("enqueueing a batch") { try body(batch) }
     }
 }

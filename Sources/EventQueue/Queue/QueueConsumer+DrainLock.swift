@@ -18,16 +18,14 @@ extension QueueConsumer {
     ) throws(QueueError) -> DrainLockHolder? {
         let connection = file.connection
         let leaseMilliseconds = ClockHorizon.clamp(leaseMilliseconds)
-        // The lock is a lease too: losing its renewal to a power cut costs nothing (see withRelaxedSync).
-        return try withRelaxedSync { () throws(QueueError) in
-            try acquireDrainLockTransaction(connection, leaseMilliseconds: leaseMilliseconds, now: now)
-        }
+        // The lock is a lease too: losing its renewal to a power cut costs nothing (see `claim`).
+        return try acquireDrainLockTransaction(connection, leaseMilliseconds: leaseMilliseconds, now: now)
     }
 
     private func acquireDrainLockTransaction(
         _ connection: Connection, leaseMilliseconds: Int64, now: Int64
     ) throws(QueueError) -> DrainLockHolder? {
-        try connection.transaction(operation: "taking the drain lock") { () throws(QueueError) in
+        try connection.write("taking the drain lock", durable: false) { () throws(QueueError) in
             // A live process on this host keeps its lock whatever the clocks say: its expiry is in its clock,
             // which may run ahead of or behind ours (libfaketime, a container with its own offset), and taking
             // the lock over would run two passes on one file at once (issue 16: one batch delivered 5 times).
@@ -102,10 +100,13 @@ extension QueueConsumer {
 
     /// Gives the drain lock up (only if this consumer holds it), so the next drainer need not wait for expiry.
     public func releaseDrainLock() throws(QueueError) {
-        let release = try file.connection.statement(
-            "DELETE FROM drain_lock WHERE id = 1 AND owner = ?1", operation: "releasing the drain lock")
-        release.bind(1, consumerID)
-        try release.run()
+        let connection = file.connection
+        try connection.write("releasing the drain lock") { () throws(QueueError) in
+            let release = try connection.statement(
+                "DELETE FROM drain_lock WHERE id = 1 AND owner = ?1", operation: "releasing the drain lock")
+            release.bind(1, consumerID)
+            try release.run()
+        }
     }
 
     /// True when `owner` (a consumer id, `host:pid:random[@start]`) names a process on this host that no longer

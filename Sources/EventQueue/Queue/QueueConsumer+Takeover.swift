@@ -20,7 +20,7 @@ extension QueueConsumer {
         }
         owners.reset()
         guard !dead.isEmpty else { return 0 }
-        return try connection.transaction(operation: "releasing the leases of a dead process") {
+        return try connection.write("releasing the leases of a dead process") {
             () throws(QueueError) in
             let release = try connection.statement(
                 RecordStateSQL.takeOverDeadProcess, operation: "releasing the leases of a dead process")

@@ -50,11 +50,11 @@ public final class QueueConsumer {
     ) throws(QueueError) -> Claim {
         let lease = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
         let connection = file.connection
-        // A lost claim only makes its records claimable again: no fsync of its own (see withRelaxedSync).
-        let records = try withRelaxedSync { () throws(QueueError) in
-            try connection.transaction(operation: "claiming records") { () throws(QueueError) in
-                try claimRows(lease: lease, limit: limit, now: now).records
-            }
+        // Not durable: losing a claim to a power cut only makes its records claimable again, which is what an
+        // expired lease does anyway, and the next durable commit (the ack) syncs the WAL up to and including it, so
+        // a batch costs one sync instead of two, and nothing an ack made durable can depend on a lost claim.
+        let records = try connection.write("claiming records", durable: false) { () throws(QueueError) in
+            try claimRows(lease: lease, limit: limit, now: now).records
         }
         return Claim(lease: lease, records: records)
     }
@@ -64,7 +64,7 @@ public final class QueueConsumer {
     @discardableResult
     public func ack(_ ids: [Int64], lease: Lease, now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) -> Int {
         guard !ids.isEmpty else { return 0 }
-        return try file.connection.transaction(operation: "acking records") { () throws(QueueError) in
+        return try file.connection.write("acking records") { () throws(QueueError) in
             try ackRows(ids, lease: lease, now: now)
         }
     }
@@ -79,30 +79,26 @@ public final class QueueConsumer {
     /// Each claim has its own lease and runs after the acks and after the claims before it, whose rows are then
     /// leased, so no two batches of one call hold the same user: they can be delivered concurrently. Claiming
     /// stops at the first claim that comes back short of `limit` (the walk reached the end of what is claimable).
-    /// Without acks the transaction commits with relaxed durability, as `claim` does.
+    /// Without acks the transaction is not synced, as `claim`'s is not.
     public func ackAndClaim(
         _ delivered: [(ids: [Int64], lease: Lease)], claims: Int, limit: Int, leaseMilliseconds: Int64,
         now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> (acked: Int, claims: [Claim]) {
-        let connection = file.connection
-        let body = { () throws(QueueError) -> (Int, [Claim]) in
-            try connection.transaction(operation: "acking and claiming records") { () throws(QueueError) in
-                var acked = 0
-                for batch in delivered where !batch.ids.isEmpty {
-                    acked += try self.ackRows(batch.ids, lease: batch.lease, now: now)
-                }
-                var result: [Claim] = []
-                while result.count < claims {
-                    let lease = self.nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
-                    let (records, rows) = try self.claimRows(lease: lease, limit: limit, now: now)
-                    if !records.isEmpty { result.append(Claim(lease: lease, records: records)) }
-                    if rows < limit { break }
-                }
-                return (acked, result)
+        try file.connection.write("acking and claiming records", durable: !delivered.isEmpty) {
+            () throws(QueueError) in
+            var acked = 0
+            for batch in delivered where !batch.ids.isEmpty {
+                acked += try ackRows(batch.ids, lease: batch.lease, now: now)
             }
+            var result: [Claim] = []
+            while result.count < claims {
+                let lease = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
+                let (records, rows) = try claimRows(lease: lease, limit: limit, now: now)
+                if !records.isEmpty { result.append(Claim(lease: lease, records: records)) }
+                if rows < limit { break }
+            }
+            return (acked, result)
         }
-        let (acked, result) = delivered.isEmpty ? try withRelaxedSync(body) : try body()
-        return (acked, result)
     }
 
     private func nextLease(leaseMilliseconds: Int64, now: Int64) -> Lease {
@@ -247,7 +243,7 @@ public final class QueueConsumer {
     ) throws(QueueError) -> NackResult {
         guard !ids.isEmpty else { return NackResult() }
         let connection = file.connection
-        return try connection.transaction(operation: "returning records for retry") { () throws(QueueError) in
+        return try connection.write("returning records for retry") { () throws(QueueError) in
             let statement = try connection.statement(RecordStateSQL.nack, operation: "returning records for retry")
             statement.bind(1, RecordStateSQL.jsonArray(ids))
             statement.bind(2, lease.token)
@@ -278,7 +274,7 @@ public final class QueueConsumer {
     ) throws(QueueError) -> Int {
         guard !ids.isEmpty else { return 0 }
         let connection = file.connection
-        return try connection.transaction(operation: "dead-lettering records") { () throws(QueueError) in
+        return try connection.write("dead-lettering records") { () throws(QueueError) in
             let statement = try connection.statement(RecordStateSQL.reject, operation: "dead-lettering records")
             statement.bind(1, RecordStateSQL.jsonArray(ids))
             statement.bind(2, lease.token)
@@ -298,7 +294,7 @@ public final class QueueConsumer {
         guard !ids.isEmpty else { return 0 }
         let expires = now + ClockHorizon.clamp(leaseMilliseconds)
         let connection = file.connection
-        let held = try connection.transaction(operation: "renewing a lease") { () throws(QueueError) in
+        let held = try connection.write("renewing a lease") { () throws(QueueError) in
             let statement = try connection.statement(RecordStateSQL.renew, operation: "renewing a lease")
             statement.bind(1, RecordStateSQL.jsonArray(ids))
             statement.bind(2, lease.token)
@@ -315,7 +311,7 @@ public final class QueueConsumer {
     public func release(_ ids: [Int64], lease: Lease) throws(QueueError) -> Int {
         guard !ids.isEmpty else { return 0 }
         let connection = file.connection
-        return try connection.transaction(operation: "releasing records") { () throws(QueueError) in
+        return try connection.write("releasing records") { () throws(QueueError) in
             let statement = try connection.statement(RecordStateSQL.release, operation: "releasing records")
             statement.bind(1, RecordStateSQL.jsonArray(ids))
             statement.bind(2, lease.token)

@@ -34,7 +34,7 @@ public enum QueueSalvage {
             let writer = try QueueFile(path: destination, options: QueueOptions(minimumFreeBytes: 0))
             defer { writer.close() }
             var report = SalvageReport(source: source, destination: destination)
-            try writer.connection.transaction(operation: "salvaging records") { () throws(QueueError) in
+            try writer.connection.write("salvaging records") { () throws(QueueError) in
                 var copier = SalvageCopier(
                     reader: reader, writer: writer.connection, now: now, maxAttempts: Int64(max(1, maxAttempts)))
                 try copier.copyRecords(into: &report)

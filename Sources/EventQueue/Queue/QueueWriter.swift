@@ -11,7 +11,6 @@ public final class QueueWriter {
     /// Opens the queue at `path`, creating it (mode 0660) and its schema if needed.
     public init(path: String, options: QueueOptions = QueueOptions()) throws(QueueError) {
         file = try QueueFile(path: path, options: options)
-        file.connection.writeLinePolicy = options.waitsInLine ? .always : .never
     }
 
     /// The path of the queue file.
@@ -25,14 +24,9 @@ public final class QueueWriter {
     public func enqueue(_ record: Record) throws(QueueError) -> Int64 {
         let encoded = try Self.encode(record, now: WallClock.nowMilliseconds())
         try file.checkFreeSpaceReserve()
-        guard encoded.idempotencyKey != nil else {
-            return try file.connection.inTurn { () throws(QueueError) in try insert(encoded) }
-        }
-        // A keyed insert is two statements (insert, or find the existing id): one transaction, so that a purge or
-        // an expiring key between them cannot leave this writer without an id.
-        return try file.connection.transaction(operation: "enqueueing") { () throws(QueueError) in
-            try insert(encoded)
-        }
+        // One transaction also for a keyed insert's two statements (insert, or find the existing id), so that a
+        // purge or an expiring key between them cannot leave this writer without an id.
+        return try file.connection.write("enqueueing") { () throws(QueueError) in try insert(encoded) }
     }
 
     /// Checks every record, then appends all of them in one transaction, or none: a rejected record makes the
@@ -69,7 +63,7 @@ public final class QueueWriter {
     func enqueue(encoded: [EncodedRecord]) throws(QueueError) -> [Int64] {
         guard !encoded.isEmpty else { return [] }
         try file.checkFreeSpaceReserve()
-        return try file.connection.transaction(operation: "enqueueing a batch") { () throws(QueueError) in
+        return try file.connection.write("enqueueing a batch") { () throws(QueueError) in
             var ids: [Int64] = []
             ids.reserveCapacity(encoded.count)
             for record in encoded { ids.append(try insert(record)) }

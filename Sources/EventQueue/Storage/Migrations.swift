@@ -42,12 +42,12 @@ public enum Migrations {
             // schema (and finds the work done inside its own transaction) or the latest one, never a half-built
             // file it would take for an older release's (eight processes opening a new file at once: one was
             // refused, seeing schema 3's names on a file already at 5).
-            try connection.transaction(operation: "creating the schema") { () throws(QueueError) in
+            try connection.write("creating the schema") { () throws(QueueError) in
                 for migration in steps { try apply(migration) }
             }
         } else {
             for migration in steps {
-                try connection.transaction(operation: "migrating to schema version \(migration.version)") {
+                try connection.write("migrating to schema version \(migration.version)") {
                     () throws(QueueError) in try apply(migration)
                 }
             }

@@ -61,10 +61,11 @@ final class QueueFile {
             throw QueueError.cannotOpen(
                 path: path, reason: "could not switch to WAL mode (journal_mode is \(mode ?? "unknown"))")
         }
-        let synchronous = options.durability == .full ? "FULL" : "NORMAL"
-        try connection.execute("PRAGMA synchronous = \(synchronous)", operation: "setting durability")
-        connection.fullDurability = options.durability == .full
-        connection.synchronousIsFull = options.durability == .full
+        // Durability is the write door's: every commit runs with NORMAL, and a durable write syncs the WAL after
+        // giving the lock back (Connection+Write.swift).
+        try connection.execute("PRAGMA synchronous = NORMAL", operation: "setting durability")
+        connection.gate.syncsCommits = options.durability == .full
+        connection.gate.waitsInLine = role == .writer && options.waitsInLine
         _ = try connection.scalarInt(
             "PRAGMA journal_size_limit = \(options.journalSizeLimitBytes)", operation: "setting journal_size_limit")
         // Statement journals (every multi-row UPDATE inside a transaction keeps one) and the claim's id list stay
@@ -98,7 +99,7 @@ final class QueueFile {
         }
         // One read transaction, so that the version and the objects the check reads are one snapshot: a consumer
         // may be migrating the file step by step meanwhile.
-        try connection.transaction(immediate: false, operation: "checking the schema") { () throws(QueueError) in
+        try connection.read("checking the schema") { () throws(QueueError) in
             try check(connection)
         }
         // The schema may change after this open (another group member's `sqlite3`): every transaction compares
@@ -140,7 +141,7 @@ final class QueueFile {
     /// Free bytes available to this process on the queue's filesystem, or `nil` when unknown.
     func freeBytes() -> Int64? {
         var stats = statvfs()
-        guard statvfs(Connection.directoryName(of: path), &stats) == 0 else { return nil }
+        guard statvfs(QueuePath.directoryName(of: path), &stats) == 0 else { return nil }
         return Int64(stats.f_bavail) * Int64(stats.f_frsize)
     }
 

@@ -73,8 +73,8 @@ enum QueuePath {
     static func requireRoomForSharedMemory(_ path: String) throws(QueueError) {
         guard access(path + "-shm", F_OK) != 0 else { return }
         var stats = statvfs()
-        // A read-only filesystem is reported as such by the open (Connection.accessProblem), not as full.
-        guard statvfs(Connection.directoryName(of: path), &stats) == 0, stats.f_flag & UInt(ST_RDONLY) == 0 else {
+        // A read-only filesystem is reported as such by the open (QueuePath.accessProblem), not as full.
+        guard statvfs(QueuePath.directoryName(of: path), &stats) == 0, stats.f_flag & UInt(ST_RDONLY) == 0 else {
             return
         }
         // Root may use the blocks reserved for it; everyone else only the available ones.

@@ -8,16 +8,17 @@ import CWriteTurn
 ///
 /// Why: SQLite's write lock is not queued. Whoever tries first after a commit gets it, so with several writers a
 /// busy-handler sleep can be passed over again and again (p99 30–40 ms at 4–8 writers, with commits of 0.25 ms;
-/// docs/PERFORMANCE.md section 5). The line is a ticket lock in the page of `<queue>-turn` (`CWriteTurn`): tickets
-/// are served in the order they were drawn, giving the turn back *hands* it to the next ticket and wakes only its
-/// waiter (a futex word per slot), and a waiter or holder that died is passed over (the kernel drops its OFD lock
-/// on its slot's byte). It only orders the attempts: SQLite's lock still decides who writes. So anything wrong with the line (the file cannot be created or is not ours, the page is
-/// damaged, a holder is stopped) means writing as before, never an error: a writer that cannot use it falls back
-/// to polling (`BusyWait`), and so do writers of other languages, which do not take it (docs/WRITERS.md).
+/// docs/PERFORMANCE.md section 5). The line is a ticket lock in the page of `<queue>-turn` (`CWriteTurn`, whose
+/// header comment states its invariants): tickets are served in the order they were drawn, giving the turn back
+/// *hands* it to the next ticket and wakes only its waiter, and a ticket whose owner died is passed over. It only
+/// orders the attempts: SQLite's lock still decides who writes. So anything wrong with the line (the file cannot be
+/// created or is not ours, the page is damaged, a holder is stopped) means writing as before, never an error, and
+/// the next writer repairs what it can recognise as damage in the file itself; writers of other languages do not
+/// take the line (docs/WRITERS.md).
 final class WriteTurn {
     private var turn = eq_turn(page: nil, descriptor: -1, ticket: 0, held: 0)
 
-    /// A holder that has had the turn this long is not waited for (stopped, or stuck in a long wait of its own).
+    /// A live holder that has had the turn this long is not waited for (stopped, or stuck in a long wait of its own).
     static let staleNanoseconds: Int64 = 1_000_000_000
     /// The longest wait in line; then the writer waits for SQLite's lock directly, as writers without the line do.
     static let longestWaitNanoseconds: Int64 = 1_000_000_000
@@ -50,9 +51,7 @@ final class WriteTurn {
             descriptor = Glibc.open(path, flags)
         }
         guard descriptor >= 0 else { return nil }
-        var status = stat()
-        // Only a regular file with one name: anything else a group member put there is not waited on.
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_nlink == 1 else {
+        guard WriteLineReport.problem(descriptor) == nil else {
             Glibc.close(descriptor)
             return nil
         }
@@ -61,37 +60,12 @@ final class WriteTurn {
         return line
     }
 
-    /// Whether this connection holds the turn now. Not re-entrant: a write inside a held turn must not take it.
-    var isHeld: Bool { turn.held != 0 }
-
-    /// What a consumer sees of the line without joining or mapping it (`eq_turn_peek`): turns handed on so far,
-    /// and how long no writer has had the turn (nil when never). Nil when there is no usable line file.
-    static func observe(queuePath: String) -> (handoffs: UInt64, idleNanoseconds: Int64?)? {
-        let descriptor = Glibc.open(path(forQueue: queuePath), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
-        guard descriptor >= 0 else { return nil }
-        defer { Glibc.close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
-        var handoffs: UInt64 = 0
-        var idle: Int64 = 0
-        guard eq_turn_peek(descriptor, &handoffs, &idle) == 0 else { return nil }
-        return (handoffs, idle == Int64.max ? nil : idle)
-    }
-
-    /// Waits in line for at most `timeoutNanoseconds` (and never for a holder older than `staleNanoseconds`).
+    /// Waits in line for at most `timeoutNanoseconds` (and never for a live holder older than `staleNanoseconds`).
     /// Returns whether the turn is held; when not, the caller writes anyway, and SQLite's lock still serializes.
+    /// Not re-entrant: a write inside a held turn must not take it again.
     func take(timeoutNanoseconds: Int64, staleNanoseconds: Int64 = WriteTurn.staleNanoseconds) -> Bool {
         eq_turn_acquire(&turn, min(timeoutNanoseconds, Self.longestWaitNanoseconds), staleNanoseconds)
             == Int32(EQ_TURN_ACQUIRED)
-    }
-
-    /// What the kernel does when the process dies: its descriptor closes (dropping its slot's lock) and nothing
-    /// hands the turn on. For tests of the line's recovery in one process; the object is unusable afterwards.
-    func dieHoldingTheTurnForTesting() {
-        turn.held = 0
-        eq_turn_unmap(&turn)
-        Glibc.close(turn.descriptor)
-        turn.descriptor = -1
     }
 
     /// Hands the turn to the next in line (nothing when not held).
@@ -101,18 +75,4 @@ final class WriteTurn {
 
     /// Whether writers wait behind the holder: the holder then polls SQLite's lock eagerly (they all wait on it).
     var othersWaiting: Bool { eq_turn_waiting(&turn) > 0 }
-
-    /// How many times the turn was handed on, and how many dead waiters were passed over (all writers, since the
-    /// file was created; both wrap).
-    var handoffs: UInt64 { eq_turn_handoffs(&turn) }
-    var passedOver: UInt64 { eq_turn_passed_over(&turn) }
-}
-
-/// When a connection's writes wait in the writers' line.
-enum WriteLinePolicy: Equatable {
-    /// Never: SQLite's lock only. The consumer: its claims and acks in line after every writer's commit would
-    /// halve a lone writer's rate (measured), and they are few and long, so the line's holder polls for them.
-    case never
-    /// Before every write: writers, whose commits are short and many.
-    case always
 }

@@ -14,8 +14,8 @@ package enum IdempotencyKey {
     /// Whose key a keyed record's key is and which record it names; `nil` for a record without a key, or whose
     /// object names no user the file could file the key under.
     package static func scope(of record: Record) -> KeyScope? {
-        guard record.idempotencyKey != nil, let userKey = userKey(of: record.object) else { return nil }
-        return KeyScope(userKey: userKey, digest: digest(kind: record.kind, object: record.object))
+        guard record.idempotencyKey != nil, let user = UserIdentity(filing: record.object) else { return nil }
+        return KeyScope(userKey: user.orderingKey, digest: digest(kind: record.kind, object: record.object))
     }
 
     /// The record's digest as the caller gave it (before the writer fills in `time` or a purchase's `quantity`),
@@ -40,21 +40,5 @@ package enum IdempotencyKey {
         mix(0)
         for byte in payload { mix(byte) }
         return Int64(bitPattern: hash)
-    }
-
-    /// The stored `user_key` of a record with this object: the generated column of Migrations/0001_init.sql in
-    /// Swift (the same derivation as `UserIdentity.orderingKey`), so that a writer can look its key up before
-    /// inserting. `nil` when the object names no user the column could derive a text from.
-    package static func userKey(of object: JSONObject) -> String? {
-        if case .string(let id) = object["external_id"] { return "external_id:" + id }
-        if case .string(let id) = object["braze_id"] { return "braze_id:" + id }
-        if case .object(let alias) = object["user_alias"] {
-            guard case .string(let label) = alias["alias_label"], case .string(let name) = alias["alias_name"]
-            else { return nil }
-            return "user_alias:" + label + ":" + name
-        }
-        if case .string(let email) = object["email"] { return "email:" + email }
-        if case .string(let phone) = object["phone"] { return "phone:" + phone }
-        return nil
     }
 }

@@ -14,12 +14,36 @@ public enum UserIdentity: Sendable, Hashable {
     /// A phone number (`phone`, E.164 recommended).
     case phone(String)
 
-    /// The string the queue orders this user's records by: the value of `records.user_key`.
-    ///
-    /// The queue file derives `user_key` itself, in SQL, from the stored payload (see `Migrations/0001_init.sql`),
-    /// so that every writer, foreign ones included, gets the same ordering; no writer stores this string. This is
-    /// the same derivation in Swift, for readers of `ClaimedRecord.userKey`; the two must stay identical (the fuzz
-    /// oracle checks that they are).
+    /// The user the queue files `object` under: the rule of the generated column `records.user_key`
+    /// (Migrations/0001_init.sql), in its order (`external_id`, `braze_id`, `user_alias`, `email`, `phone`, the
+    /// first that is a string, or the alias when it is an object). `nil` when the column derives no user (the row
+    /// would be refused), and also when an alias member is a number, boolean, object or array, which SQLite turns
+    /// into text by rules of its own: such a record cannot pass Braze's checks, and is refused as naming no user
+    /// rather than guessed at. The column is the rule; this is its one Swift home, which writers ask before an
+    /// insert that must know the user (a key's scope, a dead letter), checked against SQLite for every shape of
+    /// identity (`UserKeyRuleTests`).
+    package init?(filing object: JSONObject) {
+        if case .string(let id) = object["external_id"] {
+            self = .externalID(id)
+        } else if case .string(let id) = object["braze_id"] {
+            self = .brazeID(id)
+        } else if case .object(let alias) = object["user_alias"] {
+            guard case .string(let name) = alias["alias_name"], case .string(let label) = alias["alias_label"] else {
+                return nil
+            }
+            self = .alias(name: name, label: label)
+        } else if case .string(let email) = object["email"] {
+            self = .email(email)
+        } else if case .string(let phone) = object["phone"] {
+            self = .phone(phone)
+        } else {
+            return nil
+        }
+    }
+
+    /// The string the queue orders this user's records by: the value of `records.user_key`, which the queue file
+    /// derives itself, in SQL, from the stored payload, so that every writer, foreign ones included, gets the same
+    /// ordering (`init(filing:)` says which user that is).
     public var orderingKey: String {
         switch self {
         case .externalID(let id): return "external_id:" + id

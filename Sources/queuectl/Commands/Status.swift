@@ -9,7 +9,8 @@ import EventQueueCommandLine
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Counts of pending, leased and dead records, the oldest pending record's age, file sizes.",
+        abstract:
+            "Counts of pending, leased and dead records, the oldest pending record's age, file sizes, the writers' line.",
         discussion: """
             When a daemon serving this queue answers on its control socket (--socket, else $EVENTQUEUE_SOCKET, \
             else the default path, if it exists), its Braze sink's rate-limit state is shown too: the last \
@@ -19,7 +20,8 @@ struct Status: ParsableCommand {
     @Flag(
         help: """
             Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version, \
-            remembered_keys, remembered_key_bytes, rate_limit (the daemon's, or null).
+            remembered_keys, remembered_key_bytes, writers_line (state, reason, busy, waiting, held_seconds, \
+            handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or null).
             """)
     var json = false
 
@@ -34,8 +36,9 @@ struct Status: ParsableCommand {
         let now = WallClock.nowMilliseconds()
         let stats = try withQueue { () throws(QueueError) in try admin.stats(now: now, includingKeys: true) }
         let rate = daemonRateLimit(servingQueueAt: admin.path)
+        let line = admin.writeLine
         if json {
-            var object = ReportJSON.stats(stats, path: admin.path)
+            var object = ReportJSON.stats(stats, path: admin.path, line: line)
             object["rate_limit"] = rate ?? .null
             writeStandardOutput(JSONValue.object(object).serialized + "\n")
             return
@@ -57,6 +60,7 @@ struct Status: ParsableCommand {
         lines.append(
             "keys:           \(stats.rememberedKeys) remembered, about \(stats.rememberedKeyBytes) bytes "
                 + "(`queuectl keys prune --older-than 1d` forgets them sooner)")
+        lines.append("writers' line:  \(line.summary)")
         if let rate = rate?.objectValue { lines.append("braze limit:    " + Self.describe(rate)) }
         writeStandardOutput(lines.joined(separator: "\n") + "\n")
     }

@@ -4,10 +4,10 @@ import Testing
 
 @testable import EventQueue
 
-/// The busy handler (`BusyWait`): waits for another connection's write lock up to the timeout, gives up with a
+/// The busy handler (`WriteGate`): waits for another connection's write lock up to the timeout, gives up with a
 /// typed `busy` error at the timeout (not before, not long after), and a checkpoint's shorter wait does not
 /// stick to the connection.
-@Suite struct BusyWaitTests {
+@Suite struct WriteGateTests {
     let directory = Scratch()
     var path: String { directory.file("q.db") }
 
@@ -90,7 +90,7 @@ import Testing
     }
 
     @Test func aZeroTimeoutDoesNotWaitAtAll() {
-        #expect(BusyWait(timeoutMilliseconds: 0).shouldRetry(attempt: 0) == false)
-        #expect(BusyWait(timeoutMilliseconds: 1_000).shouldRetry(attempt: 0) == true)
+        #expect(WriteGate(queuePath: path, timeoutMilliseconds: 0).shouldRetry(attempt: 0) == false)
+        #expect(WriteGate(queuePath: path, timeoutMilliseconds: 1_000).shouldRetry(attempt: 0) == true)
     }
 }

@@ -1,16 +1,15 @@
 import Foundation
-import EventQueueTestSupport
 
 /// Another process holding the queue file's write lock: Python's `sqlite3` module runs `BEGIN EXCLUSIVE` (what an
 /// admin's shell or a long bulk import does), then holds it until `release()` or for `seconds`, whichever comes
 /// first, and commits.
-final class WriteLockHolder: Sendable {
-    let child: ChildProcess
+public final class WriteLockHolder: Sendable {
+    public let child: ChildProcess
     let lockedMarker: String
     let releaseMarker: String
 
     /// Starts the holder and returns once it holds the lock.
-    init(db: String, seconds: Double, in scratch: Scratch) async throws {
+    public init(db: String, seconds: Double, in scratch: Scratch) async throws {
         let id = UUID().uuidString.prefix(8)
         lockedMarker = scratch.file("locked-\(id)")
         releaseMarker = scratch.file("release-\(id)")
@@ -39,12 +38,12 @@ final class WriteLockHolder: Sendable {
 
     /// Commits and waits for the holder to exit; returns its status.
     @discardableResult
-    func release() async -> Int32 {
-        FileManager.default.createFile(atPath: releaseMarker, contents: nil)
+    public func release() async -> Int32 {
+        _ = FileManager.default.createFile(atPath: releaseMarker, contents: nil)
         return await child.exited()
     }
 
     /// Waits for the holder to let go by itself (after its `seconds`).
     @discardableResult
-    func finished() async -> Int32 { await child.exited() }
+    public func finished() async -> Int32 { await child.exited() }
 }

@@ -1,0 +1,130 @@
+import CSQLite
+
+/// The one door for writes, in the shape of GRDB's `DatabaseWriter.write`, and its read-only twin.
+///
+/// Every statement of the library that changes the file runs inside `write`: it waits for the connection's turn in
+/// the writers' line (`WriteGate`), runs `BEGIN IMMEDIATE` (the write lock up front, so the transaction can never
+/// fail half-way with SQLITE_BUSY the way a deferred read-then-write transaction can), checks that the schema is
+/// still the one verified at open (`schemaGuard`), runs the body and `COMMIT`, gives the turn back, and then syncs
+/// the WAL when the write must be durable.
+///
+/// Why the sync comes after the commit: connections run with `synchronous=NORMAL`, so a commit writes its WAL
+/// frames without syncing them and releases SQLite's lock at once; the writer then syncs the WAL through SQLite's
+/// own file object before the write returns. The promise is that of `synchronous=FULL` (a write that returned is on
+/// disk), but no writer waits behind another's fsync, and the kernel folds overlapping syncs of one file into fewer
+/// flushes. No commit becomes durable ahead of an earlier one: a WAL frame is recovered after a power loss only when
+/// every frame before it is (checksums chain), and a sync writes every frame written before it. Checkpoints with
+/// `NORMAL` sync the WAL before copying it back. Measured: docs/PERFORMANCE.md section 5; tested against a
+/// simulated power cut (docs/RELIABILITY.md).
+extension Connection {
+    /// Runs `body` as one write transaction, in this connection's turn. `durable: false` skips the sync for state
+    /// whose loss to a power cut costs nothing (a claim, the drain lock: leases that expire anyway, see
+    /// `QueueConsumer.claim`); errors of `body` are rethrown as they are, after the rollback.
+    func write<T>(_ operation: String, durable: Bool = true, rethrowing body: () throws -> T) throws -> T {
+        gate.enter()
+        let result: T
+        do {
+            defer { gate.leave() }
+            try begin(immediate: true, operation: operation)
+            do {
+                result = try body()
+                try step("COMMIT", operation: operation)
+            } catch {
+                rollbackQuietly()
+                throw error
+            }
+        }
+        if durable && gate.syncsCommits { try syncWAL() }
+        return result
+    }
+
+    /// `write` for a body that throws only `QueueError`.
+    func write<T>(
+        _ operation: String, durable: Bool = true, _ body: () throws(QueueError) -> T
+    ) throws(QueueError) -> T {
+        do {
+            return try write(operation, durable: durable, rethrowing: body)
+        } catch let error as QueueError {
+            throw error
+        } catch {
+            // Unreachable: the door and the body throw only `QueueError`.
+            throw QueueError.sqlite(code: SQLITE_MISUSE, message: "\(error)", operation: operation)
+        }
+    }
+
+    /// Runs `body` in one read transaction (one snapshot), after the schema guard; no turn, no lock, no sync.
+    func read<T>(_ operation: String, _ body: () throws(QueueError) -> T) throws(QueueError) -> T {
+        try begin(immediate: false, operation: operation)
+        do {
+            let result = try body()
+            try step("COMMIT", operation: operation)
+            return result
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+    }
+
+    /// Opens a transaction and checks the schema is still the one verified at open (`schemaGuard`).
+    private func begin(immediate: Bool, operation: String) throws(QueueError) {
+        try step(immediate ? "BEGIN IMMEDIATE" : "BEGIN", operation: operation)
+        do {
+            try reverifySchemaIfChanged()
+        } catch {
+            rollbackQuietly()
+            throw error
+        }
+    }
+
+    /// Steps a cached statement that returns no rows (BEGIN and COMMIT: prepared once, not parsed per write).
+    private func step(_ sql: String, operation: String) throws(QueueError) {
+        try statement(sql, operation: operation).run()
+    }
+
+    /// A long-lived consumer and every writer compare the schema at each transaction when its cookie moved.
+    ///
+    /// Why: `PRAGMA trusted_schema=OFF` cannot be set with this SQLite (see `jsonFunctionsAreInnocuous`), so a
+    /// trigger another group member plants while a long-lived consumer runs would otherwise fire inside its next ack.
+    /// The cookie is a header field SQLite keeps in memory (no I/O); inside `BEGIN IMMEDIATE` nobody can change the
+    /// schema between this check and the body's statements.
+    private func reverifySchemaIfChanged() throws(QueueError) {
+        guard let schemaGuard else { return }
+        let cookie = try scalarInt("PRAGMA schema_version", operation: "reading the schema cookie")
+        guard cookie != schemaGuard.cookie else { return }
+        try schemaGuard.check(self)
+        self.schemaGuard = (schemaGuard.check, cookie)
+    }
+
+    func rollbackQuietly() {
+        if let handle, sqlite3_get_autocommit(handle) == 0 {
+            sqlite3_exec(handle, "ROLLBACK", nil, nil, nil)
+        }
+    }
+
+    /// Syncs the WAL through SQLite's own file object (its descriptor and its sync: `fdatasync` here), as a
+    /// `synchronous=FULL` commit would have before returning.
+    private func syncWAL() throws(QueueError) {
+        let operation = "syncing the committed records to disk"
+        guard let handle else {
+            throw QueueError.sqlite(code: SQLITE_MISUSE, message: "the queue was closed", operation: operation)
+        }
+        var file: UnsafeMutablePointer<sqlite3_file>?
+        let found = sqlite3_file_control(handle, "main", SQLITE_FCNTL_JOURNAL_POINTER, &file)
+        guard found == SQLITE_OK, let file, let sync = file.pointee.pMethods?.pointee.xSync else {
+            throw QueueError.sqlite(
+                code: SQLiteExtendedCode.ioErrorFsync, message: "SQLite gave no WAL file to sync (\(found))",
+                operation: operation)
+        }
+        let rc = sync(file, SQLITE_SYNC_NORMAL)
+        gate.walSyncs += 1
+        guard rc == SQLITE_OK else {
+            // Committed, and other processes may already read it, but a power loss could still undo it.
+            throw QueueError.sqlite(
+                code: rc,
+                message: "the records were committed but syncing the WAL failed ("
+                    + String(cString: sqlite3_errstr(rc))
+                    + "); they may not survive a power loss (is the disk failing or full?)",
+                operation: operation)
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import CSQLite
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// How one connection waits to write and what its writes promise: its place in the writers' line, its wait for
+/// SQLite's lock (it is the connection's busy handler), and whether a commit is synced before the write returns.
+/// The write door (`Connection.write`) is its only user; the queue file sets its rules once, when it is opened.
+///
+/// Why one type: the line decides how eagerly to poll for SQLite's lock (a holder with writers behind it polls
+/// fast, since they all wait on it), and the wait for the lock counts its timeout from the moment the write began
+/// waiting in line. Kept apart, the two shared state through four types.
+///
+/// Why the busy handler is not `sqlite3_busy_timeout`: SQLite's locks are not queued (whoever asks first after a
+/// commit gets the lock), and its default handler sleeps in steps that grow to 100 ms. A writer asleep for 100 ms
+/// loses to writers in a loop nearly every time; with eight of them one could wait out its whole 5 s timeout and
+/// fail with SQLITE_BUSY. Polling every millisecond from the start fixes that but hands the lock from process to
+/// process at every commit, which costs half the throughput. So: the default's first steps (about 1, 2, 5 and
+/// 10 ms), which leave the lock with whoever is using it, and once a wait passes `eagerAfterNanoseconds`, polls
+/// every 0.3–0.9 ms, so no waiter is passed over for long. Jittered, so waiters do not wake in step. Measured with
+/// `eventqueue-bench contention` (docs/PERFORMANCE.md, "What was profiled and changed").
+final class WriteGate {
+    /// How long one write may wait in all (in line and for the lock), in milliseconds.
+    var timeoutMilliseconds: Int
+    /// Whether a write that returned must be on disk (`QueueOptions.Durability.full`): the WAL is then synced after
+    /// the commit, once the turn and the lock are given back (`Connection.write`).
+    var syncsCommits = true
+    /// Whether writes wait in the writers' line: writers do; the consumer never does (its claims and acks in line
+    /// after every writer's commit halved a lone writer's rate, measured, and they are few and long, so the line's
+    /// holder polls for them instead).
+    var waitsInLine = false
+    /// WAL syncs done after a commit, for the tests.
+    var walSyncs = 0
+
+    private let queuePath: String
+    private var line: WriteTurn?
+    private var lineOpened = false
+    /// The line's turn while this connection holds it.
+    private var heldTurn: WriteTurn?
+    /// When the current write began waiting (in line, then for the lock): the timeout counts from there.
+    private var writeStartedAt: UInt64?
+    private var lockWaitStartedAt: UInt64 = 0
+    private var generator = SystemRandomNumberGenerator()
+
+    /// After this long, a waiter polls eagerly.
+    static let eagerAfterNanoseconds: UInt64 = 20_000_000
+    /// The patient phase's steps, as in SQLite's default handler.
+    static let patientSteps: [UInt64] = [1_000_000, 2_000_000, 5_000_000, 10_000_000]
+    /// The eager phase's step.
+    static let eagerStep: UInt64 = 600_000
+    /// The step of a connection that holds the writers' turn with writers behind it. Alone in line a writer waits
+    /// as a writer without a line does: polling eagerly then only takes the lock from the consumer between its claim
+    /// and its ack, and a lone writer's p99 doubled (docs/PERFORMANCE.md section 5).
+    static let turnStep: UInt64 = 200_000
+
+    init(queuePath: String, timeoutMilliseconds: Int) {
+        self.queuePath = queuePath
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+
+    /// Installs this gate as the busy handler of `handle`. The connection keeps the gate alive as long as `handle`.
+    func install(on handle: OpaquePointer) {
+        sqlite3_busy_handler(handle, busyCallback, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// A write begins: waits for its turn in the line (at most the timeout, and never for a stale holder).
+    func enter() {
+        let start = Self.monotonicNanoseconds()
+        writeStartedAt = start
+        guard waitsInLine, let line = openedLine() else { return }
+        let (budget, overflow) = Int64(max(0, timeoutMilliseconds)).multipliedReportingOverflow(by: 1_000_000)
+        if line.take(timeoutNanoseconds: overflow ? Int64.max : budget) { heldTurn = line }
+    }
+
+    /// The write's transaction is over (committed or rolled back): the turn goes to the next in line.
+    func leave() {
+        writeStartedAt = nil
+        heldTurn?.give()
+        heldTurn = nil
+    }
+
+    /// The line, opened at the first write that waits in it (nil: unusable, the writes go without it).
+    private func openedLine() -> WriteTurn? {
+        if !lineOpened {
+            lineOpened = true
+            line = WriteTurn.open(queuePath: queuePath)
+        }
+        return line
+    }
+
+    /// Called by SQLite with the number of earlier calls for the same lock attempt. Returns false to give up.
+    func shouldRetry(attempt: Int32) -> Bool {
+        let now = Self.monotonicNanoseconds()
+        if attempt <= 0 { lockWaitStartedAt = writeStartedAt ?? now }
+        let elapsed = now &- lockWaitStartedAt
+        // Saturating: a timeout from a command line or the environment must never trap (issue 13, item 9).
+        let (product, overflow) = UInt64(max(0, timeoutMilliseconds)).multipliedReportingOverflow(by: 1_000_000)
+        let timeout = overflow ? UInt64.max : product
+        guard elapsed < timeout else { return false }
+        let base =
+            heldTurn?.othersWaiting == true
+            ? Self.turnStep
+            : elapsed >= Self.eagerAfterNanoseconds
+                ? Self.eagerStep : Self.patientSteps[min(Int(attempt), Self.patientSteps.count - 1)]
+        let step = UInt64.random(in: base / 2...base * 3 / 2, using: &generator)
+        var pause = timespec(tv_sec: 0, tv_nsec: Int(min(step, timeout - elapsed)))
+        nanosleep(&pause, nil)
+        return true
+    }
+
+    static func monotonicNanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    }
+}
+
+private let busyCallback: @convention(c) (UnsafeMutableRawPointer?, Int32) -> Int32 = { context, attempt in
+    guard let context else { return 0 }
+    return Unmanaged<WriteGate>.fromOpaque(context).takeUnretainedValue().shouldRetry(attempt: attempt) ? 1 : 0
+}
