@@ -17,7 +17,8 @@ public enum QueueRole: String, Sendable, Hashable {
 /// consumers raises `read_level`, an additive change raises neither.
 public enum SchemaContract {
     /// The highest write level this binary's writer implements. Raise it together with the migration that raises
-    /// the level (ContractTests compares it with the embedded migrations).
+    /// the level (`SchemaContractTests.theBinarysLevelsAreTheNewestMigrationsLevels` compares both levels with the
+    /// newest `schema_levels` row the embedded migrations write).
     public static let writeLevel = 1
     /// The highest read level this binary's consumer implements.
     public static let readLevel = 1
