@@ -47,6 +47,27 @@ import EventQueueTestSupport
         #expect(try await queuectl(["peek", "--json"], db: db, in: scratch).stdout == peek.stdout)
     }
 
+    /// Issue 32 #6: the same record sent again under its key with its members in another order and its numbers
+    /// spelled otherwise (a writer in another language) is a retry: exit 0, the same id, before and after delivery.
+    @Test func aRetrySpelledDifferentlyPrintsTheSameID() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("q.db")
+        let first =
+            #"{"type":"event","idempotency_key":"push-123","external_id":"u1","name":"push_opened","properties":{"a":1,"b":"x"}}"#
+        let again =
+            #"{"properties":{"b":"\u0078","a":1.0},"name":"push_opened","idempotency_key":"push-123","external_id":"u1","type":"event"}"#
+        let enqueued = try await queuectl(["enqueue", "--ndjson", "-"], db: db, stdin: first, in: scratch)
+        #expect(enqueued.status == 0 && enqueued.stdout == "1\n", "\(enqueued)")
+        let retried = try await queuectl(["enqueue", "--ndjson", "-"], db: db, stdin: again, in: scratch)
+        #expect(retried.status == 0 && retried.stdout == "1\n", "\(retried)")
+        #expect(try await drain(db, in: scratch).count == 1)
+        let afterDelivery = try await queuectl(["enqueue", "--ndjson", "-"], db: db, stdin: again, in: scratch)
+        #expect(afterDelivery.status == 0 && afterDelivery.stdout == "1\n", "\(afterDelivery)")
+        let changed = again.replacingOccurrences(of: "1.0", with: "2")
+        let reused = try await queuectl(["enqueue", "--ndjson", "-"], db: db, stdin: changed, in: scratch)
+        #expect(reused.status == 65 && reused.stderr.contains("which is a different record"), "\(reused)")
+    }
+
     @Test func statusCheckAndKeysPrune() async throws {
         let scratch = Scratch()
         let db = scratch.file("q.db")

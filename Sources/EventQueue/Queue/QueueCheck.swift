@@ -125,11 +125,16 @@ public enum QueueCheck {
         }
         if comparable {
             // The whole schema, compared with what the migrations up to this version create (plus, in a newer
-            // file, what newer migrations recorded): a planted trigger or view, or an index replaced by another
-            // of the same name, is named here.
+            // file, what newer migrations recorded and this release may tolerate): a planted trigger or view, an
+            // index replaced by another of the same name, or a recorded index that runs code, is named here.
             let differences = try QueueSchema.differences(connection, version: Migrations.latestVersion)
             report.facts.append(.init(name: "schema", value: differences.isEmpty ? "ok" : "differs"))
             report.problems.append(contentsOf: differences.map { "schema: " + $0 })
+            if version > Migrations.latestVersion, differences.isEmpty {
+                report.warnings.append(
+                    "schema version \(version) is newer than this binary's \(Migrations.latestVersion); its changes "
+                        + "are additive, so EventQueue \(EventQueueVersion.string) writes and consumes it as it is")
+            }
         }
         if version >= 1 {
             // Rows a foreign writer stored with values out of range (its checks off): not damage, but worth
@@ -192,8 +197,9 @@ public enum QueueCheck {
         report.facts.append(.init(name: "consumers", value: "EventQueue \(consumers ?? levels.release) and later"))
     }
 
-    /// A file a newer release migrated: usable by this release when its levels allow (a warning), refused
-    /// otherwise (a problem naming the side to upgrade). Returns whether to compare its schema.
+    /// A file a newer release migrated: usable by this release when its levels allow (and its schema then holds
+    /// only additions this release tolerates, which the caller compares), refused otherwise (a problem naming the
+    /// side to upgrade). Returns whether to compare its schema.
     private static func inspectNewer(_ connection: Connection, version: Int, into report: inout CheckReport)
         throws(QueueError) -> Bool
     {
@@ -215,9 +221,6 @@ public enum QueueCheck {
             report.problems.append(contentsOf: refused)
             return false
         }
-        report.warnings.append(
-            "schema version \(version) is newer than this binary's \(Migrations.latestVersion); its changes are "
-                + "additive, so EventQueue \(EventQueueVersion.string) writes and consumes it as it is")
         return true
     }
 

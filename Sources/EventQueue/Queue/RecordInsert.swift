@@ -88,9 +88,8 @@ enum RecordInsert {
         RETURNING id
         """
 
-    /// The record the user's key already names, if it is the same record; else `idempotencyKeyReused`. A row
-    /// without a digest (queued before schema 6, by an older writer, or by a foreign writer that left it out) is
-    /// taken for the same record: there is nothing to tell them apart by.
+    /// The record the user's key already names, if it is the same record (`IdempotencyKey.isSameRecord`: its
+    /// digest is this record's canonical or legacy one, or it has none); else `idempotencyKeyReused`.
     private static func existingUserKeyedRecord(
         _ connection: Connection, key: String, scope: KeyScope
     ) throws(QueueError) -> Int64 {
@@ -113,7 +112,7 @@ enum RecordInsert {
                     + "\(ValidationError.printable(String(scope.userKey.prefix(80)))) is in the index but in no record")
         }
         let id = existing.int64(0)
-        if let digest = existing.optionalInt64(1), digest != scope.digest {
+        if !IdempotencyKey.isSameRecord(storedDigest: existing.optionalInt64(1), as: scope) {
             throw QueueError.idempotencyKeyReused(key: key, userKey: scope.userKey, existingID: id)
         }
         return id

@@ -65,9 +65,12 @@ public enum Migrations {
     /// Records the tables and indexes `migration` created, and the tables whose definition it changed (a column
     /// added), in `schema_additions`, so that binaries older than it can tell them from objects someone planted
     /// or changed (docs/SCHEMA.md, "Compatibility"). A migration that creates a trigger or a view is refused: no
-    /// binary may tolerate code that runs inside its statements.
+    /// binary may tolerate code that runs inside its statements. So is one (from `firstRuledVersion` on) that
+    /// adds what older binaries refuse whatever the levels say (`SchemaContract.problem(with:...)`: a UNIQUE,
+    /// partial or expression index on an existing table, a constrained column) without raising both levels:
+    /// older binaries would stop at that object instead of at the levels, with the release to upgrade to.
     private static func recordAdditions(
-        _ connection: Connection, of migration: Migration, before: [String: String?]
+        _ connection: Connection, of migration: Migration, before: [String: QueueSchema.Object]
     ) throws(QueueError) {
         let created = try connection.statement(
             "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE sql IS NOT NULL",
@@ -79,7 +82,7 @@ public enum Migrations {
                 sql: created.text(3))
             if let previous = before[object.name] {
                 // An existing table whose CREATE statement changed: ALTER TABLE ... ADD COLUMN.
-                if object.type == "table", previous != object.sql { objects.append(object) }
+                if object.type == "table", previous.sql != object.sql { objects.append(object) }
             } else {
                 objects.append(object)
             }
@@ -105,15 +108,56 @@ public enum Migrations {
             record.bind(5, object.sql)
             try record.run()
         }
+        if migration.version >= SchemaContract.firstRuledVersion {
+            try requireRaisedLevels(connection, of: migration, adding: objects, before: before)
+        }
     }
 
-    /// Every schema object's name and `CREATE` statement.
-    private static func objectNames(_ connection: Connection) throws(QueueError) -> [String: String?] {
+    /// Refuses `migration` when one of the `objects` it recorded is one that binaries older than it refuse, unless
+    /// its `schema_levels` row raises both levels above the previous row's.
+    private static func requireRaisedLevels(
+        _ connection: Connection, of migration: Migration, adding objects: [QueueSchema.Object],
+        before: [String: QueueSchema.Object]
+    ) throws(QueueError) {
+        var problems: [String] = []
+        for object in objects {
+            if let problem = try SchemaContract.problem(with: object, ours: before, connection: connection) {
+                problems.append("\(object.type) \(object.name) \(problem)")
+            }
+        }
+        guard !problems.isEmpty else { return }
+        let levels = try connection.statement(
+            "SELECT version, write_level, read_level FROM schema_levels WHERE version <= ?1 ORDER BY version DESC LIMIT 2",
+            operation: "reading the schema levels")
+        levels.bind(1, migration.version)
+        var rows: [(version: Int64, write: Int64, read: Int64)] = []
+        while try levels.step() { rows.append((levels.int64(0), levels.int64(1), levels.int64(2))) }
+        levels.reset()
+        if rows.count == 2, rows[0].version == Int64(migration.version), rows[0].write > rows[1].write,
+            rows[0].read > rows[1].read
+        {
+            return
+        }
+        throw QueueError.sqlite(
+            code: 1,
+            message: "migration \(migration.version)_\(migration.name) adds what older binaries refuse whatever the "
+                + "levels say (\(problems.joined(separator: "; "))), so it must raise write_level and read_level in "
+                + "its schema_levels row (docs/SCHEMA.md, \"Compatibility\")",
+            operation: "applying migration \(migration.version)_\(migration.name)")
+    }
+
+    /// Every schema object, with its `CREATE` statement as written.
+    private static func objectNames(_ connection: Connection) throws(QueueError) -> [String: QueueSchema.Object] {
         let statement = try connection.statement(
-            "SELECT name, sql FROM sqlite_schema", operation: "reading the schema")
+            "SELECT type, name, tbl_name, sql FROM sqlite_schema", operation: "reading the schema")
         defer { statement.reset() }
-        var objects: [String: String?] = [:]
-        while try statement.step() { objects[statement.text(0) ?? ""] = .some(statement.text(1)) }
+        var objects: [String: QueueSchema.Object] = [:]
+        while try statement.step() {
+            let object = QueueSchema.Object(
+                type: statement.text(0) ?? "", name: statement.text(1) ?? "", tableName: statement.text(2) ?? "",
+                sql: statement.text(3))
+            objects[object.name] = object
+        }
         return objects
     }
 

@@ -34,7 +34,9 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     case idempotencyKeyReused(key: String, userKey: String, existingID: Int64)
     /// The path or the file is not one EventQueue may use: not a regular file (a directory, a device, a FIFO, a
     /// dangling symlink), a file with more than one hard link, or a queue file with schema objects (triggers,
-    /// views, changed indexes) that EventQueue did not create. Nothing was written.
+    /// views, changed indexes) that EventQueue did not create, or that a newer migration recorded but this binary
+    /// cannot tolerate (an index that runs code inside its writes; docs/SCHEMA.md, "Compatibility"). Nothing was
+    /// written.
     case unsafeQueueFile(path: String, reason: String)
     /// Any other SQLite failure, with SQLite's own message and the operation that failed.
     case sqlite(code: Int32, message: String, operation: String)

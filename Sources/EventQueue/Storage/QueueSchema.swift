@@ -6,7 +6,9 @@ import CSQLite
 /// silently cancels it), a view, or an index replaced by another of the same name. `PRAGMA trusted_schema=OFF`
 /// keeps functions with side effects out of them, but a trigger's own INSERT/DELETE/RAISE still runs. So the
 /// daemon (every `QueueConsumer`) and `queuectl check` compare the whole schema with the one the migrations build
-/// in an in-memory database, and writers do a cheaper comparison of names and types (their open must stay O(1)).
+/// in an in-memory database, and writers do a cheaper comparison of names and types (their open must stay O(1));
+/// in a file a newer release migrated, both also ask whether each recorded addition is one they may tolerate
+/// (`SchemaContract.intolerableAdditions`).
 public enum QueueSchema {
     /// One row of `sqlite_schema`.
     public struct Object: Sendable, Hashable {
@@ -79,10 +81,11 @@ public enum QueueSchema {
     /// may be missing (a queue never written to) and `sqlite_stat*` (statistics `ANALYZE` leaves) may be present.
     ///
     /// `tolerated` are the objects newer migrations recorded (`schema_additions`) in a file whose schema version
-    /// is above the one `expected` was built for: present with exactly the recorded SQL, they are not differences.
+    /// is above the one `expected` was built for: present with exactly the recorded SQL, they are not differences,
+    /// unless `intolerable` names them (`SchemaContract.intolerableAdditions`), with the sentence to report.
     static func differences(
         actual: [String: Object], expected: [String: Object],
-        tolerated: [String: SchemaContract.Addition] = [:]
+        tolerated: [String: SchemaContract.Addition] = [:], intolerable: [String: String] = [:]
     ) -> [String] {
         var found: [String] = []
         for name in Set(actual.keys).union(expected.keys).sorted() {
@@ -92,14 +95,22 @@ public enum QueueSchema {
                 found.append("\(wanted.type) \(shown(name)) is missing")
             case (let present?, nil):
                 if name.hasPrefix("sqlite_stat") { continue }
-                if SchemaContract.Addition.tolerates(present, in: tolerated, fullCheck: true) { continue }
+                if let reason = intolerable[name] {
+                    found.append(reason)
+                    continue
+                }
+                if SchemaContract.Addition.tolerates(present, in: tolerated) { continue }
                 found.append(
                     "\(shown(present.type)) \(shown(name)) on \(shown(present.tableName)) was not created by EventQueue"
                         + (present.sql.map { ": " + shown($0) } ?? ""))
             case (let present?, let wanted?):
                 if present == wanted { continue }
+                if let reason = intolerable[name] {
+                    found.append(reason)
+                    continue
+                }
                 // A table a newer migration changed additively (a column added), exactly as it recorded it.
-                if SchemaContract.Addition.tolerates(present, in: tolerated, fullCheck: true) { continue }
+                if SchemaContract.Addition.tolerates(present, in: tolerated) { continue }
                 if name == "sqlite_sequence", present.type == wanted.type { continue }
                 found.append(
                     "\(wanted.type) \(shown(name)) differs from the one EventQueue creates: found "
@@ -116,42 +127,77 @@ public enum QueueSchema {
         differences(actual: actual, expected: expected, tolerated: [:])
     }
 
-    /// The full comparison (daemon start, every `QueueConsumer`) of the file with what a binary of schema
-    /// `version` expects: the objects of the file's own version when it is older (a file not migrated yet), and
-    /// of `version` plus the recorded additions when it is newer. Throws `.unsafeQueueFile` naming the first
-    /// differences and the `check` command that lists them all.
+    /// The full comparison (daemon start, every `QueueConsumer`; a writer on a newer file with a recorded change to
+    /// one of its own objects) of the file with what a binary of schema `version` expects: the objects of the
+    /// file's own version when it is older (a file not migrated yet), and of `version` plus the recorded additions
+    /// it may tolerate when it is newer. Throws `.unsafeQueueFile` naming the first differences and the `check`
+    /// command that lists them all.
     static func verify(_ connection: Connection, version: Int) throws(QueueError) {
-        let found = try differences(connection, version: version)
-        guard !found.isEmpty else { return }
-        throw refusal(connection.path, found)
+        let comparison = try compare(connection, version: version)
+        guard !comparison.differences.isEmpty else { return }
+        if comparison.intolerable == comparison.differences.count {
+            throw try additionsRefusal(connection, comparison.differences)
+        }
+        throw refusal(connection.path, comparison.differences)
+    }
+
+    /// What the full comparison found.
+    struct Comparison {
+        /// Every difference, one sentence each, in name order.
+        var differences: [String]
+        /// How many of them are recorded additions this binary does not tolerate (the rest were not recorded).
+        var intolerable: Int
     }
 
     /// The differences `verify` and `queuectl check` report for a binary of schema `version`.
     static func differences(_ connection: Connection, version: Int) throws(QueueError) -> [String] {
+        try compare(connection, version: version).differences
+    }
+
+    private static func compare(_ connection: Connection, version: Int) throws(QueueError) -> Comparison {
         let fileVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))
-        let tolerated = fileVersion > version ? try SchemaContract.additions(connection, after: version) : [:]
-        return differences(
-            actual: try actual(connection), expected: try expected(version: min(max(fileVersion, 1), version)),
-            tolerated: tolerated)
+        let actual = try actual(connection)
+        let expected = try expected(version: min(max(fileVersion, 1), version))
+        guard fileVersion > version else {
+            return Comparison(differences: differences(actual: actual, expected: expected), intolerable: 0)
+        }
+        let tolerated = try SchemaContract.additions(connection, after: version)
+        let intolerable = try SchemaContract.intolerableAdditions(
+            connection, actual: actual, expected: expected, additions: tolerated)
+        return Comparison(
+            differences: differences(
+                actual: actual, expected: expected, tolerated: tolerated, intolerable: intolerable),
+            intolerable: intolerable.count)
     }
 
     /// The writers' comparison: no trigger or view, and exactly the expected names with their types. One short
     /// statement over `sqlite_schema` (a dozen rows), so a writer's open stays O(1). The expected names come
     /// from the migrations' text, not from building them (which the full comparison does).
     ///
-    /// `version` is the binary's schema version; a file not migrated yet is compared with its own version's names,
-    /// and a newer file's unknown tables and indexes are accepted when a newer migration recorded them
-    /// (`schema_additions`, read only then).
+    /// `version` is the binary's schema version; a file not migrated yet is compared with its own version's
+    /// names. In a newer file, an object a newer migration recorded (`schema_additions`, read only then) is
+    /// accepted when it is one this binary may tolerate, which is a question about its definition, not its name
+    /// (`SchemaContract.intolerance`: a few pragmas per recorded object). A recorded object under one of this
+    /// binary's own names (a table with a column added) can only be judged against this binary's definition of
+    /// it: then the writer runs the full comparison (about 4 ms; docs/RELIABILITY.md, issue 32 #4).
     static func verifyNames(_ connection: Connection, version: Int) throws(QueueError) {
         let fileVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))
-        let tolerated = fileVersion > version ? try SchemaContract.additions(connection, after: version) : [:]
         let known = min(max(fileVersion, 1), version)
-        let statement = try connection.statement(
-            "SELECT type, name, tbl_name FROM sqlite_schema", operation: "reading the schema")
-        defer { statement.reset() }
         let expected = known == Migrations.latestVersion ? latestNames : expectedNames(version: known)
+        let tolerated = fileVersion > version ? try SchemaContract.additions(connection, after: version) : [:]
+        if tolerated.keys.contains(where: { expected[$0] != nil }) {
+            try verify(connection, version: version)
+            return
+        }
+        let ours = expected.reduce(into: [String: Object]()) { objects, entry in
+            objects[entry.key] = Object(type: entry.value, name: entry.key, tableName: "", sql: nil)
+        }
+        let statement = try connection.statement(
+            "SELECT type, name, tbl_name, sql FROM sqlite_schema", operation: "reading the schema")
+        defer { statement.reset() }
         var seen = 0
         var found: [String] = []
+        var intolerable: [String] = []
         while try statement.step() {
             let type = statement.text(0) ?? ""
             let name = statement.text(1) ?? ""
@@ -163,20 +209,24 @@ public enum QueueSchema {
                 seen += 1
                 continue
             }
-            if !tolerated.isEmpty,
-                SchemaContract.Addition.tolerates(
-                    Object(type: type, name: name, tableName: statement.text(2) ?? "", sql: nil), in: tolerated,
-                    fullCheck: false)
-            {
-                continue
+            if !tolerated.isEmpty {
+                let present = Object(
+                    type: type, name: name, tableName: statement.text(2) ?? "", sql: statement.text(3).map(normalized))
+                if SchemaContract.Addition.tolerates(present, in: tolerated) {
+                    let sentence = try SchemaContract.intolerance(
+                        of: present, additions: tolerated, ours: ours, connection: connection)
+                    if let sentence { intolerable.append(sentence) }
+                    continue
+                }
             }
             found.append("\(shown(type)) \(shown(name)) was not created by EventQueue")
         }
-        if found.isEmpty, seen == expected.count { return }
-        if found.isEmpty {
+        if found.isEmpty, seen != expected.count {
             found.append("\(expected.count - seen) schema object(s) EventQueue creates are missing")
         }
-        throw refusal(connection.path, found)
+        if found.isEmpty, intolerable.isEmpty { return }
+        if found.isEmpty { throw try additionsRefusal(connection, intolerable) }
+        throw refusal(connection.path, found + intolerable)
     }
 
     private static let latestNames = expectedNames(version: Migrations.latestVersion)
@@ -208,13 +258,34 @@ public enum QueueSchema {
         return names
     }
 
+    private static func listed(_ found: [String]) -> String {
+        found.prefix(3).joined(separator: "; ") + (found.count > 3 ? "; and \(found.count - 3) more" : "")
+    }
+
     private static func refusal(_ path: String, _ found: [String]) -> QueueError {
-        let listed = found.prefix(3).joined(separator: "; ") + (found.count > 3 ? "; and \(found.count - 3) more" : "")
+        let listed = listed(found)
         return .unsafeQueueFile(
             path: path,
             reason: "it has schema objects EventQueue did not create (\(listed)); someone with write access changed "
                 + "its schema. Run `queuectl check --db \(path)` for every difference, then remove them or copy the "
                 + "records out with `queuectl salvage \(path) NEW`")
+    }
+
+    /// The refusal of a newer file whose only differences are recorded additions this binary does not tolerate:
+    /// either the newer release that recorded them needed a newer binary (and should have raised the file's
+    /// levels), or someone wrote them into `schema_additions`. Either way the file was not modified.
+    private static func additionsRefusal(_ connection: Connection, _ found: [String]) throws(QueueError) -> QueueError {
+        let path = connection.path
+        let release = try SchemaContract.levels(connection)?.release
+        return .unsafeQueueFile(
+            path: path,
+            reason: "it has schema objects that a newer release recorded but that EventQueue "
+                + "\(EventQueueVersion.string) cannot use safely (\(listed(found))): in a newer file it tolerates only "
+                + "what cannot change the outcome of its writes (new tables, plain indexes on columns, columns "
+                + "added without constraints). Upgrade it to EventQueue \(release.map(shown) ?? "a newer release") or "
+                + "later; if no release created them, someone with write access changed its schema: run `queuectl "
+                + "check --db \(path)` for every difference, then remove them or copy the records out with `queuectl "
+                + "salvage \(path) NEW`")
     }
 
     /// SQL with `--` and `/* */` comments removed and every run of white space made one space, so that a file
@@ -252,8 +323,11 @@ public enum QueueSchema {
                 index += 1
                 continue
             }
-            if byte == UInt8(ascii: "'") || byte == UInt8(ascii: "\"") {
-                let quote = byte
+            // Quoted text and names are kept as they are (a `--` inside `[...]` is part of a name, not a comment).
+            if byte == UInt8(ascii: "'") || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "`")
+                || byte == UInt8(ascii: "[")
+            {
+                let quote = byte == UInt8(ascii: "[") ? UInt8(ascii: "]") : byte
                 emit(byte)
                 index += 1
                 while index < bytes.count {

@@ -15,9 +15,29 @@ public enum QueueRole: String, Sendable, Hashable {
 /// was not. Since schema version 5 the file records two levels (`schema_levels`, one row per migration), in the
 /// spirit of SQLite's read and write format versions: a breaking change for writers raises `write_level`, one for
 /// consumers raises `read_level`, an additive change raises neither.
+///
+/// What a binary tolerates in a file a newer release migrated, when the levels let it in: the objects the newer
+/// migrations recorded in `schema_additions` (same type, table and SQL), and of those only the ones that cannot
+/// change the outcome of any statement it runs, since the list proves nothing (any group member can write it) and
+/// an index runs inside every write of its table (`intolerableAdditions`):
+/// - a table that is none of this binary's (it never writes or reads it): an ordinary table (not virtual) without
+///   a foreign key to one of this binary's tables; and any index on such a table;
+/// - on a table of this binary's, an index that is not UNIQUE, not partial, and whose keys are stored columns (no
+///   expression, no VIRTUAL generated column) with one of SQLite's own collations (BINARY, NOCASE, RTRIM);
+/// - a table of this binary's whose definition differs only by columns added after its last one, each
+///   `NAME TYPE` or `NAME TYPE DEFAULT literal` with a literal a STRICT column of that type stores as it is (no
+///   CHECK, NOT NULL, COLLATE, REFERENCES or generated column: each can fail or change the INSERT of an older
+///   writer that leaves the column out).
+/// Anything else is refused by writers and consumers (`unsafeQueueFile`, exit 78) and reported by `queuectl
+/// check`, as an unknown object always was: an expression, partial or UNIQUE index, a constraint on an added
+/// column, a UNIQUE constraint added to a table of this binary's, an index of its own replaced. A migration that needs any of these must raise both
+/// levels (`Migrations` refuses one from `firstRuledVersion` on that does not), so that older binaries stop at
+/// the levels with the release to upgrade to; a purely additive migration (new tables, plain indexes, such
+/// columns) keeps them.
 public enum SchemaContract {
     /// The highest write level this binary's writer implements. Raise it together with the migration that raises
-    /// the level (ContractTests compares it with the embedded migrations).
+    /// the level (`SchemaContractTests.theBinarysLevelsAreTheNewestMigrationsLevels` compares both levels with the
+    /// newest `schema_levels` row the embedded migrations write).
     public static let writeLevel = 1
     /// The highest read level this binary's consumer implements.
     public static let readLevel = 1
@@ -118,12 +138,11 @@ public enum SchemaContract {
         var version: Int
         var object: QueueSchema.Object
 
-        /// Whether `present` (a row of the file's `sqlite_schema` that this binary does not know) is this
-        /// addition: same type, table and SQL, and a type that cannot run code. `sqlite_autoindex_*` objects of an
-        /// added table belong to it.
-        static func tolerates(_ present: QueueSchema.Object, in additions: [String: Addition], fullCheck: Bool)
-            -> Bool
-        {
+        /// Whether `present` (a row of the file's `sqlite_schema` that this binary does not know) is one of the
+        /// recorded additions: same type, table and SQL, a table or an index. `sqlite_autoindex_*` objects of an
+        /// added table belong to it. Being recorded only tells it from a planted object; whether this binary may
+        /// tolerate it is `intolerableAdditions`'s question.
+        static func tolerates(_ present: QueueSchema.Object, in additions: [String: Addition]) -> Bool {
             guard present.type == "table" || present.type == "index" else { return false }
             if present.name.hasPrefix("sqlite_autoindex_"), present.type == "index" {
                 return additions[present.tableName]?.object.type == "table"
@@ -131,7 +150,7 @@ public enum SchemaContract {
             guard let recorded = additions[present.name]?.object, recorded.type == present.type,
                 recorded.tableName == present.tableName
             else { return false }
-            return !fullCheck || recorded.sql == present.sql
+            return recorded.sql == present.sql
         }
     }
 

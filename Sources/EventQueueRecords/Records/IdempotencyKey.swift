@@ -15,18 +15,39 @@ package enum IdempotencyKey {
     /// object names no user the file could file the key under.
     package static func scope(of record: Record) -> KeyScope? {
         guard record.idempotencyKey != nil, let user = UserIdentity(filing: record.object) else { return nil }
-        return KeyScope(userKey: user.orderingKey, digest: digest(kind: record.kind, object: record.object))
+        return KeyScope(
+            userKey: user.orderingKey, digest: digest(kind: record.kind, object: record.object),
+            legacyDigest: legacyDigest(kind: record.kind, object: record.object))
     }
 
     /// The record's digest as the caller gave it (before the writer fills in `time` or a purchase's `quantity`),
     /// so that a retry of the same record matches although its default time is later: FNV-1a 64 over the kind,
-    /// a NUL and the object's canonical JSON, as a signed 64-bit integer (`records.record_digest`). Not
-    /// cryptographic: it only has to tell an honest writer's different records apart (docs/SCHEMA.md).
+    /// a NUL and the object's canonical form (`CanonicalJSON`: members sorted, numbers by value), as a signed
+    /// 64-bit integer (`records.record_digest`), so that a retry spelled differently (members in another order,
+    /// `1.0` for `1`) is still the same record. Not cryptographic: it only has to tell an honest writer's different
+    /// records apart (docs/SCHEMA.md).
     package static func digest(kind: RecordKind, object: JSONObject) -> Int64 {
+        digest(kind: kind, payload: CanonicalJSON.bytes(of: object))
+    }
+
+    /// The digest writers of 1.2.0 and 1.3.0 stored: FNV-1a 64 over the kind, a NUL and the object's compact
+    /// JSON in the caller's member order and number spelling. Still accepted as the same record
+    /// (`isSameRecord`), so that a retry by this release of a record an older writer queued is still a retry.
+    package static func legacyDigest(kind: RecordKind, object: JSONObject) -> Int64 {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
         object.serialize(into: &bytes)
         return digest(kind: kind, payload: bytes)
+    }
+
+    /// Whether a row whose `record_digest` is `stored` holds the record `scope` describes. A row without a digest
+    /// (queued before schema 6, or by a writer that leaves it `NULL`) is taken for the same record: there is
+    /// nothing to tell them apart by. A digest is the same record when it is this record's canonical digest
+    /// (stored by this release) or its legacy one (stored by 1.2.0 and 1.3.0, and by foreign writers that hash
+    /// their compact JSON).
+    package static func isSameRecord(storedDigest stored: Int64?, as scope: KeyScope) -> Bool {
+        guard let stored else { return true }
+        return stored == scope.digest || stored == scope.legacyDigest
     }
 
     /// FNV-1a 64 over `kind`, a NUL and `payload`.

@@ -17,12 +17,15 @@ package struct EncodedRecord: Sendable {
 package struct KeyScope: Sendable, Hashable {
     /// The record's `user_key` as the file will derive it.
     package var userKey: String
-    /// `IdempotencyKey.digest` of the record as the caller gave it.
+    /// `IdempotencyKey.digest` of the record as the caller gave it: what this release stores.
     package var digest: Int64
+    /// `IdempotencyKey.legacyDigest` of the same: what 1.2.0 and 1.3.0 stored, still the same record.
+    package var legacyDigest: Int64
 
-    package init(userKey: String, digest: Int64) {
+    package init(userKey: String, digest: Int64, legacyDigest: Int64? = nil) {
         self.userKey = userKey
         self.digest = digest
+        self.legacyDigest = legacyDigest ?? digest
     }
 }
 

@@ -44,5 +44,22 @@ import Testing
                 format: "open cost: writer open+close %.1f us, of which path check %.1f us, names check %.1f us; "
                     + "full schema comparison (consumers) %.1f us",
                 open, inspect, names, full))
+        // A file the next release migrated additively (scripts/version-matrix's index): a writer of this release
+        // reads `schema_additions` and asks SQLite's pragmas about the recorded index (issue 32 #4).
+        let next = Migrations.latestVersion + 1
+        let connection = try Connection(path: path, busyTimeoutMilliseconds: 1000)
+        try Migrations.migrate(
+            connection, to: next,
+            using: Migrations.embedded + [
+                Migration(
+                    version: next, name: "next",
+                    sql: "CREATE INDEX records_created ON records (created_at_ms); "
+                        + "INSERT INTO schema_levels VALUES (\(next), 1, 1, '9.0.0');")
+            ])
+        connection.close()
+        let keep = try QueueWriter(path: path)
+        let newer = try perCall { try QueueWriter(path: path).close() }
+        keep.close()
+        print(String(format: "open cost: writer open+close on a newer file (a recorded index vetted) %.1f us", newer))
     }
 }

@@ -99,13 +99,24 @@ import Testing
         #expect(report.warnings.contains { $0.contains("additive") })
     }
 
+    /// A table the next release adds (with its automatic index): this release's writer appends, its consumer
+    /// claims and acks both records, `check` is healthy, and the table is left as it is.
     @Test func anAddedTableIsToleratedToo() throws {
         try migratedByTheNextRelease("CREATE TABLE notes (key TEXT PRIMARY KEY, value TEXT) STRICT;")
+        let raw = try RawDatabase(path: path)
+        #expect(try raw.scalar("SELECT count(*) FROM sqlite_schema WHERE tbl_name = 'notes'") == "2")
         let writer = try QueueWriter(path: path)
-        try writer.enqueue(event("after", user: "u2"))
+        #expect(try writer.enqueue(event("after", user: "u2")) == 2)
         writer.close()
         let consumer = try QueueConsumer(path: path)
-        consumer.close()
+        defer { consumer.close() }
+        let claim = try consumer.claim(limit: 10, leaseMilliseconds: 60_000)
+        #expect(claim.records.count == 2)
+        #expect(try consumer.ack(claim.records.map(\.id), lease: claim.lease) == 2)
+        let report = QueueCheck.run(path: path)
+        #expect(report.isHealthy, "\(report.problems)")
+        #expect(try raw.scalar("PRAGMA user_version") == String(next))
+        #expect(try raw.scalar("SELECT count(*) FROM sqlite_schema WHERE tbl_name = 'notes'") == "2")
     }
 
     /// A nullable column added by the next release: this release's writer (its INSERT names its columns) and

@@ -1,0 +1,167 @@
+extension SchemaContract {
+    /// The schema version from which a migration's recorded additions must meet the rule of `problem(with:...)`
+    /// unless it raises both levels (`Migrations` refuses one that does not), and from which binaries apply it.
+    /// Migration 6 predates the rule: its UNIQUE index and the CHECK on its added column were shown by hand to hold
+    /// for every row an older writer writes, and 1.1.0, the only release older than it, tolerates recorded
+    /// additions by name and SQL; so do these binaries for additions older than this version (only a binary of
+    /// schema 5 reads those, as `UserKeyTests` plays 1.1.0; a binary of this code is at 6 or later).
+    static let firstRuledVersion = 7
+
+    /// The recorded additions present in a newer file that this binary must not tolerate, by name, each with a
+    /// sentence that says what it is, what is wrong with it and which release recorded it.
+    ///
+    /// Why: `schema_additions` is not a security boundary (any group member can write it), so being listed there
+    /// cannot be what makes an object harmless. An index is maintained inside every write of its table: an
+    /// expression or partial index evaluates its SQL there (`abs(record_id * 0 - 9223372036854775807 - 1)` on
+    /// `delivered_user_keys` made every ack fail with "integer overflow" after Braze had accepted the batch), and a
+    /// UNIQUE one refuses rows (`UNIQUE ... ON records (kind)` refused every enqueue). So the object itself must be
+    /// of a kind that cannot change the outcome of any statement this binary runs (docs/SCHEMA.md,
+    /// "Compatibility"); `additions` only tells them from planted objects by name and SQL, as before.
+    static func intolerableAdditions(
+        _ connection: Connection, actual: [String: QueueSchema.Object], expected: [String: QueueSchema.Object],
+        additions: [String: Addition]
+    ) throws(QueueError) -> [String: String] {
+        var found: [String: String] = [:]
+        for (name, present) in actual where present != expected[name] {
+            if let sentence = try intolerance(of: present, additions: additions, ours: expected, connection: connection)
+            {
+                found[name] = sentence
+            }
+        }
+        return found
+    }
+
+    /// The sentence `intolerableAdditions` reports for `present` (the object, what is wrong with it, which release
+    /// recorded it), or `nil` when this binary may tolerate it or when it is no recorded addition at all (which
+    /// the comparisons report as not created by EventQueue).
+    static func intolerance(
+        of present: QueueSchema.Object, additions: [String: Addition], ours: [String: QueueSchema.Object],
+        connection: Connection
+    ) throws(QueueError) -> String? {
+        guard Addition.tolerates(present, in: additions),
+            let version = additions[present.name]?.version ?? additions[present.tableName]?.version,
+            version >= firstRuledVersion, let problem = try problem(with: present, ours: ours, connection: connection)
+        else { return nil }
+        let release = try release(connection, of: version).map { "EventQueue " + shown($0) }
+        return "\(present.type) \(shown(present.name)) on \(shown(present.tableName)), recorded by schema version "
+            + "\(version) (\(release ?? "no release recorded")), \(problem)"
+    }
+
+    /// Why `present`, an object a newer migration recorded, could change what this binary's statements do, or
+    /// `nil` when it cannot. `ours` are the objects this binary's own migrations create: the only tables it
+    /// writes (and reads).
+    ///
+    /// Tolerated: a table none of ours (this binary never writes or reads it) that is an ordinary table and
+    /// references none of ours; any index on such a table; on a table of ours, an index that is not UNIQUE, not
+    /// partial, and whose keys are stored columns (no expression, no VIRTUAL generated column) with a built-in
+    /// collation; a table of ours with columns added after its last one, each `NAME TYPE [DEFAULT literal]`.
+    /// Everything else is refused: an index of ours replaced, a UNIQUE constraint added to a table of ours, any
+    /// other change to a table of ours.
+    static func problem(
+        with present: QueueSchema.Object, ours: [String: QueueSchema.Object], connection: Connection
+    ) throws(QueueError) -> String? {
+        let ourTables = Set(ours.values.filter { $0.type == "table" }.map { $0.name.lowercased() })
+        if let wanted = ours[present.name] {
+            guard present.type == "table", wanted.type == "table", let expected = wanted.sql, let sql = present.sql
+            else { return "replaces EventQueue's \(wanted.type) of that name, which no migration does" }
+            return AddedColumns.problem(expected: expected, present: sql)
+        }
+        switch present.type {
+        case "table":
+            return try newTableProblem(present.name, ourTables: ourTables, connection: connection)
+        case "index":
+            guard ourTables.contains(present.tableName.lowercased()) else { return nil }
+            if present.name.hasPrefix("sqlite_autoindex_") {
+                return "is a UNIQUE or PRIMARY KEY constraint added to a table of EventQueue's"
+            }
+            return try indexProblem(present.name, table: present.tableName, connection: connection)
+        default:
+            return "is a \(present.type), which runs code inside the statements on its table"
+        }
+    }
+
+    /// SQLite's own collations: an index with another one fails every write of its table with "no such collation
+    /// sequence" (EventQueue registers none).
+    private static let builtInCollations: Set<String> = ["BINARY", "NOCASE", "RTRIM"]
+
+    /// An index on a table of ours: asked of SQLite's pragmas, which report what it parsed, not what the text
+    /// seems to say.
+    private static func indexProblem(_ name: String, table: String, connection: Connection) throws(QueueError)
+        -> String?
+    {
+        let operation = "reading a recorded index"
+        let list = try connection.statement(
+            #"SELECT "unique", partial FROM pragma_index_list(?1) WHERE name = ?2"#, operation: operation)
+        list.bind(1, table)
+        list.bind(2, name)
+        guard try list.step() else {
+            list.reset()
+            return "cannot be read"
+        }
+        let (unique, partial) = (list.int64(0) != 0, list.int64(1) != 0)
+        list.reset()
+        if unique { return "is UNIQUE, so it can refuse a write that EventQueue's schema accepts" }
+        if partial { return "is partial: SQLite evaluates its WHERE clause on every write of \(shown(table))" }
+        let keys = try connection.statement(
+            """
+            SELECT x.cid, x.coll, c.name, coalesce(c.hidden, 0) FROM pragma_index_xinfo(?1) AS x
+                LEFT JOIN pragma_table_xinfo(?2) AS c ON c.cid = x.cid
+            WHERE x.key = 1
+            """, operation: operation)
+        defer { keys.reset() }
+        keys.bind(1, name)
+        keys.bind(2, table)
+        while try keys.step() {
+            let column = keys.text(2) ?? "?"
+            if keys.int64(0) == -2 {
+                return "indexes an expression, which SQLite evaluates on every write of \(shown(table))"
+            }
+            if let collation = keys.text(1), !builtInCollations.contains(collation.uppercased()) {
+                return "uses the collation \(shown(collation)), which is not one of SQLite's own"
+            }
+            // table_xinfo's hidden: 2 a VIRTUAL generated column, computed for the index on every write.
+            if keys.int64(3) == 2 {
+                return "indexes the generated column \(shown(column)), computed on every write of \(shown(table))"
+            }
+        }
+        return nil
+    }
+
+    /// A table none of ours: an ordinary one (a virtual table runs its module's code) that references none of
+    /// ours (with foreign keys on, SQLite would check or cascade our deletes against it; EventQueue leaves them
+    /// off, SQLite's default, but a build of SQLite may default them on).
+    private static func newTableProblem(_ name: String, ourTables: Set<String>, connection: Connection)
+        throws(QueueError) -> String?
+    {
+        let operation = "reading a recorded table"
+        let kind = try connection.statement("SELECT type FROM pragma_table_list(?1)", operation: operation)
+        kind.bind(1, name)
+        let type = try kind.step() ? kind.text(0) : nil
+        kind.reset()
+        guard type == "table" else { return "is a \(type ?? "missing") table, not an ordinary one" }
+        let references = try connection.statement(
+            #"SELECT "table" FROM pragma_foreign_key_list(?1)"#, operation: operation)
+        defer { references.reset() }
+        references.bind(1, name)
+        while try references.step() {
+            if let table = references.text(0), ourTables.contains(table.lowercased()) {
+                return "references EventQueue's table \(shown(table)) with a foreign key"
+            }
+        }
+        return nil
+    }
+
+    /// The release that carries schema `version`, from its `schema_levels` row.
+    static func release(_ connection: Connection, of version: Int) throws(QueueError) -> String? {
+        let statement = try connection.statement(
+            "SELECT release FROM schema_levels WHERE version = ?1", operation: "reading the schema levels")
+        defer { statement.reset() }
+        statement.bind(1, version)
+        return try statement.step() ? statement.text(0) : nil
+    }
+
+    private static func shown(_ text: String) -> String {
+        let printable = ValidationError.printable(text)
+        return printable.count > 200 ? String(printable.prefix(200)) + "…" : printable
+    }
+}

@@ -1,0 +1,96 @@
+/// One spelling for every JSON value that Braze receives as the same value: what `IdempotencyKey.digest` hashes,
+/// so that "the same record" means the same record, not the same bytes.
+///
+/// Why: a retry by another writer (a Python or C writer, another JSON library, a writer in another language) may
+/// spell the same record differently: members in another order, `1.0` or `1e0` for `1`, `"\u0041"` for `"A"`.
+/// Compared byte for byte, such a retry was refused as "a different record" (exit 65; issue 32 #6). The record
+/// that is stored and sent keeps its own spelling; only the digest uses this one.
+///
+/// The form (docs/SCHEMA.md, "Idempotency keys"): compact JSON; an object's members sorted by name (the names'
+/// UTF-8 bytes, which is code point order), at every depth; arrays in their order; strings with only `"`, `\`
+/// and control characters escaped, as `JSONValue.serialized` writes them (so any escaping a writer chose reads
+/// back as the same text); numbers as their exact decimal value, `[-]DIGITS[eEXPONENT]`, the digits without
+/// leading or trailing zeros and the exponent only when it is not 0 (`1`, `1.0`, `1e0`, `10E-1` are all `1`;
+/// `150` is `15e1`; `-0.5` is `-5e-1`; every zero is `0`). A number whose exponent needs more than 15 digits
+/// (only possible for one that is 0 as a `Double`) keeps its own text. Strings are not Unicode-normalized:
+/// precomposed and decomposed accents are different text to Braze too.
+package enum CanonicalJSON {
+    /// The canonical form of `object`, as UTF-8.
+    package static func bytes(of object: JSONObject) -> [UInt8] {
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(256)
+        append(object, to: &buffer)
+        return buffer
+    }
+
+    private static func append(_ value: JSONValue, to buffer: inout [UInt8]) {
+        switch value {
+        case .null: buffer.append(contentsOf: "null".utf8)
+        case .bool(let flag): buffer.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .number(let number): buffer.append(contentsOf: canonicalNumber(number.text).utf8)
+        case .string(let string): JSONValue.appendQuoted(string, to: &buffer)
+        case .object(let object): append(object, to: &buffer)
+        case .array(let elements):
+            buffer.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { buffer.append(UInt8(ascii: ",")) }
+                append(element, to: &buffer)
+            }
+            buffer.append(UInt8(ascii: "]"))
+        }
+    }
+
+    private static func append(_ object: JSONObject, to buffer: inout [UInt8]) {
+        buffer.append(UInt8(ascii: "{"))
+        let members = object.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        for (index, member) in members.enumerated() {
+            if index > 0 { buffer.append(UInt8(ascii: ",")) }
+            JSONValue.appendQuoted(member.key, to: &buffer)
+            buffer.append(UInt8(ascii: ":"))
+            append(member.value, to: &buffer)
+        }
+        buffer.append(UInt8(ascii: "}"))
+    }
+
+    /// `text` (a valid JSON number, as `JSONNumber` keeps it) as its exact decimal value in the canonical form.
+    package static func canonicalNumber(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        func isDigit(_ index: Int) -> Bool { index < bytes.count && bytes[index] >= 0x30 && bytes[index] <= 0x39 }
+        var index = 0
+        let negative = bytes.first == UInt8(ascii: "-")
+        if negative { index += 1 }
+        var digits: [UInt8] = []
+        var exponent = 0
+        while isDigit(index) {
+            digits.append(bytes[index])
+            index += 1
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            while isDigit(index) {
+                digits.append(bytes[index])
+                exponent -= 1
+                index += 1
+            }
+        }
+        guard let first = digits.firstIndex(where: { $0 != UInt8(ascii: "0") }) else { return "0" }
+        if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
+            index += 1
+            let sign = index < bytes.count && bytes[index] == UInt8(ascii: "-") ? -1 : 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") {
+                index += 1
+            }
+            while index + 1 < bytes.count, bytes[index] == UInt8(ascii: "0") { index += 1 }
+            guard bytes.count - index <= 15, let written = Int(String(decoding: bytes[index...], as: UTF8.self))
+            else { return text }
+            exponent += sign * written
+        }
+        var significant = digits[first...]
+        while significant.last == UInt8(ascii: "0") {
+            significant.removeLast()
+            exponent += 1
+        }
+        return (negative ? "-" : "") + String(decoding: significant, as: UTF8.self)
+            + (exponent == 0 ? "" : "e" + String(exponent))
+    }
+}
