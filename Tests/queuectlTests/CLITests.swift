@@ -109,6 +109,18 @@ import EventQueueTestSupport
         #expect(try await snapshot(db: db, scratch: scratch) == before)
     }
 
+    /// A refused enqueue is refused before the queue is opened: at a new path it creates no queue file (nor its
+    /// `-wal`, `-shm` or `-turn`), and so no "created queue" notice either.
+    @Test(arguments: badInvocations.filter { $0.arguments.first == "enqueue" })
+    func aRefusedEnqueueToANewPathCreatesNoFile(_ invocation: BadInvocation) async throws {
+        let scratch = Scratch()
+        let db = scratch.file("new.db")
+        let result = try await queuectl(invocation.arguments, db: db, stdin: invocation.stdin, in: scratch)
+        #expect(result.status == invocation.status, "stderr: \(result.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.path).filter { $0.hasPrefix("new.db") }
+        #expect(left.isEmpty, "a refused enqueue left \(left)")
+    }
+
     /// Counts plus every live and dead record, as queuectl reports them.
     func snapshot(db: String, scratch: Scratch) async throws -> String {
         let status = try await queuectl(["status", "--json"], db: db, in: scratch)

@@ -48,6 +48,8 @@ struct Enqueue: ParsableCommand {
                     + "`queuectl enqueue --ndjson PATH`", status: ExitStatus.usage)
         }
         let input = try NDJSONInput(path: ndjson)
+        // Every line is checked before the queue is opened: refused input creates no queue file.
+        try NDJSONEnqueue.check(input, deadLetterInvalid: deadLetterInvalid)
         let writer = try queue.openWriter()
         defer { writer.close() }
         let result: NDJSONEnqueue.Result
@@ -192,7 +194,9 @@ enum CommandLineValue {
     }
 }
 
+/// Checks the record before the queue is opened: a refused record (65) creates no queue file.
 func enqueueOne(_ record: Record, queue: QueueOptionGroup) throws {
+    try withQueue { () throws(QueueError) in try QueueBatch.check(record, orDeadLetter: false) }
     let writer = try queue.openWriter()
     defer { writer.close() }
     let id = try withQueue { () throws(QueueError) in try writer.enqueue(record) }
