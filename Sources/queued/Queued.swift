@@ -68,6 +68,25 @@ struct Queued: AsyncParsableCommand {
         help: "At most N Braze requests start in any 1 s (this host's share of the workspace limit; default: none).")
     var maxRequestsPerSecond: Int?
 
+    /// Like ArgumentParser's `main`, except that a usage error is one line on stderr, as the daemon's other errors
+    /// and `queuectl`'s are (docs/OPERATING.md); `--help` and `--version` print as usual.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var daemon = command as? AsyncParsableCommand {
+                try await daemon.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success { exit(withError: error) }
+            let message = self.message(for: error)
+            if !message.isEmpty { DaemonFailure.writeErrorLine(message + " (see `queued --help`)") }
+            Glibc.exit(code.rawValue)
+        }
+    }
+
     /// Every numeric option of the daemon's own within its range (`OptionRange`), before anything uses it: exit
     /// 64 with the range. The drain flags check themselves (`DrainFlags.validate()`).
     func validate() throws {
