@@ -57,8 +57,12 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
             return "`drain`: the sink is misconfigured, nothing was lost (for `drain --local` also a jsonl file "
                 + "that cannot be opened)"
         case .anotherDrainerRunning: return "`drain`: another drain pass holds the queue's drain lock"
-        case .usage: return "usage: an unknown or malformed flag or argument, or a numeric option out of its range"
-        case .invalidInput: return "invalid record or input, with the line or index and the field"
+        case .usage:
+            return "usage: an unknown flag or argument, a value that does not parse (`--price abc`, `--prop` "
+                + "without `=`), or a numeric option out of its range"
+        case .invalidInput:
+            return "invalid record or input: it breaks Braze's rules or is not a record (with the line or index "
+                + "and the field)"
         case .inputMissing:
             return "input file missing, or no queue at the path (`status`, `peek`, `dead`, `check`, "
                 + "`drain --local`)"

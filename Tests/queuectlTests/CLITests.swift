@@ -34,8 +34,11 @@ import EventQueueTestSupport
             arguments: ["enqueue", "event", "e", "--external-id", "u1", "--time", "yesterday"], status: 65,
             message: "time"),
         .init(
-            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--properties", "[1,2]"], status: 65,
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--properties", "[1,2]"], status: 64,
             message: "--properties must be a JSON object"),
+        .init(
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--prop", "noequals"], status: 64,
+            message: "--prop must be KEY=VALUE"),
         .init(
             arguments: ["enqueue", "event", "e", "--alias", "nolabel"], status: 64,
             message: "--alias must be NAME:LABEL"),
@@ -51,7 +54,7 @@ import EventQueueTestSupport
             status: 65, message: "currency"),
         .init(
             arguments: ["enqueue", "purchase", "p", "--currency", "USD", "--price", "abc", "--external-id", "u1"],
-            status: 65, message: "--price must be a number"),
+            status: 64, message: "--price must be a number"),
         .init(
             arguments: [
                 "enqueue", "purchase", "p", "--currency", "USD", "--price", "1", "--quantity", "101",

@@ -105,7 +105,7 @@ import EventQueueTestSupport
             message: "--prop a is given more than once"),
         Refusal(
             arguments: ["enqueue", "event", "e", "--external-id", "u1", "--properties", #"{"a":1,"a":2}"#],
-            status: 65, message: "duplicate key"),
+            status: 64, message: "duplicate key"),
     ])
     func enqueueMessages(_ refusal: Refusal) async throws {
         let scratch = Scratch()

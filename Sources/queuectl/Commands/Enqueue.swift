@@ -156,6 +156,12 @@ struct PropertyOptions: ParsableArguments {
     @Option(name: .customLong("key"), help: "An idempotency key: enqueueing the same key twice writes once.")
     var idempotencyKey: String?
 
+    /// A malformed flag value is a usage error (64) before anything runs; a record that breaks Braze's rules
+    /// is 65, once it is built.
+    func validate() throws {
+        _ = try object()
+    }
+
     func object() throws -> JSONObject {
         var object = JSONObject()
         if let properties {
@@ -163,22 +169,21 @@ struct PropertyOptions: ParsableArguments {
             do {
                 parsed = try JSONValue.parse(properties)
             } catch {
-                throw fail("--properties must be a JSON object: \(error)", status: ExitStatus.invalidInput)
+                throw ValidationError("--properties must be a JSON object: \(error)")
             }
             guard let parsedObject = parsed.objectValue else {
-                throw fail("--properties must be a JSON object", status: ExitStatus.invalidInput)
+                throw ValidationError("--properties must be a JSON object")
             }
             object = parsedObject
         }
         var seen: Set<String> = []
         for prop in props {
             guard let equals = prop.firstIndex(of: "="), equals != prop.startIndex else {
-                throw fail("--prop must be KEY=VALUE (got \"\(prop)\")", status: ExitStatus.usage)
+                throw ValidationError("--prop must be KEY=VALUE (got \"\(prop)\")")
             }
             let key = String(prop[..<equals])
             guard seen.insert(key).inserted else {
-                throw fail(
-                    "--prop \(key) is given more than once: give each property once", status: ExitStatus.usage)
+                throw ValidationError("--prop \(key) is given more than once: give each property once")
             }
             object[key] = CommandLineValue.parse(String(prop[prop.index(after: equals)...]))
         }
@@ -257,13 +262,23 @@ struct EnqueuePurchase: ParsableCommand {
 
     @ParentCommand var parent: Enqueue
 
+    /// `--price` that is not a number is a malformed flag value: a usage error (64), like `--prop` without `=`.
+    func validate() throws {
+        _ = try Self.number(price)
+    }
+
+    static func number(_ price: String) throws -> JSONNumber {
+        guard let number = JSONNumber(text: price) else {
+            throw ValidationError("--price must be a number (got \"\(price)\")")
+        }
+        return number
+    }
+
     func run() throws {
         try refuseNDJSONWithSubcommand(parent)
-        guard let number = JSONNumber(text: price) else {
-            throw fail("--price must be a number (got \"\(price)\")", status: ExitStatus.invalidInput)
-        }
         let record = Record.purchase(
-            productID: productID, currency: currency, price: number, quantity: quantity, user: try user.identity(),
+            productID: productID, currency: currency, price: try Self.number(price), quantity: quantity,
+            user: try user.identity(),
             properties: try properties.object(), time: properties.time, idempotencyKey: properties.idempotencyKey)
         try enqueueOne(record, queue: queue)
     }
