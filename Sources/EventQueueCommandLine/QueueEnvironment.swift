@@ -23,6 +23,13 @@ public enum QueueEnvironment {
         return text.isEmpty ? nil : text
     }
 
+    /// Where the queue file is, as both tools' `--help` says it: the order `databasePath` follows.
+    public static let databaseHelp = """
+        The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else EVENTQUEUE_DB in \
+        /etc/eventqueue/eventqueue.conf ($EVENTQUEUE_CONFIG), else /var/lib/eventqueue/queue.db for root, else \
+        ${XDG_STATE_HOME:-~/.local/state}/eventqueue/queue.db.
+        """
+
     /// The default queue file when neither `--db` nor `EVENTQUEUE_DB` is given.
     public static func defaultDatabasePath() -> String {
         if let state = variable("STATE_DIRECTORY") {

@@ -19,9 +19,7 @@ struct Queued: AsyncParsableCommand {
             Launches: SIGUSR1; POST /launch on the control socket (what `queuectl drain` sends); --drain-on-start; \
             --drain-interval. Launches during a pass are coalesced into one more pass after it.
 
-            The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else EVENTQUEUE_DB in \
-            /etc/eventqueue/eventqueue.conf ($EVENTQUEUE_CONFIG), else /var/lib/eventqueue/queue.db for root, else \
-            ~/.local/state/eventqueue/queue.db.
+            \(QueueEnvironment.databaseHelp)
             The control socket is --socket, else $EVENTQUEUE_SOCKET, else $RUNTIME_DIRECTORY/control.sock, else \
             EVENTQUEUE_SOCKET in that file, else /run/eventqueue/control.sock for root, else ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. \
             With systemd socket activation (LISTEN_FDS) the passed socket is served instead.

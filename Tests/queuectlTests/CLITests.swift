@@ -124,6 +124,37 @@ import EventQueueTestSupport
         #expect(left.isEmpty, "a refused enqueue left \(left)")
     }
 
+    /// `peek` and `dead list` with nothing to show say so on stderr (stdout stays one line per record), and their
+    /// `--json` is still an empty array.
+    @Test func emptyListingsSaySoAndTheirJSONIsAnEmptyArray() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("q.db")
+        try QueueWriter(path: db).close()
+        for (arguments, saying) in [(["peek"], "no records pending or leased"), (["dead", "list"], "no dead letters")] {
+            let text = try await queuectl(arguments, db: db, in: scratch)
+            #expect(text.status == 0 && text.stdout.isEmpty, "\(arguments): \(text.stdout) \(text.stderr)")
+            #expect(text.stderr == "queuectl: \(saying)\n", "\(arguments)")
+            let json = try await queuectl(arguments + ["--json"], db: db, in: scratch)
+            #expect(json.status == 0 && json.stdout == "[]\n" && json.stderr.isEmpty, "\(arguments): \(json)")
+        }
+    }
+
+    /// Both tools' `--help` give the default queue path as it is resolved (`XDG_STATE_HOME` included), and the
+    /// `--key` help (and so the man pages) says keys are per user.
+    @Test func helpTextsSayWhatTheCodeDoes() async throws {
+        let scratch = Scratch()
+        // The help is wrapped to the terminal's width: compare words.
+        func words(_ text: String) -> String { text.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+        for program in [Products.queuectl, Products.queued] {
+            let help = words(try await run(program, ["--help"], in: scratch).stdout)
+            #expect(help.contains("for root, else ${XDG_STATE_HOME:-~/.local/state}/eventqueue/queue.db"), "\(help)")
+        }
+        for kind in ["event", "attribute", "purchase"] {
+            let help = words(try await run(Products.queuectl, ["enqueue", kind, "--help"], in: scratch).stdout)
+            #expect(help.contains("An idempotency key, per user"), "\(kind): \(help)")
+        }
+    }
+
     /// Counts plus every live and dead record, as queuectl reports them.
     func snapshot(db: String, scratch: Scratch) async throws -> String {
         let status = try await queuectl(["status", "--json"], db: db, in: scratch)

@@ -21,7 +21,9 @@ struct DeadList: ParsableCommand {
         let admin = try queue.openAdmin()
         defer { admin.close() }
         let limit = self.limit ?? Int(Int32.max)
-        printRecords(try withQueue { () throws(QueueError) in try admin.deadLetters(limit: limit) }, json: json)
+        printRecords(
+            try withQueue { () throws(QueueError) in try admin.deadLetters(limit: limit) }, json: json,
+            none: "no dead letters")
     }
 }
 

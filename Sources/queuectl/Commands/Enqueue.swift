@@ -145,6 +145,13 @@ struct IdentityOptions: ParsableArguments {
     }
 }
 
+/// `--key`'s help (events, attributes and purchases): keys are per user.
+let idempotencyKeyHelp = ArgumentHelp(
+    """
+    An idempotency key, per user: the same key again for the same user writes nothing and prints the first id \
+    (while the record is queued or dead, and for 7 days after delivery); for another user it is another record.
+    """)
+
 /// `--prop KEY=VALUE`, `--properties JSON`, `--time`, `--key`: what events and purchases share.
 struct PropertyOptions: ParsableArguments {
     @Option(name: .customLong("prop"), help: "A property KEY=VALUE; VALUE is JSON when it parses, else a string.")
@@ -153,7 +160,7 @@ struct PropertyOptions: ParsableArguments {
     var properties: String?
     @Option(help: "When it happened, ISO 8601 (default: now).")
     var time: String?
-    @Option(name: .customLong("key"), help: "An idempotency key: enqueueing the same key twice writes once.")
+    @Option(name: .customLong("key"), help: idempotencyKeyHelp)
     var idempotencyKey: String?
 
     /// A malformed flag value is a usage error (64) before anything runs; a record that breaks Braze's rules
@@ -235,7 +242,7 @@ struct EnqueueAttribute: ParsableCommand {
     @Argument(help: "The attribute name.") var key: String
     @Argument(help: "The value: JSON when it parses (3, true, null, [\"a\"], {\"inc\":1}), else a string.")
     var value: String
-    @Option(name: .customLong("key"), help: "An idempotency key.") var idempotencyKey: String?
+    @Option(name: .customLong("key"), help: idempotencyKeyHelp) var idempotencyKey: String?
     @OptionGroup var user: IdentityOptions
     @OptionGroup var queue: QueueOptionGroup
 
