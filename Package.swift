@@ -39,7 +39,7 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        // Migrations/*.sql and the release version (git tag) as Swift source, before every build
+        // Migrations/*.sql and the release version (the VERSION file) as Swift source, before every build
         // (scripts/embed-build-info).
         .plugin(
             name: "EmbedMigrationsPlugin",
