@@ -60,7 +60,7 @@ import Testing
             child.removeOutput()
         }
         let longestStall = try await sampler.value
-        FileManager.default.createFile(atPath: stop, contents: nil)
+        _ = FileManager.default.createFile(atPath: stop, contents: nil)
         for writer in steady {
             #expect(await writer.exited() == 0, "a steady writer failed: \(writer.standardError)")
         }

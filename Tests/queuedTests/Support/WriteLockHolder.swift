@@ -40,7 +40,7 @@ final class WriteLockHolder: Sendable {
     /// Commits and waits for the holder to exit; returns its status.
     @discardableResult
     func release() async -> Int32 {
-        FileManager.default.createFile(atPath: releaseMarker, contents: nil)
+        _ = FileManager.default.createFile(atPath: releaseMarker, contents: nil)
         return await child.exited()
     }
 
