@@ -93,6 +93,7 @@ let package = Package(
         .target(
             name: "FakeBraze",
             dependencies: [
+                "EventQueueRecords",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -159,7 +160,8 @@ let package = Package(
             path: "Examples/SwiftWriter"
         ),
         // Helpers the test targets share: temporary directories, running the built binaries.
-        .target(name: "EventQueueTestSupport", path: "Tests/EventQueueTestSupport"),
+        .target(
+            name: "EventQueueTestSupport", dependencies: ["EventQueueRecords"], path: "Tests/EventQueueTestSupport"),
         .testTarget(
             name: "EventQueueRecordsTests",
             dependencies: ["EventQueueRecords", "EventQueueTestSupport"]

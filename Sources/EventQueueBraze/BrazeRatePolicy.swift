@@ -1,3 +1,5 @@
+import EventQueue
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -350,22 +352,5 @@ struct BrazeRatePolicy: Sendable {
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         return seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000
-    }
-}
-
-/// SplitMix64: the policy's jitter, seeded so that the fleet simulation replays exactly.
-struct SplitMix64: Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

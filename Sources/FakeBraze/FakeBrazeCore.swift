@@ -1,3 +1,4 @@
+import EventQueueRecords
 import Foundation
 import Synchronization
 
@@ -59,7 +60,7 @@ final class FakeBrazeCore: Sendable {
 
     private struct State {
         var faults: FakeBrazeFaults
-        var generator: SeededGenerator
+        var generator: SplitMix64
         var rateLimitedLeft: Int
         var stats = FakeBrazeStats()
         /// The 2xx requests, in arrival order: their bodies and what became of each object (the objects' JSON
@@ -84,14 +85,14 @@ final class FakeBrazeCore: Sendable {
         self.apiKey = apiKey
         state = Mutex(
             State(
-                faults: faults, generator: SeededGenerator(seed: faults.seed),
+                faults: faults, generator: SplitMix64(seed: faults.seed),
                 rateLimitedLeft: faults.rateLimitNextRequests))
     }
 
     func setFaults(_ faults: FakeBrazeFaults) {
         state.withLock {
             $0.faults = faults
-            $0.generator = SeededGenerator(seed: faults.seed)
+            $0.generator = SplitMix64(seed: faults.seed)
             $0.rateLimitedLeft = faults.rateLimitNextRequests
         }
     }
