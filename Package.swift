@@ -129,10 +129,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // H hosts pacing their requests to one Braze workspace with the daemon's `BrazeRatePolicy`, on a simulated
+        // clock: a benchmark and test tool (`eventqueue-bench fleet`, BrazeFleetSimulationTests), never shipped.
+        .target(
+            name: "FleetSimulation",
+            dependencies: ["EventQueue", "EventQueueBraze"],
+            path: "Benchmarks/FleetSimulation"
+        ),
         .executableTarget(
             name: "eventqueue-bench",
             dependencies: [
-                "EventQueue", "EventQueueDelivery", "EventQueueBraze", "FakeBraze", "CSQLite",
+                "EventQueue", "EventQueueDelivery", "EventQueueBraze", "FleetSimulation", "FakeBraze", "CSQLite",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -179,7 +186,10 @@ let package = Package(
         ),
         .testTarget(
             name: "EventQueueBrazeTests",
-            dependencies: ["EventQueueBraze", "FakeBraze", "EventQueueDelivery", "EventQueue", "EventQueueTestSupport"]
+            dependencies: [
+                "EventQueueBraze", "FleetSimulation", "FakeBraze", "EventQueueDelivery", "EventQueue",
+                "EventQueueTestSupport",
+            ]
         ),
         .testTarget(
             name: "EventQueueCommandLineTests",

@@ -35,16 +35,21 @@ import EventQueue
 /// - **The send window** (requests in flight) halves once per round and grows back by one per answer.
 /// - **`--max-requests-per-second R`** (this host's share, set by hand): no request starts while R others are
 ///   in flight or were answered within the last second (counted from the answer, so it holds at Braze too).
-struct BrazeRatePolicy: Sendable {
+package struct BrazeRatePolicy: Sendable {
     /// Now, on both clocks: `monotonic` orders and spaces requests; `wallMilliseconds` (UTC) is what
     /// `X-RateLimit-Reset` is compared with.
-    struct Moment: Sendable, Hashable {
-        var monotonic: Duration
-        var wallMilliseconds: Int64
+    package struct Moment: Sendable, Hashable {
+        package var monotonic: Duration
+        package var wallMilliseconds: Int64
+
+        package init(monotonic: Duration, wallMilliseconds: Int64) {
+            self.monotonic = monotonic
+            self.wallMilliseconds = wallMilliseconds
+        }
     }
 
     /// What to do now.
-    enum Decision: Sendable, Hashable {
+    package enum Decision: Sendable, Hashable {
         /// Send; hand the ticket back to `release` with the answer.
         case start(Ticket)
         /// Nothing may start before this monotonic time.
@@ -55,12 +60,12 @@ struct BrazeRatePolicy: Sendable {
     }
 
     /// Which 429 round was current when a request started.
-    struct Ticket: Sendable, Hashable {
+    package struct Ticket: Sendable, Hashable {
         var round: Int
     }
 
     /// What one answer says about the rate.
-    enum Feedback: Sendable, Hashable {
+    package enum Feedback: Sendable, Hashable {
         /// Not rate limited.
         case answered(BrazeRateHeaders)
         /// A 429; `hintMilliseconds` from `Retry-After`, else the reset, relative to now (may be 0 or negative).
@@ -137,7 +142,7 @@ struct BrazeRatePolicy: Sendable {
     private var random: SplitMix64
     private var counters = Snapshot()
 
-    init(maxWindow: Int, maxRequestsPerSecond: Int?, seed: UInt64) {
+    package init(maxWindow: Int, maxRequestsPerSecond: Int?, seed: UInt64) {
         self.maxWindow = max(1, maxWindow)
         self.maxRequestsPerSecond = maxRequestsPerSecond.map { max(1, $0) }
         // Slow start: one request in flight, one more per answer (doubling each round trip), so a fleet that
@@ -147,7 +152,7 @@ struct BrazeRatePolicy: Sendable {
     }
 
     /// Whether a request may start now; when it may, it is counted in flight.
-    mutating func decide(at now: Moment) -> Decision {
+    package mutating func decide(at now: Moment) -> Decision {
         let blocked = blockedUntil(at: now)
         guard case .none = blocked else { return blocked.decision }
         inFlight += 1
@@ -156,7 +161,7 @@ struct BrazeRatePolicy: Sendable {
     }
 
     /// A request started with `ticket` was answered (or failed): counts it out of flight and learns from it.
-    mutating func release(_ ticket: Ticket, _ feedback: Feedback, at now: Moment) {
+    package mutating func release(_ ticket: Ticket, _ feedback: Feedback, at now: Moment) {
         inFlight = max(0, inFlight - 1)
         if maxRequestsPerSecond != nil { recentAnswers.append(now.monotonic) }
         switch feedback {

@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueBraze
 
 /// A fleet of hosts sharing one Braze workspace's rate limit, simulated: what goodput, share of 429s and fairness
 /// the daemon's own pacing (`BrazeRatePolicy`, the code `BrazeRateGovernor` runs) gives H hosts, for H beyond
