@@ -16,8 +16,11 @@ struct DeadList: ParsableCommand {
     @Flag(help: "Print a JSON array.") var json = false
     @OptionGroup var queue: QueueOptionGroup
 
+    func validate() throws {
+        if let limit, limit < 0 { throw ValidationError("--limit must be 0 or more (got \(limit))") }
+    }
+
     func run() throws {
-        if let limit, limit < 0 { throw fail("--limit must be 0 or more (got \(limit))", status: ExitStatus.usage) }
         let admin = try queue.openAdmin()
         defer { admin.close() }
         let limit = self.limit ?? Int(Int32.max)
@@ -32,11 +35,12 @@ struct DeadSelection: ParsableArguments {
     @Flag(help: "Every dead letter.") var all = false
     @Argument(help: "Record ids.") var ids: [Int64] = []
 
+    func validate() throws {
+        guard all != !ids.isEmpty else { throw ValidationError("give either --all or one or more record ids") }
+    }
+
     /// The ids to act on (`nil` = all), after checking every named id is a dead letter, so a typo changes nothing.
     func resolve(_ admin: QueueAdmin) throws -> [Int64]? {
-        guard all != !ids.isEmpty else {
-            throw fail("give either --all or one or more record ids", status: ExitStatus.usage)
-        }
         if all { return nil }
         let dead = Set(try withQueue { () throws(QueueError) in try admin.deadLetters() }.map(\.id))
         let missing = ids.filter { !dead.contains($0) }

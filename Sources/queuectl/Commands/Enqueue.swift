@@ -76,9 +76,9 @@ func unknownRecordKindMessage(_ arguments: [String]) -> String? {
 /// Refuses `enqueue --ndjson FILE event ...`: the subcommand would run and the file be ignored.
 func refuseNDJSONWithSubcommand(_ parent: Enqueue) throws {
     if parent.ndjson != nil || parent.deadLetterInvalid || parent.oneTransaction {
-        throw fail(
+        throw ValidationError(
             "--ndjson (and --dead-letter-invalid) cannot be combined with event, attribute or purchase: "
-                + "enqueue either a file or one record (so cannot --one-transaction)", status: ExitStatus.usage)
+                + "enqueue either a file or one record (so cannot --one-transaction)")
     }
 }
 
@@ -108,6 +108,10 @@ struct IdentityOptions: ParsableArguments {
     @Option(name: .customLong("alias-label"), help: "A user alias's label (with --alias-name); any text.")
     var aliasLabel: String?
 
+    func validate() throws {
+        _ = try identity()
+    }
+
     func identity() throws -> UserIdentity {
         var found: [UserIdentity] = []
         if let externalID { found.append(.externalID(externalID)) }
@@ -119,12 +123,12 @@ struct IdentityOptions: ParsableArguments {
         case (let name?, let label?): found.append(.alias(name: name, label: label))
         case (nil, nil): break
         default:
-            throw fail("--alias-name and --alias-label go together: give both", status: ExitStatus.usage)
+            throw ValidationError("--alias-name and --alias-label go together: give both")
         }
         guard found.count == 1, let identity = found.first else {
-            throw fail(
+            throw ValidationError(
                 "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got "
-                    + "\(found.count))", status: ExitStatus.usage)
+                    + "\(found.count))")
         }
         return identity
     }
@@ -132,14 +136,13 @@ struct IdentityOptions: ParsableArguments {
     /// `NAME:LABEL` with exactly one colon, neither side empty; anything else is refused, never guessed.
     static func splitAlias(_ alias: String) throws -> UserIdentity {
         guard let colon = alias.firstIndex(of: ":"), colon != alias.startIndex else {
-            throw fail("--alias must be NAME:LABEL (got \"\(alias)\")", status: ExitStatus.usage)
+            throw ValidationError("--alias must be NAME:LABEL (got \"\(alias)\")")
         }
         let label = alias[alias.index(after: colon)...]
         guard !label.contains(":") else {
-            throw fail(
+            throw ValidationError(
                 "--alias \"\(alias)\" is ambiguous: it has more than one colon, so the name and the label could be "
-                    + "split at any of them; give them apart with --alias-name NAME --alias-label LABEL",
-                status: ExitStatus.usage)
+                    + "split at any of them; give them apart with --alias-name NAME --alias-label LABEL")
         }
         return .alias(name: String(alias[..<colon]), label: String(label))
     }
@@ -225,8 +228,11 @@ struct EnqueueEvent: ParsableCommand {
 
     @ParentCommand var parent: Enqueue
 
-    func run() throws {
+    func validate() throws {
         try refuseNDJSONWithSubcommand(parent)
+    }
+
+    func run() throws {
         let record = Record.event(
             name, user: try user.identity(), properties: try properties.object(), time: properties.time,
             idempotencyKey: properties.idempotencyKey)
@@ -248,8 +254,11 @@ struct EnqueueAttribute: ParsableCommand {
 
     @ParentCommand var parent: Enqueue
 
-    func run() throws {
+    func validate() throws {
         try refuseNDJSONWithSubcommand(parent)
+    }
+
+    func run() throws {
         let record = Record.attribute(
             key, CommandLineValue.parse(value), user: try user.identity(), idempotencyKey: idempotencyKey)
         try enqueueOne(record, queue: queue)
@@ -271,6 +280,7 @@ struct EnqueuePurchase: ParsableCommand {
 
     /// `--price` that is not a number is a malformed flag value: a usage error (64), like `--prop` without `=`.
     func validate() throws {
+        try refuseNDJSONWithSubcommand(parent)
         _ = try Self.number(price)
     }
 
@@ -282,7 +292,6 @@ struct EnqueuePurchase: ParsableCommand {
     }
 
     func run() throws {
-        try refuseNDJSONWithSubcommand(parent)
         let record = Record.purchase(
             productID: productID, currency: currency, price: try Self.number(price), quantity: quantity,
             user: try user.identity(),

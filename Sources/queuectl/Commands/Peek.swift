@@ -11,8 +11,11 @@ struct Peek: ParsableCommand {
     @Flag(help: "Print a JSON array.") var json = false
     @OptionGroup var queue: QueueOptionGroup
 
+    func validate() throws {
+        guard limit >= 0 else { throw ValidationError("--limit must be 0 or more") }
+    }
+
     func run() throws {
-        guard limit >= 0 else { throw fail("--limit must be 0 or more", status: ExitStatus.usage) }
         let admin = try queue.openAdmin()
         defer { admin.close() }
         let records = try withQueue { () throws(QueueError) in try admin.peek(limit: limit) }
