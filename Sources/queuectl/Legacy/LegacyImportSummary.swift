@@ -7,27 +7,6 @@ struct LegacyImportSummary {
         /// `nil` for an unrecognized entry (left in the store).
         var result: BatchOutcome?
 
-        init(entry: LegacyEntry, result: BatchOutcome?) {
-            self.entry = entry
-            self.result = result
-        }
-
-        /// A dry run without a queue: what the entry would become, from the checks alone.
-        init(entry: LegacyEntry, checkedOnly: Bool) {
-            self.entry = entry
-            switch entry.plan {
-            case .record(let record):
-                do {
-                    _ = try RecordValidator.validate(kind: record.kind, object: record.object)
-                    result = .enqueued(id: 0)
-                } catch {
-                    result = .deadLettered(id: 0, reason: entry.label + ": " + error.description)
-                }
-            case .deadLetter(_, let reason): result = .deadLettered(id: 0, reason: entry.label + ": " + reason)
-            case .unrecognized: result = nil
-            }
-        }
-
         /// True when the entry is in the queue once the import committed: only these may be cleared.
         var committed: Bool { result != nil }
     }
