@@ -2,12 +2,6 @@ import EventQueueBraze
 import EventQueueDelivery
 import Synchronization
 
-/// How the sink did lately, for `GET /status`.
-struct SinkHealth: Sendable {
-    var healthy = true
-    var lastError: String?
-}
-
 /// Wraps the configured sink to time every batch (metrics) and remember whether the destination is healthy
 /// (status), without the sink itself knowing about either; and says what the control routes show of it.
 final class MeasuredSink: Sink {

@@ -1,7 +1,4 @@
 import ArgumentParser
-import EventQueue
-import EventQueueCommandLine
-import EventQueueDelivery
 
 struct Keys: ParsableCommand {
     static let configuration = CommandConfiguration(
