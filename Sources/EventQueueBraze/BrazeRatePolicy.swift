@@ -26,6 +26,8 @@ import EventQueue
 ///   window out.
 /// - **A new window.** Once the reset has passed, the last reading says nothing: one request (a probe) goes
 ///   out, a little after the reset (jitter, so a fleet does not arrive in step), and its answer paces the rest.
+///   Unless the window that passed had a quarter or more of its limit to spare: then nobody pressed on it, the
+///   next one is taken to start full, and pacing goes on without a probe until an answer replaces the guess.
 /// - **429.** Back-pressure, not failure: the sink sends the same request again once this allows it. The pause
 ///   is `Retry-After`, else the reset (when in the future; cut to `resetHorizon`, 15 minutes), plus jitter. The 429s that
 ///   come back together from one overshoot (every request that was in flight) are one round: only a 429 for a
@@ -118,7 +120,7 @@ package struct BrazeRatePolicy: Sendable {
     static let pauseCap: Int64 = 60_000
     /// Braze's documented window, until two readings show another.
     static let defaultWindowMilliseconds: Int64 = 3_000
-    /// Jitter: up to this share of the window (3 %), at least 20 ms, at most 250 ms.
+    /// Jitter: up to this share of the window (3 %), that bound kept between 20 and 250 ms.
     static let jitterShare = 0.03
 
     private(set) var window: Int

@@ -25,8 +25,9 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case refused = 77
     case badQueueFileOrConfiguration = 78
 
-    /// The status for a queue error, the same in both tools: busy 75, a file that is not a usable queue 78, one
-    /// that cannot be opened 73, and any other failure (disk full, I/O) 74.
+    /// The status for a queue error, the same in both tools: a refused record (invalid, an invalid key, a key
+    /// reused for another record) 65, busy 75, a file that is not a usable queue 78, one that cannot be opened 73,
+    /// and any other failure (disk full, I/O) 74.
     public init(_ error: QueueError) {
         switch error {
         case .invalidRecord, .invalidIdempotencyKey, .idempotencyKeyReused: self = .invalidInput
