@@ -39,7 +39,7 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]
         ),
-        // Migrations/*.sql and the release version (git tag) as Swift source, before every build
+        // Migrations/*.sql and the release version (the VERSION file) as Swift source, before every build
         // (scripts/embed-build-info).
         .plugin(
             name: "EmbedMigrationsPlugin",
@@ -93,6 +93,7 @@ let package = Package(
         .target(
             name: "FakeBraze",
             dependencies: [
+                "EventQueueRecords",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -128,10 +129,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // H hosts pacing their requests to one Braze workspace with the daemon's `BrazeRatePolicy`, on a simulated
+        // clock: a benchmark and test tool (`eventqueue-bench fleet`, BrazeFleetSimulationTests), never shipped.
+        .target(
+            name: "FleetSimulation",
+            dependencies: ["EventQueue", "EventQueueBraze"],
+            path: "Benchmarks/FleetSimulation"
+        ),
         .executableTarget(
             name: "eventqueue-bench",
             dependencies: [
-                "EventQueue", "EventQueueDelivery", "EventQueueBraze", "FakeBraze", "CSQLite",
+                "EventQueue", "EventQueueDelivery", "EventQueueBraze", "FleetSimulation", "FakeBraze", "CSQLite",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -159,7 +167,8 @@ let package = Package(
             path: "Examples/SwiftWriter"
         ),
         // Helpers the test targets share: temporary directories, running the built binaries.
-        .target(name: "EventQueueTestSupport", path: "Tests/EventQueueTestSupport"),
+        .target(
+            name: "EventQueueTestSupport", dependencies: ["EventQueueRecords"], path: "Tests/EventQueueTestSupport"),
         .testTarget(
             name: "EventQueueRecordsTests",
             dependencies: ["EventQueueRecords", "EventQueueTestSupport"]
@@ -177,7 +186,10 @@ let package = Package(
         ),
         .testTarget(
             name: "EventQueueBrazeTests",
-            dependencies: ["EventQueueBraze", "FakeBraze", "EventQueueDelivery", "EventQueue", "EventQueueTestSupport"]
+            dependencies: [
+                "EventQueueBraze", "FleetSimulation", "FakeBraze", "EventQueueDelivery", "EventQueue",
+                "EventQueueTestSupport",
+            ]
         ),
         .testTarget(
             name: "EventQueueCommandLineTests",

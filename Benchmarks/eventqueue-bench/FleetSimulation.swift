@@ -1,7 +1,7 @@
 // fleet: the rate governor of H hosts against one workspace limit, simulated (BrazeFleetSimulation drives the
 // same BrazeRatePolicy the daemon's BrazeRateGovernor runs, on a simulated clock): goodput, share of 429s and
 // fairness for fleets larger than one machine can run as processes.
-import EventQueueBraze
+import FleetSimulation
 
 func runFleetSimulation(_ settings: Settings, _ results: Results) {
     log("== fleet: H hosts sharing one Braze workspace, simulated (BrazeFleetSimulation, the daemon's policy)")

@@ -3,14 +3,15 @@ import PackagePlugin
 
 /// Embeds the numbered SQL files of `Migrations/` and the release version into the target that uses this plugin,
 /// so the schema has a single source (the SQL files), the built binaries carry it, and `--version` comes from the
-/// git tag. The work is `scripts/embed-build-info`, which rewrites its outputs only when they change.
+/// `VERSION` file and the commits since it changed. The work is `scripts/embed-build-info`, which rewrites its
+/// outputs only when they change.
 ///
 /// When it runs again: SwiftPM evaluates this plugin only when it plans the build, and it plans again only when
 /// the manifest or the file names under a target's directory change. So `Sources/EventQueue/Migrations` is a
 /// symlink to `Migrations/` (excluded from the target's sources): adding or removing a migration changes the
 /// target's directory, the build is planned again, and the new file list is embedded (before, an incremental build
-/// after adding a migration shipped binaries without it). Editing a migration, committing or tagging changes an
-/// input file of the command below, so the command runs again within the same plan.
+/// after adding a migration shipped binaries without it). Editing a migration or `VERSION`, or committing, changes
+/// an input file of the command below, so the command runs again within the same plan.
 @main
 struct EmbedMigrationsPlugin: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {
@@ -32,7 +33,7 @@ struct EmbedMigrationsPlugin: BuildToolPlugin {
                 executable: URL(fileURLWithPath: "/bin/sh"),
                 arguments: [script.path, root.path, output.path],
                 environment: environment,
-                inputFiles: [script] + migrations + gitStateFiles(root),
+                inputFiles: [script, root.appending(path: "VERSION")] + migrations + gitStateFiles(root),
                 outputFiles: [
                     output.appending(path: "EmbeddedMigrations.swift"),
                     output.appending(path: "EmbeddedVersion.swift"),
@@ -41,9 +42,9 @@ struct EmbedMigrationsPlugin: BuildToolPlugin {
         ]
     }
 
-    /// Files that change when HEAD moves or a tag is created: the reflog of HEAD (appended by every commit,
-    /// checkout and reset), `packed-refs`, and the tags directory (a new tag adds an entry). Only those that exist
-    /// now (a missing input fails the build); none outside a git checkout (a source copy, the version matrix).
+    /// Files that change when HEAD moves: `HEAD` and its reflog (appended by every commit, checkout and reset).
+    /// Only those that exist now (a missing input fails the build); none outside a git checkout (a source copy,
+    /// the version matrix).
     private func gitStateFiles(_ root: URL) -> [URL] {
         let dotGit = root.appending(path: ".git")
         var isDirectory: ObjCBool = false
@@ -57,15 +58,7 @@ struct EmbedMigrationsPlugin: BuildToolPlugin {
             let path = text.dropFirst("gitdir: ".count).trimmingCharacters(in: .whitespacesAndNewlines)
             gitDirectory = path.hasPrefix("/") ? URL(fileURLWithPath: path) : root.appending(path: path)
         }
-        var commonDirectory = gitDirectory
-        if let common = try? String(contentsOf: gitDirectory.appending(path: "commondir"), encoding: .utf8) {
-            let path = common.trimmingCharacters(in: .whitespacesAndNewlines)
-            commonDirectory = path.hasPrefix("/") ? URL(fileURLWithPath: path) : gitDirectory.appending(path: path)
-        }
-        return [
-            gitDirectory.appending(path: "HEAD"), gitDirectory.appending(path: "logs/HEAD"),
-            commonDirectory.appending(path: "packed-refs"), commonDirectory.appending(path: "refs/tags"),
-        ]
-        .filter { FileManager.default.fileExists(atPath: $0.path) }
+        return [gitDirectory.appending(path: "HEAD"), gitDirectory.appending(path: "logs/HEAD")]
+            .filter { FileManager.default.fileExists(atPath: $0.path) }
     }
 }

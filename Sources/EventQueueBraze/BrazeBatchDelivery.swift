@@ -1,14 +1,6 @@
 import EventQueue
 import EventQueueDelivery
 
-/// What sends one request to `/users/track` and interprets the answer: `BrazeSink` (pacing, resending after a
-/// 429, the HTTP client), or a scripted stand-in in a test.
-protocol BrazeRequestSender: Sendable {
-    /// Sends `body` and returns the interpreted answer; `nil` when it was not sent (the delivery was cancelled):
-    /// its records and the rest get no outcome, so the drain loop hands them back untouched.
-    func send(_ body: BrazeRequestBody) async -> BrazeAnswer?
-}
-
 /// Delivers one claimed batch as a sequence of requests and turns the answers into one `DeliveryReport`.
 ///
 /// Kept apart from the HTTP client (it only sees a `BrazeRequestSender`) so the decisions (bisect, stop, hold

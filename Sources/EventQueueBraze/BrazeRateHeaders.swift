@@ -1,14 +1,14 @@
 /// What an answer's headers say about the rate: Braze's `X-RateLimit-Limit`, `-Remaining` and `-Reset` (UTC
 /// epoch seconds; lowercase over HTTP/2), and `Retry-After` (seconds; not documented for `/users/track`, honoured
 /// when present). The one place these headers are looked up and parsed.
-struct BrazeRateHeaders: Sendable, Hashable {
-    var limit: Int?
-    var remaining: Int?
-    var resetAtMilliseconds: Int64?
+package struct BrazeRateHeaders: Sendable, Hashable {
+    package var limit: Int?
+    package var remaining: Int?
+    package var resetAtMilliseconds: Int64?
     var retryAfterMilliseconds: Int64?
 
     /// No headers: what an answer without any says.
-    init() {}
+    package init() {}
 
     /// Values out of any plausible range (negative, or a reset past year 33658) are ignored: the headers are
     /// outside input.
@@ -31,7 +31,7 @@ struct BrazeRateHeaders: Sendable, Hashable {
 
     /// How long Braze asked us to wait, relative to `nowMilliseconds`: `Retry-After` when present, else the reset
     /// minus now (0 when it is already past), else `nil`.
-    func retryHint(nowMilliseconds: Int64) -> Int64? {
+    package func retryHint(nowMilliseconds: Int64) -> Int64? {
         if let retryAfterMilliseconds { return retryAfterMilliseconds }
         return resetAtMilliseconds.map { max(0, $0 - nowMilliseconds) }
     }

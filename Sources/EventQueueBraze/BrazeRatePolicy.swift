@@ -1,3 +1,5 @@
+import EventQueue
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -24,6 +26,8 @@
 ///   window out.
 /// - **A new window.** Once the reset has passed, the last reading says nothing: one request (a probe) goes
 ///   out, a little after the reset (jitter, so a fleet does not arrive in step), and its answer paces the rest.
+///   Unless the window that passed had a quarter or more of its limit to spare: then nobody pressed on it, the
+///   next one is taken to start full, and pacing goes on without a probe until an answer replaces the guess.
 /// - **429.** Back-pressure, not failure: the sink sends the same request again once this allows it. The pause
 ///   is `Retry-After`, else the reset (when in the future; cut to `resetHorizon`, 15 minutes), plus jitter. The 429s that
 ///   come back together from one overshoot (every request that was in flight) are one round: only a 429 for a
@@ -33,16 +37,21 @@
 /// - **The send window** (requests in flight) halves once per round and grows back by one per answer.
 /// - **`--max-requests-per-second R`** (this host's share, set by hand): no request starts while R others are
 ///   in flight or were answered within the last second (counted from the answer, so it holds at Braze too).
-struct BrazeRatePolicy: Sendable {
+package struct BrazeRatePolicy: Sendable {
     /// Now, on both clocks: `monotonic` orders and spaces requests; `wallMilliseconds` (UTC) is what
     /// `X-RateLimit-Reset` is compared with.
-    struct Moment: Sendable, Hashable {
-        var monotonic: Duration
-        var wallMilliseconds: Int64
+    package struct Moment: Sendable, Hashable {
+        package var monotonic: Duration
+        package var wallMilliseconds: Int64
+
+        package init(monotonic: Duration, wallMilliseconds: Int64) {
+            self.monotonic = monotonic
+            self.wallMilliseconds = wallMilliseconds
+        }
     }
 
     /// What to do now.
-    enum Decision: Sendable, Hashable {
+    package enum Decision: Sendable, Hashable {
         /// Send; hand the ticket back to `release` with the answer.
         case start(Ticket)
         /// Nothing may start before this monotonic time.
@@ -53,12 +62,12 @@ struct BrazeRatePolicy: Sendable {
     }
 
     /// Which 429 round was current when a request started.
-    struct Ticket: Sendable, Hashable {
+    package struct Ticket: Sendable, Hashable {
         var round: Int
     }
 
     /// What one answer says about the rate.
-    enum Feedback: Sendable, Hashable {
+    package enum Feedback: Sendable, Hashable {
         /// Not rate limited.
         case answered(BrazeRateHeaders)
         /// A 429; `hintMilliseconds` from `Retry-After`, else the reset, relative to now (may be 0 or negative).
@@ -111,7 +120,7 @@ struct BrazeRatePolicy: Sendable {
     static let pauseCap: Int64 = 60_000
     /// Braze's documented window, until two readings show another.
     static let defaultWindowMilliseconds: Int64 = 3_000
-    /// Jitter: up to this share of the window (3 %), at least 20 ms, at most 250 ms.
+    /// Jitter: up to this share of the window (3 %), that bound kept between 20 and 250 ms.
     static let jitterShare = 0.03
 
     private(set) var window: Int
@@ -135,7 +144,7 @@ struct BrazeRatePolicy: Sendable {
     private var random: SplitMix64
     private var counters = Snapshot()
 
-    init(maxWindow: Int, maxRequestsPerSecond: Int?, seed: UInt64) {
+    package init(maxWindow: Int, maxRequestsPerSecond: Int?, seed: UInt64) {
         self.maxWindow = max(1, maxWindow)
         self.maxRequestsPerSecond = maxRequestsPerSecond.map { max(1, $0) }
         // Slow start: one request in flight, one more per answer (doubling each round trip), so a fleet that
@@ -145,7 +154,7 @@ struct BrazeRatePolicy: Sendable {
     }
 
     /// Whether a request may start now; when it may, it is counted in flight.
-    mutating func decide(at now: Moment) -> Decision {
+    package mutating func decide(at now: Moment) -> Decision {
         let blocked = blockedUntil(at: now)
         guard case .none = blocked else { return blocked.decision }
         inFlight += 1
@@ -154,7 +163,7 @@ struct BrazeRatePolicy: Sendable {
     }
 
     /// A request started with `ticket` was answered (or failed): counts it out of flight and learns from it.
-    mutating func release(_ ticket: Ticket, _ feedback: Feedback, at now: Moment) {
+    package mutating func release(_ ticket: Ticket, _ feedback: Feedback, at now: Moment) {
         inFlight = max(0, inFlight - 1)
         if maxRequestsPerSecond != nil { recentAnswers.append(now.monotonic) }
         switch feedback {
@@ -350,22 +359,5 @@ struct BrazeRatePolicy: Sendable {
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         return seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000
-    }
-}
-
-/// SplitMix64: the policy's jitter, seeded so that the fleet simulation replays exactly.
-struct SplitMix64: Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -1,7 +1,8 @@
 /// How a `BrazeSink` is pacing itself, for `/metrics` and `GET /status`.
 public struct BrazeRateStatus: Sendable, Hashable {
     public var requestsInFlight: Int
-    /// Requests allowed in flight now: `maxInFlight`, halved by each 429 round, grown back by one per answer.
+    /// Requests allowed in flight now: 1 at first (slow start), one more per answer up to `maxInFlight`, halved
+    /// by each 429 round.
     public var window: Int
     /// Requests that waited before starting (pacing across the window, a reset, a 429's pause,
     /// `--max-requests-per-second`), and for how long in all.

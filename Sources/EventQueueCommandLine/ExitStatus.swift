@@ -25,8 +25,9 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case refused = 77
     case badQueueFileOrConfiguration = 78
 
-    /// The status for a queue error, the same in both tools: busy 75, a file that is not a usable queue 78, one
-    /// that cannot be opened 73, and any other failure (disk full, I/O) 74.
+    /// The status for a queue error, the same in both tools: a refused record (invalid, an invalid key, a key
+    /// reused for another record) 65, busy 75, a file that is not a usable queue 78, one that cannot be opened 73,
+    /// and any other failure (disk full, I/O) 74.
     public init(_ error: QueueError) {
         switch error {
         case .invalidRecord, .invalidIdempotencyKey, .idempotencyKeyReused: self = .invalidInput
@@ -57,8 +58,12 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
             return "`drain`: the sink is misconfigured, nothing was lost (for `drain --local` also a jsonl file "
                 + "that cannot be opened)"
         case .anotherDrainerRunning: return "`drain`: another drain pass holds the queue's drain lock"
-        case .usage: return "usage: an unknown or malformed flag or argument, or a numeric option out of its range"
-        case .invalidInput: return "invalid record or input, with the line or index and the field"
+        case .usage:
+            return "usage: an unknown flag or argument, a value that does not parse (`--price abc`, `--prop` "
+                + "without `=`), or a numeric option out of its range"
+        case .invalidInput:
+            return "invalid record or input: it breaks Braze's rules or is not a record (with the line or index "
+                + "and the field)"
         case .inputMissing:
             return "input file missing, or no queue at the path (`status`, `peek`, `dead`, `check`, "
                 + "`drain --local`)"

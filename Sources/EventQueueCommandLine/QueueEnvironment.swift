@@ -23,51 +23,52 @@ public enum QueueEnvironment {
         return text.isEmpty ? nil : text
     }
 
-    /// The default queue file when neither `--db` nor `EVENTQUEUE_DB` is given.
-    public static func defaultDatabasePath() -> String {
-        if let state = variable("STATE_DIRECTORY") {
-            // systemd may pass several directories separated by colons; the first is ours.
-            let first = state.split(separator: ":").first.map(String.init) ?? state
-            return first + "/queue.db"
-        }
-        if let system = SystemConfiguration.load()?.databasePath { return system }
-        if getuid() == 0 { return "/var/lib/eventqueue/queue.db" }
-        let base = variable("XDG_STATE_HOME") ?? ((variable("HOME") ?? ".") + "/.local/state")
-        return base + "/eventqueue/queue.db"
-    }
+    /// Where the queue file is, as both tools' `--help` says it: the order `databasePath` follows.
+    public static let databaseHelp = """
+        The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else EVENTQUEUE_DB in \
+        /etc/eventqueue/eventqueue.conf ($EVENTQUEUE_CONFIG), else /var/lib/eventqueue/queue.db for root, else \
+        ${XDG_STATE_HOME:-~/.local/state}/eventqueue/queue.db.
+        """
 
     /// Resolves the queue path: the explicit one, else `EVENTQUEUE_DB`, else the default (whose directory is
     /// created, since nobody chose it by hand). An explicit path's directory must already exist.
     ///
     /// `createDirectory: false` is for commands that only inspect a queue: they must never create anything.
-    /// The system installation's path is never created here either: the package's tmpfiles.d entry owns it.
     public static func databasePath(explicit: String?, createDirectory: Bool = true) -> String {
-        if let explicit { return explicit }
-        if let fromEnvironment = variable("EVENTQUEUE_DB") { return fromEnvironment }
-        let path = defaultDatabasePath()
-        if createDirectory, path != SystemConfiguration.load()?.databasePath { createDirectories(for: path) }
-        return path
-    }
-
-    /// The default control socket when neither `--socket` nor `EVENTQUEUE_SOCKET` is given.
-    public static func defaultSocketPath() -> String {
-        if let runtime = variable("RUNTIME_DIRECTORY") {
-            let first = runtime.split(separator: ":").first.map(String.init) ?? runtime
-            return first + "/control.sock"
-        }
-        if let system = SystemConfiguration.load()?.socketPath { return system }
-        if getuid() == 0 { return "/run/eventqueue/control.sock" }
-        let base = variable("XDG_RUNTIME_DIR") ?? "/tmp/eventqueue-\(getuid())"
-        return base + "/eventqueue/control.sock"
+        resolve(
+            explicit ?? variable("EVENTQUEUE_DB"), "queue.db", systemd: "STATE_DIRECTORY",
+            installed: SystemConfiguration.load()?.databasePath, root: "/var/lib/eventqueue",
+            user: variable("XDG_STATE_HOME") ?? (variable("HOME") ?? ".") + "/.local/state",
+            createDirectory: createDirectory)
     }
 
     /// Resolves the control socket path the same way for the daemon and `queuectl`: the explicit one, else
-    /// `EVENTQUEUE_SOCKET`, else the default (whose directory is created, since nobody chose it by hand).
-    public static func socketPath(explicit: String?) -> String {
-        if let explicit { return explicit }
-        if let fromEnvironment = variable("EVENTQUEUE_SOCKET") { return fromEnvironment }
-        let path = defaultSocketPath()
-        if path != SystemConfiguration.load()?.socketPath { createDirectories(for: path) }
+    /// `EVENTQUEUE_SOCKET`, else the default (whose directory is created unless `createDirectory` is false).
+    public static func socketPath(explicit: String?, createDirectory: Bool = true) -> String {
+        resolve(
+            explicit ?? variable("EVENTQUEUE_SOCKET"), "control.sock", systemd: "RUNTIME_DIRECTORY",
+            installed: SystemConfiguration.load()?.socketPath, root: "/run/eventqueue",
+            user: variable("XDG_RUNTIME_DIR") ?? "/tmp/eventqueue-\(getuid())", createDirectory: createDirectory)
+    }
+
+    /// The one lookup of both paths (the order of the type's comment): `chosen` (the flag, else the environment
+    /// variable), else `name` in systemd's directory for the unit (`$systemd` may list several, separated by
+    /// colons; the first is ours), else the system installation's path, else `name` under `root` for root, else
+    /// under `user`'s `eventqueue/`. Only a default's directory is created, and never the system installation's:
+    /// the package's tmpfiles.d entry owns it.
+    private static func resolve(
+        _ chosen: String?, _ name: String, systemd: String, installed: @autoclosure () -> String?, root: String,
+        user: @autoclosure () -> String, createDirectory: Bool
+    ) -> String {
+        if let chosen { return chosen }
+        let installed = installed()
+        let path: String
+        if let directories = variable(systemd) {
+            path = (directories.split(separator: ":").first.map(String.init) ?? directories) + "/" + name
+        } else {
+            path = installed ?? (getuid() == 0 ? root : user() + "/eventqueue") + "/" + name
+        }
+        if createDirectory, path != installed { createDirectories(for: path) }
         return path
     }
 
@@ -111,13 +112,4 @@ public enum QueueEnvironment {
             if !prefix.isEmpty { mkdir(prefix, 0o770) }
         }
     }
-}
-
-/// An environment variable with a value that cannot be used.
-public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
-    public var variable: String
-    public var value: String
-    public var expected: String
-
-    public var description: String { "\(variable)=\"\(value)\" is not valid: expected \(expected)" }
 }

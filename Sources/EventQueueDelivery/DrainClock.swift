@@ -26,18 +26,3 @@ extension DrainClock {
     /// The monotonic time elapsed since `earlier`, a reading of `monotonic()`.
     public func elapsed(since earlier: Duration) -> Duration { monotonic() - earlier }
 }
-
-/// The real clocks: `CLOCK_REALTIME` for the file, `ContinuousClock` (monotonic) for waits.
-public struct SystemDrainClock: DrainClock {
-    private let origin = ContinuousClock.now
-
-    public init() {}
-
-    public func wallMilliseconds() -> Int64 { WallClock.nowMilliseconds() }
-
-    public func monotonic() -> Duration { origin.duration(to: ContinuousClock.now) }
-
-    public func sleep(for duration: Duration) async throws {
-        try await Task.sleep(for: duration, clock: .continuous)
-    }
-}

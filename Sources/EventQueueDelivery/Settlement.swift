@@ -29,8 +29,9 @@ struct Settlement: Sendable {
         delivered.isEmpty && rejected.isEmpty && released.isEmpty && retries.keys.contains { $0.countsAsAttempt }
     }
 
-    /// The last retry reason, for the "N batches in a row failed" halt.
-    var lastError: String? { retries.keys.map(\.reason).sorted().last }
+    /// The reason of the batch's last record (in the batch's order) to be retried, for the "N batches in a row
+    /// failed" halt.
+    private(set) var lastError: String?
 
     /// Decides every record's fate. `cancelled`: the delivery task was cancelled (a shutdown that ran out of
     /// time), so records the sink said nothing about go back untouched rather than wait out their lease.
@@ -45,6 +46,7 @@ struct Settlement: Sendable {
             case .retry(let reason, let after, let counts):
                 retries[RetryGroup(reason: reason, afterMilliseconds: after, countsAsAttempt: counts), default: []]
                     .append(record.id)
+                lastError = reason
             case nil:
                 if cancelled || report.halt?.kind == .configuration {
                     released.append(record.id)
@@ -52,6 +54,7 @@ struct Settlement: Sendable {
                     let reason = report.halt?.reason ?? "the sink reported no outcome"
                     retries[RetryGroup(reason: reason, afterMilliseconds: nil, countsAsAttempt: true), default: []]
                         .append(record.id)
+                    lastError = reason
                 }
             }
         }

@@ -1,57 +1,6 @@
+import EventQueueRecords
 import Foundation
 import Synchronization
-
-/// One object Braze received in a request it answered 2xx, in arrival order.
-public struct ReceivedObject: Sendable, Hashable {
-    /// `attributes`, `events` or `purchases`.
-    public var array: String
-    /// The object as compact JSON with sorted keys (re-serialized by `JSONSerialization`).
-    public var json: String
-    /// The 1-based number of the `/users/track` request that carried it.
-    public var request: Int
-    /// Its position in that request's array (what Braze's `errors` entries name).
-    public var index: Int
-    /// False when the object was named in the response's `errors` (refused).
-    public var accepted: Bool
-}
-
-/// Request counters.
-public struct FakeBrazeStats: Sendable, Hashable {
-    /// `/users/track` requests received (answered or not).
-    public var requests = 0
-    /// Answers by HTTP status (a reset-mid-response counts under the status it started to send).
-    public var byStatus: [Int: Int] = [:]
-    /// Connections closed without an answer.
-    public var dropped = 0
-    /// Answers cut off half way.
-    public var resetMidResponse = 0
-    /// Objects received in 2xx requests (accepted or refused).
-    public var objectsReceived = 0
-    /// Times a request arrived naming a user that another request in flight also names (must stay 0: per-user
-    /// order needs a user's requests one after another).
-    public var userOverlaps = 0
-    /// The most `/users/track` requests in flight at once.
-    public var maxInFlight = 0
-    /// The most `/users/track` requests that arrived within any 1 s window.
-    public var maxRequestsInOneSecond = 0
-}
-
-/// What the network handler should do with one request.
-struct FakeBrazeAction: Sendable {
-    enum Kind: Sendable {
-        case respond
-        case drop
-        case resetMidResponse
-    }
-
-    var kind: Kind = .respond
-    var delayMilliseconds = 0
-    var status: Int
-    var headers: [(String, String)] = []
-    var body: [UInt8]
-    /// The `/users/track` request this answers (its number), to count it out of flight once answered.
-    var request: Int?
-}
 
 /// The fake's state and decisions, free of networking so the handler stays a thin adapter.
 final class FakeBrazeCore: Sendable {
@@ -59,7 +8,7 @@ final class FakeBrazeCore: Sendable {
 
     private struct State {
         var faults: FakeBrazeFaults
-        var generator: SeededGenerator
+        var generator: SplitMix64
         var rateLimitedLeft: Int
         var stats = FakeBrazeStats()
         /// The 2xx requests, in arrival order: their bodies and what became of each object (the objects' JSON
@@ -84,14 +33,14 @@ final class FakeBrazeCore: Sendable {
         self.apiKey = apiKey
         state = Mutex(
             State(
-                faults: faults, generator: SeededGenerator(seed: faults.seed),
+                faults: faults, generator: SplitMix64(seed: faults.seed),
                 rateLimitedLeft: faults.rateLimitNextRequests))
     }
 
     func setFaults(_ faults: FakeBrazeFaults) {
         state.withLock {
             $0.faults = faults
-            $0.generator = SeededGenerator(seed: faults.seed)
+            $0.generator = SplitMix64(seed: faults.seed)
             $0.rateLimitedLeft = faults.rateLimitNextRequests
         }
     }

@@ -1,3 +1,5 @@
+import EventQueueRecords
+
 /// The faults a `FakeBrazeServer` injects. Deterministic: rates are drawn from a generator seeded with `seed`,
 /// so a failing run can be replayed.
 ///
@@ -91,22 +93,7 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
     }
 }
 
-/// SplitMix64: small, fast and good enough to draw fault rates reproducibly.
-struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix64 {
     /// True with probability `rate`; draws nothing when the rate is 0, so enabling one fault does not shift the
     /// draws of another.
     mutating func roll(_ rate: Double) -> Bool {

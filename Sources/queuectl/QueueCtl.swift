@@ -13,9 +13,7 @@ struct QueueCtl: AsyncParsableCommand {
         commandName: "queuectl",
         abstract: "Administer an EventQueue file: enqueue, drain, inspect, dead letters.",
         discussion: """
-            The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else EVENTQUEUE_DB in \
-            /etc/eventqueue/eventqueue.conf ($EVENTQUEUE_CONFIG), else /var/lib/eventqueue/queue.db for root, else \
-            ~/.local/state/eventqueue/queue.db. --db and --socket may also come before the subcommand.
+            \(QueueEnvironment.databaseHelp) --db and --socket may also come before the subcommand.
 
             """ + ExitStatus.helpText(for: .queuectl),
         version: EventQueueVersion.string,

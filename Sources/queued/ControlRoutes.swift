@@ -1,5 +1,4 @@
 import EventQueue
-import EventQueueBraze
 import EventQueueDelivery
 import NIOHTTP1
 import EventQueueCommandLine
@@ -63,10 +62,9 @@ struct ControlRoutes: Sendable {
         let snapshot = await coordinator.snapshot()
         do {
             let stats = try await store.stats(includingKeys: true)
-            var rate: BrazeRateStatus?
-            if let braze = sink.base as? BrazeSink { rate = await braze.rateStatus() }
             let body = DaemonJSON.status(
-                stats, path: store.path, daemon: snapshot, sinkName: sink.name, sink: sink.currentHealth, rate: rate)
+                stats, path: store.path, daemon: snapshot, sinkName: sink.name, sink: sink.currentHealth,
+                rate: await sink.rateStatus())
             try await writer.send(status: .ok, contentType: "application/json", body: body.serialized + "\n")
         } catch let error as QueueError {
             try await writer.send(
@@ -82,7 +80,7 @@ struct ControlRoutes: Sendable {
         }
         if let highest { metrics.recordHighestID(highest) }
         metrics.recordWriteLine(WriteLineReport.read(queuePath: store.path))
-        if let braze = sink.base as? BrazeSink { metrics.recordRate(await braze.rateStatus()) }
+        if let rate = await sink.rateStatus() { metrics.recordRate(rate) }
         try await writer.send(
             status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render())
     }

@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueBraze
 import EventQueueDelivery
 import Logging
 import NIOPosix
@@ -18,9 +19,9 @@ struct Daemon {
         let signals = await UnixSignalsSequence(trapping: .sigusr1, .sighup, .sigterm, .sigint)
         let notifier = SystemdNotifier()
         let metrics = DaemonMetrics()
-        let baseSink: any Sink
+        let (baseSink, rateStatus): (any Sink, (@Sendable () async -> BrazeRateStatus)?)
         do {
-            baseSink = try makeSink(
+            (baseSink, rateStatus) = try makeSink(
                 spec: configuration.sinkSpec, apiKeyFile: configuration.apiKeyFile,
                 brazeMaxObjects: configuration.brazeMaxObjects, maxInFlight: configuration.drainOptions.maxInFlight,
                 maxRequestsPerSecond: configuration.maxRequestsPerSecond, observer: metrics, logger: logger)
@@ -48,7 +49,7 @@ struct Daemon {
             try? await eventLoops.shutdownGracefully()
             throw error
         }
-        let sink = MeasuredSink(baseSink, metrics: metrics)
+        let sink = MeasuredSink(baseSink, metrics: metrics, rateStatus: rateStatus)
         let drainer = Drainer(store: store, sink: sink, options: configuration.drainOptions, logger: logger)
         let coordinator = LaunchCoordinator(
             drainer: drainer, observer: DaemonPassObserver(metrics: metrics, notifier: notifier), logger: logger)

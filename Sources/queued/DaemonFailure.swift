@@ -77,9 +77,13 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
 
     /// Prints the one-line message and returns the exit code to throw.
     func exit() -> ExitCode {
-        let line = "queued: error: " + String(description.map { $0 == "\n" ? " " : $0 }) + "\n"
-        var text = line
-        text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+        Self.writeErrorLine(description)
         return ExitCode(status.rawValue)
+    }
+
+    /// `queued: error: MESSAGE` on stderr, as one line.
+    static func writeErrorLine(_ message: String) {
+        var text = "queued: error: " + String(message.map { $0 == "\n" ? " " : $0 }) + "\n"
+        text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
     }
 }

@@ -1,23 +1,24 @@
+import EventQueueBraze
 import EventQueueDelivery
 import Synchronization
 
-/// How the sink did lately, for `GET /status`.
-struct SinkHealth: Sendable {
-    var healthy = true
-    var lastError: String?
-}
-
 /// Wraps the configured sink to time every batch (metrics) and remember whether the destination is healthy
-/// (status), without the sink itself knowing about either.
+/// (status), without the sink itself knowing about either; and says what the control routes show of it.
 final class MeasuredSink: Sink {
-    let base: any Sink
+    private let base: any Sink
     private let metrics: DaemonMetrics
     private let health = Mutex(SinkHealth())
+    private let readRateStatus: (@Sendable () async -> BrazeRateStatus)?
 
-    init(_ base: any Sink, metrics: DaemonMetrics) {
+    /// `rateStatus`: how to read a Braze sink's rate-limit state (`makeSink` gives it); `nil` for other sinks.
+    init(_ base: any Sink, metrics: DaemonMetrics, rateStatus: (@Sendable () async -> BrazeRateStatus)?) {
         self.base = base
         self.metrics = metrics
+        readRateStatus = rateStatus
     }
+
+    /// The Braze sink's rate-limit state; `nil` for a file or `null`.
+    func rateStatus() async -> BrazeRateStatus? { await readRateStatus?() }
 
     var name: String { base.name }
     var maxConcurrentDeliveries: Int { base.maxConcurrentDeliveries }

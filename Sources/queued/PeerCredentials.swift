@@ -63,29 +63,3 @@ struct Ucred: Sendable {
     var uid: UInt32 = UInt32.max
     var gid: UInt32 = UInt32.max
 }
-
-/// Room for 256 supplementary groups as `SO_PEERGROUPS` writes them. The kernel keeps a credential's groups
-/// sorted and NIO zeroes the buffer, so the list is the non-zero entries (membership of gid 0 by a
-/// supplementary group is not honoured; root's uid is).
-struct PeerGroupBuffer: Sendable {
-    var storage = InlineArray<256, UInt32>(repeating: 0)
-
-    var groups: [UInt32] {
-        var result: [UInt32] = []
-        for index in storage.indices where storage[index] != 0 { result.append(storage[index]) }
-        return result
-    }
-}
-
-/// Who may use the control socket: root, the daemon's own user, and members of the socket file's group
-/// (the "writers" group under systemd), by primary or supplementary membership. File permissions (0660)
-/// already keep others from connecting; this check also covers a socket whose mode was loosened, or one
-/// systemd passed with other permissions.
-struct PeerPolicy: Sendable {
-    let daemonUID: UInt32
-    let socketGID: UInt32
-
-    func allows(_ peer: PeerCredentials) -> Bool {
-        peer.uid == 0 || peer.uid == daemonUID || peer.gid == socketGID || peer.groups.contains(socketGID)
-    }
-}

@@ -19,9 +19,7 @@ struct Queued: AsyncParsableCommand {
             Launches: SIGUSR1; POST /launch on the control socket (what `queuectl drain` sends); --drain-on-start; \
             --drain-interval. Launches during a pass are coalesced into one more pass after it.
 
-            The queue file is --db, else $EVENTQUEUE_DB, else $STATE_DIRECTORY/queue.db, else EVENTQUEUE_DB in \
-            /etc/eventqueue/eventqueue.conf ($EVENTQUEUE_CONFIG), else /var/lib/eventqueue/queue.db for root, else \
-            ~/.local/state/eventqueue/queue.db.
+            \(QueueEnvironment.databaseHelp)
             The control socket is --socket, else $EVENTQUEUE_SOCKET, else $RUNTIME_DIRECTORY/control.sock, else \
             EVENTQUEUE_SOCKET in that file, else /run/eventqueue/control.sock for root, else ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. \
             With systemd socket activation (LISTEN_FDS) the passed socket is served instead.
@@ -67,6 +65,25 @@ struct Queued: AsyncParsableCommand {
         name: .customLong("max-requests-per-second"),
         help: "At most N Braze requests start in any 1 s (this host's share of the workspace limit; default: none).")
     var maxRequestsPerSecond: Int?
+
+    /// Like ArgumentParser's `main`, except that a usage error is one line on stderr, as the daemon's other errors
+    /// and `queuectl`'s are (docs/OPERATING.md); `--help` and `--version` print as usual.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var daemon = command as? AsyncParsableCommand {
+                try await daemon.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success { exit(withError: error) }
+            let message = self.message(for: error)
+            if !message.isEmpty { DaemonFailure.writeErrorLine(message + " (see `queued --help`)") }
+            Glibc.exit(code.rawValue)
+        }
+    }
 
     /// Every numeric option of the daemon's own within its range (`OptionRange`), before anything uses it: exit
     /// 64 with the range. The drain flags check themselves (`DrainFlags.validate()`).

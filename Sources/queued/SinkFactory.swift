@@ -10,10 +10,12 @@ import Logging
 ///   credential `braze-api-key` (`$CREDENTIALS_DIRECTORY`), else `$BRAZE_API_KEY`; it is never logged.
 ///   `--braze-max-objects` caps the objects per request for accounts limited to 50 combined.
 ///   `--max-in-flight` and `--max-requests-per-second` pace its requests (`BrazeRateGovernor`).
+///
+/// Returns the sink and, for Braze, how to read its rate-limit state (`GET /status`, `/metrics`).
 func makeSink(
     spec: String, apiKeyFile: String?, brazeMaxObjects: Int?, maxInFlight: Int, maxRequestsPerSecond: Int?,
     observer: (any BrazeRequestObserver)?, logger: Logger
-) throws -> any Sink {
+) throws -> (sink: any Sink, rateStatus: (@Sendable () async -> BrazeRateStatus)?) {
     if spec.hasPrefix("braze:") {
         let baseURL = String(spec.dropFirst("braze:".count))
         do {
@@ -26,7 +28,7 @@ func makeSink(
                 baseURL: baseURL, apiKey: key, maxObjectsPerRequest: brazeMaxObjects, maxInFlight: maxInFlight,
                 maxRequestsPerSecond: maxRequestsPerSecond, observer: observer, logger: logger)
             logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
-            return sink
+            return (sink, { await sink.rateStatus() })
         } catch let error as BrazeConfigurationError {
             throw ConfigurationProblem("\(error)")
         }
@@ -34,7 +36,7 @@ func makeSink(
     do {
         let sink = try SinkSpec(parsing: spec).makeSink()
         logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
-        return sink
+        return (sink, nil)
     } catch {
         throw ConfigurationProblem(error.description + ", or braze:BASE_URL")
     }

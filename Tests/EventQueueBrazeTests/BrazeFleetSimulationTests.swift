@@ -1,3 +1,4 @@
+import FleetSimulation
 import Testing
 
 @testable import EventQueueBraze

@@ -69,4 +69,20 @@ import Testing
         #expect(halt.description == "unavailable: HTTP 503")
         #expect(DeliveryReport().outcomes.isEmpty)
     }
+
+    /// The halt's "last error" is the reason of the batch's last retried record, not whichever reason sorts last.
+    @Test func settlementKeepsTheLastRetryReasonOfTheBatch() {
+        let batch = [7, 8, 9].map {
+            OutgoingRecord(
+                id: $0, kind: .event, object: [:], userKey: "external_id:u\($0)", createdAtMilliseconds: 0, attempts: 0)
+        }
+        let report = DeliveryReport(outcomes: [
+            7: .retry(reason: "timeout"), 8: .retry(reason: "HTTP 503"), 9: .delivered,
+        ])
+        let settlement = Settlement(records: batch, report: report, cancelled: false)
+        #expect(settlement.lastError == "HTTP 503")
+        #expect(
+            Settlement(records: batch, report: DeliveryReport(.delivered, for: batch), cancelled: false).lastError
+                == nil)
+    }
 }

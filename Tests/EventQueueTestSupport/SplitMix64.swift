@@ -1,26 +1,13 @@
-/// SplitMix64 (Steele, Lea and Flood; the seeding generator of Java's `SplittableRandom`): a small deterministic
-/// generator, so random-looking tests and fuzz loops replay exactly from their seed without extra packages.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+// The one SplitMix64 (EventQueueRecords), seen by every test file that imports this module.
+@_exported import struct EventQueueRecords.SplitMix64
 
-    public init(seed: UInt64) {
-        state = seed
-    }
-
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-
+extension SplitMix64 {
     /// A number in `0..<bound`.
-    public mutating func below(_ bound: Int) -> Int {
+    package mutating func below(_ bound: Int) -> Int {
         Int(next() % UInt64(bound))
     }
 
-    public mutating func pick<T>(_ choices: [T]) -> T {
+    package mutating func pick<T>(_ choices: [T]) -> T {
         choices[below(choices.count)]
     }
 }

@@ -34,8 +34,11 @@ import EventQueueTestSupport
             arguments: ["enqueue", "event", "e", "--external-id", "u1", "--time", "yesterday"], status: 65,
             message: "time"),
         .init(
-            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--properties", "[1,2]"], status: 65,
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--properties", "[1,2]"], status: 64,
             message: "--properties must be a JSON object"),
+        .init(
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--prop", "noequals"], status: 64,
+            message: "--prop must be KEY=VALUE"),
         .init(
             arguments: ["enqueue", "event", "e", "--alias", "nolabel"], status: 64,
             message: "--alias must be NAME:LABEL"),
@@ -51,7 +54,7 @@ import EventQueueTestSupport
             status: 65, message: "currency"),
         .init(
             arguments: ["enqueue", "purchase", "p", "--currency", "USD", "--price", "abc", "--external-id", "u1"],
-            status: 65, message: "--price must be a number"),
+            status: 64, message: "--price must be a number"),
         .init(
             arguments: [
                 "enqueue", "purchase", "p", "--currency", "USD", "--price", "1", "--quantity", "101",
@@ -107,6 +110,49 @@ import EventQueueTestSupport
         #expect(result.stderr.contains(invocation.message), "stderr: \(result.stderr.prefix(500))")
         #expect(result.stdout.isEmpty, "nothing on stdout for a rejection: \(result.stdout.prefix(200))")
         #expect(try await snapshot(db: db, scratch: scratch) == before)
+    }
+
+    /// A refused enqueue is refused before the queue is opened: at a new path it creates no queue file (nor its
+    /// `-wal`, `-shm` or `-turn`), and so no "created queue" notice either.
+    @Test(arguments: badInvocations.filter { $0.arguments.first == "enqueue" })
+    func aRefusedEnqueueToANewPathCreatesNoFile(_ invocation: BadInvocation) async throws {
+        let scratch = Scratch()
+        let db = scratch.file("new.db")
+        let result = try await queuectl(invocation.arguments, db: db, stdin: invocation.stdin, in: scratch)
+        #expect(result.status == invocation.status, "stderr: \(result.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: scratch.path).filter { $0.hasPrefix("new.db") }
+        #expect(left.isEmpty, "a refused enqueue left \(left)")
+    }
+
+    /// `peek` and `dead list` with nothing to show say so on stderr (stdout stays one line per record), and their
+    /// `--json` is still an empty array.
+    @Test func emptyListingsSaySoAndTheirJSONIsAnEmptyArray() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("q.db")
+        try QueueWriter(path: db).close()
+        for (arguments, saying) in [(["peek"], "no records pending or leased"), (["dead", "list"], "no dead letters")] {
+            let text = try await queuectl(arguments, db: db, in: scratch)
+            #expect(text.status == 0 && text.stdout.isEmpty, "\(arguments): \(text.stdout) \(text.stderr)")
+            #expect(text.stderr == "queuectl: \(saying)\n", "\(arguments)")
+            let json = try await queuectl(arguments + ["--json"], db: db, in: scratch)
+            #expect(json.status == 0 && json.stdout == "[]\n" && json.stderr.isEmpty, "\(arguments): \(json)")
+        }
+    }
+
+    /// Both tools' `--help` give the default queue path as it is resolved (`XDG_STATE_HOME` included), and the
+    /// `--key` help (and so the man pages) says keys are per user.
+    @Test func helpTextsSayWhatTheCodeDoes() async throws {
+        let scratch = Scratch()
+        // The help is wrapped to the terminal's width: compare words.
+        func words(_ text: String) -> String { text.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+        for program in [Products.queuectl, Products.queued] {
+            let help = words(try await run(program, ["--help"], in: scratch).stdout)
+            #expect(help.contains("for root, else ${XDG_STATE_HOME:-~/.local/state}/eventqueue/queue.db"), "\(help)")
+        }
+        for kind in ["event", "attribute", "purchase"] {
+            let help = words(try await run(Products.queuectl, ["enqueue", kind, "--help"], in: scratch).stdout)
+            #expect(help.contains("An idempotency key, per user"), "\(kind): \(help)")
+        }
     }
 
     /// Counts plus every live and dead record, as queuectl reports them.

@@ -140,7 +140,7 @@ import EventQueueCommandLine
         let scratch = Scratch()
         let result = try await queuectlClean(["--version"], in: scratch)
         #expect(result.status == 0)
-        // MAJOR.MINOR.PATCH from the git tag, or for an untagged build "+dev", the commits since and the commit.
+        // MAJOR.MINOR.PATCH from VERSION, or after the release commit "+dev", the commits since and the commit.
         #expect(result.stdout.wholeMatch(of: #/\d+\.\d+\.\d+([+~][0-9A-Za-z.+~]+)?\n/#) != nil, "\(result.stdout)")
     }
 }

@@ -53,10 +53,10 @@ import EventQueueTestSupport
                 + ["--alias-name", "c", "--alias-label", "d"], status: 64,
             message: "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got 2)"),
         .init(
-            name: "invalid JSON in --properties", arguments: event + ["--properties", #"{"a":"#], status: 65,
+            name: "invalid JSON in --properties", arguments: event + ["--properties", #"{"a":"#], status: 64,
             message: "--properties must be a JSON object"),
         .init(
-            name: "--properties not an object", arguments: event + ["--properties", "\"s\""], status: 65,
+            name: "--properties not an object", arguments: event + ["--properties", "\"s\""], status: 64,
             message: "--properties must be a JSON object"),
         .init(
             name: "--prop without =", arguments: event + ["--prop", "novalue"], status: 64,
@@ -100,7 +100,7 @@ import EventQueueTestSupport
             arguments: [
                 "enqueue", "purchase", "p", "--currency", "USD", "--price",
                 "1e999", "--external-id", "u1",
-            ], status: 65, message: "price"),
+            ], status: 64, message: "--price must be a number"),
         .init(
             name: "empty idempotency key", arguments: event + ["--key", ""], status: 65,
             message: "idempotency key"),

@@ -145,6 +145,63 @@ import EventQueueTestSupport
         #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == before)
     }
 
+    /// Each entry's outcome in a `--json` summary: entry, outcome and reason (a dry run shows no new ids).
+    static func outcomes(_ result: ProcessResult) throws -> [String] {
+        let entries = try Self.summary(result)["entries"] as? [[String: Any]] ?? []
+        return entries.map { "\($0["entry"] ?? "?") \($0["outcome"] ?? "?") \($0["reason"] ?? "")" }
+    }
+
+    /// The dry run says what the import then does, entry by entry, with and without a queue: good entries, an
+    /// entry that breaks a rule, one set aside before any check (it sets the field naming the user), and keyed
+    /// entries an earlier import already queued. One entry that only a whole serialized record breaks (a
+    /// custom-attribute object over 256 KiB, every field of it valid) fails the dry run as it fails the import.
+    @Test func theDryRunSaysWhatTheImportDoes() async throws {
+        let scratch = Scratch()
+        let store = try Self.copy("store.json", in: scratch)
+        // The fixture with one more custom-attribute entry, written into its text: rewritten by a JSON library,
+        // its objects' keys could come in another order, and the entries already queued would be other records.
+        let fixture = try String(contentsOfFile: store, encoding: .utf8)
+        let lastAttribute = "\"premium\": true\n    }"
+        try #require(fixture.contains(lastAttribute))
+        func extended(_ name: String, adding entry: String) throws -> String {
+            let path = scratch.file(name)
+            try fixture.replacingOccurrences(of: lastAttribute, with: lastAttribute + ",\n    " + entry)
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        func dryRunThenImport(_ path: String, db: String) async throws -> ProcessResult {
+            let arguments = ["import-legacy", path, "--external-id", "u1", "--json"]
+            let dry = try await queuectl(
+                arguments + ["--dry-run"], db: db, environment: ["TMPDIR": scratch.file("tmp")], in: scratch)
+            let imported = try await queuectl(arguments, db: db, in: scratch)
+            #expect(dry.status == imported.status, "\(dry.stderr) \(imported.stderr)")
+            if imported.status == 0 {
+                #expect(try Self.outcomes(dry) == Self.outcomes(imported))
+            } else {
+                #expect(dry.stderr == imported.stderr)
+            }
+            return dry
+        }
+        try FileManager.default.createDirectory(atPath: scratch.file("tmp"), withIntermediateDirectories: false)
+        let conflicting = try extended("conflicting.json", adding: #"{"external_id": "someone-else", "plan": "pro"}"#)
+        // No queue yet: the dry run creates none (and leaves no scratch queue), then the import creates it.
+        let dry = try await dryRunThenImport(conflicting, db: scratch.file("new.db"))
+        try #require(dry.status == 0, "\(dry.stderr)")
+        #expect(try Self.summary(dry)["dead_lettered"] as? Int == 2, "\(dry.stdout)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.file("tmp")).isEmpty)
+        // A queue that holds the fixture's entries already: those are known by their keys, the new one is not.
+        let keyed = scratch.file("keyed.db")
+        #expect(
+            try await queuectl(["import-legacy", store, "--external-id", "u1"], db: keyed, in: scratch).status == 0)
+        let again = try await dryRunThenImport(conflicting, db: keyed)
+        #expect(try Self.summary(again)["already_queued"] as? Int == 11, "\(again.stdout)")
+        let huge =
+            "{"
+            + (0..<1_100).map { #""k\#($0)": ""# + String(repeating: "x", count: 250) + "\"" }
+            .joined(separator: ", ") + "}"
+        _ = try await dryRunThenImport(try extended("oversize.json", adding: huge), db: scratch.file("oversize.db"))
+    }
+
     @Test(arguments: ["store.xml", "store.bplist", "store.json"])
     func clearSourceRemovesOnlyImportedEntriesKeepingFormatAndMode(store name: String) async throws {
         let scratch = Scratch()

@@ -91,9 +91,12 @@ import EventQueueTestSupport
         #expect(bad.stderr.contains("is not a duration"), "\(bad.stderr)")
         let young = try await queuectl(["keys", "prune", "--older-than", "1h"], db: db, in: scratch)
         #expect(young.status == 0 && young.stdout.hasPrefix("forgot 0 idempotency key(s)"), "\(young.stdout)")
-        try await Task.sleep(for: .milliseconds(1100))
-        let dry = try await queuectl(["keys", "prune", "--older-than", "1s", "--dry-run"], db: db, in: scratch)
-        #expect(dry.status == 0 && dry.stdout.hasPrefix("would forget 3 idempotency key(s)"), "\(dry.stdout)")
+        // The keys are a second old once a dry run says it would forget them (not after a guessed sleep).
+        try await waitFor("the keys to be a second old", timeout: .seconds(10), every: .milliseconds(100)) {
+            let dry = try await queuectl(["keys", "prune", "--older-than", "1s", "--dry-run"], db: db, in: scratch)
+            #expect(dry.status == 0, "\(dry.stderr)")
+            return dry.stdout.hasPrefix("would forget 3 idempotency key(s)")
+        }
         let prune = try await queuectl(["keys", "prune", "--older-than", "1s"], db: db, in: scratch)
         #expect(prune.status == 0 && prune.stdout.hasPrefix("forgot 3 idempotency key(s)"), "\(prune.stdout)")
         let after = try await queuectl(["status", "--json"], db: db, in: scratch)

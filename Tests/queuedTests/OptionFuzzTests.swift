@@ -91,6 +91,23 @@ import EventQueueTestSupport
         #expect(local.stderr.contains("--lease-seconds must be 1 to 86400"), "\(local.stderr)")
     }
 
+    /// A usage error of `queued` is one line on stderr, as `queuectl`'s are: no usage summary after it.
+    @Test func queuedUsageErrorsAreOneLine() async throws {
+        let scratch = Scratch()
+        for (arguments, saying) in [
+            (["--bogus"], "Unknown option '--bogus'"), (["--batch-size", "abc"], "--batch-size"),
+            (["--batch-size", "0"], "--batch-size must be"), (["--db"], "--db"), (["extra"], "extra"),
+        ] {
+            let result = try await run(
+                Products.queued, arguments + ["--socket", scratch.file("x.sock")], in: scratch)
+            #expect(result.status == 64, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(arguments): \(result.stderr)")
+            #expect(result.stderr.hasPrefix("queued: error: "), "\(arguments): \(result.stderr)")
+            #expect(result.stderr.contains(saying), "\(arguments): \(result.stderr)")
+            #expect(result.stderr.hasSuffix("(see `queued --help`)\n"), "\(arguments): \(result.stderr)")
+        }
+    }
+
     @Test func aLeaseAbove900IsClampedWithOneNotice() async throws {
         let scratch = Scratch()
         let db = scratch.file("queue.db")

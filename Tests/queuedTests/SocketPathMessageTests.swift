@@ -35,7 +35,7 @@ import EventQueueTestSupport
     @Test func versionIsPrinted() async throws {
         let scratch = Scratch()
         let result = try await run(Products.queued, ["--version"], in: scratch)
-        // MAJOR.MINOR.PATCH from the git tag, or for an untagged build "+dev", the commits since and the commit.
+        // MAJOR.MINOR.PATCH from VERSION, or after the release commit "+dev", the commits since and the commit.
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdout.wholeMatch(of: #/\d+\.\d+\.\d+([+~][0-9A-Za-z.+~]+)?\n/#) != nil, "\(result.stdout)")
     }

@@ -1,7 +1,7 @@
 /// A record's life, as SQL: every statement that moves a row of `records` from one state to another, in the order
 /// a record meets them, so the state machine reads top to bottom here (as goqite's queue does) and the query-plan
-/// test checks exactly what runs. The writers' INSERTs (`QueueWriter`, `QueueBatch`) start a record as `pending`
-/// (or, at import, `dead`); everything after that is below.
+/// test checks exactly what runs. The writers' INSERTs (`RecordInsert.swift`, for `QueueWriter` and `QueueBatch`)
+/// start a record as `pending` (or `dead`, an entry set aside at enqueue or import); everything after that is below.
 ///
 ///     INSERT ─► pending ─ claim ─► leased ─ ack ─► (deleted; its key kept in delivered_keys)
 ///                 ▲   ▲             │ │ │

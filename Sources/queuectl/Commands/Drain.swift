@@ -47,8 +47,7 @@ struct Drain: AsyncParsableCommand {
     func run() async throws {
         if local, let note = flags.leaseNote(tool: "queuectl") { writeStandardError(note) }
         guard local else {
-            let queuePath =
-                queue.db ?? QueueEnvironment.variable("EVENTQUEUE_DB") ?? QueueEnvironment.defaultDatabasePath()
+            let queuePath = QueueEnvironment.databasePath(explicit: queue.db, createDirectory: false)
             try RemoteDrain(
                 socketPath: QueueEnvironment.socketPath(explicit: socket), json: json, queuePath: queuePath
             ).run(wait: wait)

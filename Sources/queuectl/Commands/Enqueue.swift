@@ -48,6 +48,8 @@ struct Enqueue: ParsableCommand {
                     + "`queuectl enqueue --ndjson PATH`", status: ExitStatus.usage)
         }
         let input = try NDJSONInput(path: ndjson)
+        // Every line is checked before the queue is opened: refused input creates no queue file.
+        try NDJSONEnqueue.check(input, deadLetterInvalid: deadLetterInvalid)
         let writer = try queue.openWriter()
         defer { writer.close() }
         let result: NDJSONEnqueue.Result
@@ -74,115 +76,18 @@ func unknownRecordKindMessage(_ arguments: [String]) -> String? {
 /// Refuses `enqueue --ndjson FILE event ...`: the subcommand would run and the file be ignored.
 func refuseNDJSONWithSubcommand(_ parent: Enqueue) throws {
     if parent.ndjson != nil || parent.deadLetterInvalid || parent.oneTransaction {
-        throw fail(
+        throw ValidationError(
             "--ndjson (and --dead-letter-invalid) cannot be combined with event, attribute or purchase: "
-                + "enqueue either a file or one record (so cannot --one-transaction)", status: ExitStatus.usage)
+                + "enqueue either a file or one record (so cannot --one-transaction)")
     }
 }
 
-/// `--external-id`, `--braze-id`, `--email`, `--phone`, or an alias (`--alias-name` with `--alias-label`, or
-/// `--alias NAME:LABEL`): exactly one.
-///
-/// Why `--alias` refuses a second colon: `urn:x:1:crm` splits as well at any of its colons, and a wrong split
-/// sends the record to another Braze user. With exactly one colon there is one reading; anything else must be
-/// spelled with the two separate options, which hold any text.
-struct IdentityOptions: ParsableArguments {
-    @Option(name: .customLong("external-id"), help: "The user's external id.")
-    var externalID: String?
-    @Option(name: .customLong("braze-id"), help: "The user's Braze id.")
-    var brazeID: String?
-    @Option(help: "The user's email (as the identifier).")
-    var email: String?
-    @Option(help: "The user's phone number (as the identifier).")
-    var phone: String?
-    @Option(
-        help: """
-            A user alias as NAME:LABEL, with exactly one colon (a name or label holding a colon: use \
-            --alias-name and --alias-label).
-            """)
-    var alias: String?
-    @Option(name: .customLong("alias-name"), help: "A user alias's name (with --alias-label); any text.")
-    var aliasName: String?
-    @Option(name: .customLong("alias-label"), help: "A user alias's label (with --alias-name); any text.")
-    var aliasLabel: String?
-
-    func identity() throws -> UserIdentity {
-        var found: [UserIdentity] = []
-        if let externalID { found.append(.externalID(externalID)) }
-        if let brazeID { found.append(.brazeID(brazeID)) }
-        if let email { found.append(.email(email)) }
-        if let phone { found.append(.phone(phone)) }
-        if let alias { found.append(try Self.splitAlias(alias)) }
-        switch (aliasName, aliasLabel) {
-        case (let name?, let label?): found.append(.alias(name: name, label: label))
-        case (nil, nil): break
-        default:
-            throw fail("--alias-name and --alias-label go together: give both", status: ExitStatus.usage)
-        }
-        guard found.count == 1, let identity = found.first else {
-            throw fail(
-                "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got "
-                    + "\(found.count))", status: ExitStatus.usage)
-        }
-        return identity
-    }
-
-    /// `NAME:LABEL` with exactly one colon, neither side empty; anything else is refused, never guessed.
-    static func splitAlias(_ alias: String) throws -> UserIdentity {
-        guard let colon = alias.firstIndex(of: ":"), colon != alias.startIndex else {
-            throw fail("--alias must be NAME:LABEL (got \"\(alias)\")", status: ExitStatus.usage)
-        }
-        let label = alias[alias.index(after: colon)...]
-        guard !label.contains(":") else {
-            throw fail(
-                "--alias \"\(alias)\" is ambiguous: it has more than one colon, so the name and the label could be "
-                    + "split at any of them; give them apart with --alias-name NAME --alias-label LABEL",
-                status: ExitStatus.usage)
-        }
-        return .alias(name: String(alias[..<colon]), label: String(label))
-    }
-}
-
-/// `--prop KEY=VALUE`, `--properties JSON`, `--time`, `--key`: what events and purchases share.
-struct PropertyOptions: ParsableArguments {
-    @Option(name: .customLong("prop"), help: "A property KEY=VALUE; VALUE is JSON when it parses, else a string.")
-    var props: [String] = []
-    @Option(help: "All properties as one JSON object (--prop entries are added on top).")
-    var properties: String?
-    @Option(help: "When it happened, ISO 8601 (default: now).")
-    var time: String?
-    @Option(name: .customLong("key"), help: "An idempotency key: enqueueing the same key twice writes once.")
-    var idempotencyKey: String?
-
-    func object() throws -> JSONObject {
-        var object = JSONObject()
-        if let properties {
-            let parsed: JSONValue
-            do {
-                parsed = try JSONValue.parse(properties)
-            } catch {
-                throw fail("--properties must be a JSON object: \(error)", status: ExitStatus.invalidInput)
-            }
-            guard let parsedObject = parsed.objectValue else {
-                throw fail("--properties must be a JSON object", status: ExitStatus.invalidInput)
-            }
-            object = parsedObject
-        }
-        var seen: Set<String> = []
-        for prop in props {
-            guard let equals = prop.firstIndex(of: "="), equals != prop.startIndex else {
-                throw fail("--prop must be KEY=VALUE (got \"\(prop)\")", status: ExitStatus.usage)
-            }
-            let key = String(prop[..<equals])
-            guard seen.insert(key).inserted else {
-                throw fail(
-                    "--prop \(key) is given more than once: give each property once", status: ExitStatus.usage)
-            }
-            object[key] = CommandLineValue.parse(String(prop[prop.index(after: equals)...]))
-        }
-        return object
-    }
-}
+/// `--key`'s help (events, attributes and purchases): keys are per user.
+let idempotencyKeyHelp = ArgumentHelp(
+    """
+    An idempotency key, per user: the same key again for the same user writes nothing and prints the first id \
+    (while the record is queued or dead, and for 7 days after delivery); for another user it is another record.
+    """)
 
 /// A command-line value: JSON when it is valid JSON (`3`, `true`, `null`, `["a"]`, `{"inc":1}`), otherwise the
 /// text itself as a string, so `--prop song=Yesterday` needs no quoting.
@@ -192,75 +97,11 @@ enum CommandLineValue {
     }
 }
 
+/// Checks the record before the queue is opened: a refused record (65) creates no queue file.
 func enqueueOne(_ record: Record, queue: QueueOptionGroup) throws {
+    try withQueue { () throws(QueueError) in try QueueBatch.check(record, orDeadLetter: false) }
     let writer = try queue.openWriter()
     defer { writer.close() }
     let id = try withQueue { () throws(QueueError) in try writer.enqueue(record) }
     writeStandardOutput("\(id)\n")
-}
-
-struct EnqueueEvent: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "event", abstract: "Enqueue a custom event.")
-
-    @Argument(help: "The event name.") var name: String
-    @OptionGroup var properties: PropertyOptions
-    @OptionGroup var user: IdentityOptions
-    @OptionGroup var queue: QueueOptionGroup
-
-    @ParentCommand var parent: Enqueue
-
-    func run() throws {
-        try refuseNDJSONWithSubcommand(parent)
-        let record = Record.event(
-            name, user: try user.identity(), properties: try properties.object(), time: properties.time,
-            idempotencyKey: properties.idempotencyKey)
-        try enqueueOne(record, queue: queue)
-    }
-}
-
-struct EnqueueAttribute: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "attribute",
-        abstract: "Set one custom attribute or standard profile field (email, first_name, country, ...).")
-
-    @Argument(help: "The attribute name.") var key: String
-    @Argument(help: "The value: JSON when it parses (3, true, null, [\"a\"], {\"inc\":1}), else a string.")
-    var value: String
-    @Option(name: .customLong("key"), help: "An idempotency key.") var idempotencyKey: String?
-    @OptionGroup var user: IdentityOptions
-    @OptionGroup var queue: QueueOptionGroup
-
-    @ParentCommand var parent: Enqueue
-
-    func run() throws {
-        try refuseNDJSONWithSubcommand(parent)
-        let record = Record.attribute(
-            key, CommandLineValue.parse(value), user: try user.identity(), idempotencyKey: idempotencyKey)
-        try enqueueOne(record, queue: queue)
-    }
-}
-
-struct EnqueuePurchase: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "purchase", abstract: "Enqueue a purchase.")
-
-    @Argument(help: "The product id.") var productID: String
-    @Option(help: "ISO 4217 currency code, e.g. USD.") var currency: String
-    @Option(help: "The price, a number.") var price: String
-    @Option(help: "1 to 100 (default 1).") var quantity: Int = 1
-    @OptionGroup var properties: PropertyOptions
-    @OptionGroup var user: IdentityOptions
-    @OptionGroup var queue: QueueOptionGroup
-
-    @ParentCommand var parent: Enqueue
-
-    func run() throws {
-        try refuseNDJSONWithSubcommand(parent)
-        guard let number = JSONNumber(text: price) else {
-            throw fail("--price must be a number (got \"\(price)\")", status: ExitStatus.invalidInput)
-        }
-        let record = Record.purchase(
-            productID: productID, currency: currency, price: number, quantity: quantity, user: try user.identity(),
-            properties: try properties.object(), time: properties.time, idempotencyKey: properties.idempotencyKey)
-        try enqueueOne(record, queue: queue)
-    }
 }

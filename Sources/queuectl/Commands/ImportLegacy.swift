@@ -76,13 +76,23 @@ struct ImportLegacy: ParsableCommand {
         }
     }
 
-    /// Runs the batch; a dry run rolls it back, so its counts (already queued included) are exact.
+    /// Runs the batch; a dry run rolls it back, so its outcomes (already queued included) are the import's own.
+    /// A dry run without a queue runs it on a new queue in a temporary directory, removed after: the same rule
+    /// decides every entry, never a prediction of it.
     private func importEntries(_ entries: [LegacyEntry]) throws -> [LegacyImportSummary.Outcome] {
         struct DryRun: Error { var outcomes: [LegacyImportSummary.Outcome] }
-        if dryRun && access(queue.path, F_OK) != 0 {
-            return entries.map { LegacyImportSummary.Outcome(entry: $0, checkedOnly: true) }
+        let noQueue = access(QueueEnvironment.databasePath(explicit: queue.db, createDirectory: false), F_OK) != 0
+        let scratch = dryRun && noQueue ? try Self.temporaryDirectory() : nil
+        defer {
+            if let scratch {
+                for suffix in ["", "-wal", "-shm", "-turn", "-journal"] { unlink(scratch + "/queue.db" + suffix) }
+                rmdir(scratch)
+            }
         }
-        let writer = try queue.openWriter()
+        let writer =
+            try scratch.map { directory in
+                try withQueue { () throws(QueueError) in try QueueWriter(path: directory + "/queue.db") }
+            } ?? queue.openWriter()
         defer { writer.close() }
         do {
             return try writer.batch { batch in
@@ -115,5 +125,20 @@ struct ImportLegacy: ParsableCommand {
         } catch let error as QueueError {
             throw fail(error)
         }
+    }
+
+    /// A new directory under `$TMPDIR` (else `/tmp`), for a dry run's scratch queue.
+    private static func temporaryDirectory() throws -> String {
+        let directory = QueueEnvironment.variable("TMPDIR") ?? "/tmp"
+        var template = Array((directory + "/queuectl-dry-run-XXXXXX").utf8CString)
+        let path = template.withUnsafeMutableBufferPointer {
+            $0.baseAddress.flatMap(mkdtemp).map { String(cString: $0) }
+        }
+        guard let path else {
+            throw fail(
+                "cannot create a directory for the dry run's scratch queue (set TMPDIR to a writable directory): "
+                    + String(cString: strerror(errno)), status: ExitStatus.cannotCreate)
+        }
+        return path
     }
 }

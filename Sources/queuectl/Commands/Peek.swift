@@ -11,20 +11,26 @@ struct Peek: ParsableCommand {
     @Flag(help: "Print a JSON array.") var json = false
     @OptionGroup var queue: QueueOptionGroup
 
+    func validate() throws {
+        guard limit >= 0 else { throw ValidationError("--limit must be 0 or more") }
+    }
+
     func run() throws {
-        guard limit >= 0 else { throw fail("--limit must be 0 or more", status: ExitStatus.usage) }
         let admin = try queue.openAdmin()
         defer { admin.close() }
         let records = try withQueue { () throws(QueueError) in try admin.peek(limit: limit) }
-        printRecords(records, json: json)
+        printRecords(records, json: json, none: "no records pending or leased")
     }
 }
 
-func printRecords(_ records: [QueuedRecord], json: Bool) {
+/// The records, one a line (or a JSON array); none in text mode is said on stderr (`none`), so that stdout
+/// stays one line per record.
+func printRecords(_ records: [QueuedRecord], json: Bool, none: String) {
     if json {
         writeStandardOutput(JSONValue.array(records.map(JSONOutput.record)).serialized + "\n")
         return
     }
+    if records.isEmpty { writeStandardError("queuectl: \(none)\n") }
     var text = ""
     for record in records {
         text += "\(record.id)\t\(record.kind.rawValue)\t\(record.state.rawValue)\tattempts=\(record.attempts)\t"

@@ -68,8 +68,7 @@ struct Status: ParsableCommand {
     /// The daemon's `daemon.sink.rate_limit`, when a daemon answers within 2 s and serves this very file; `nil`
     /// otherwise (no daemon, another queue, a file sink). Never creates the default socket's directory.
     func daemonRateLimit(servingQueueAt path: String) -> JSONValue? {
-        let socketPath =
-            socket ?? QueueEnvironment.variable("EVENTQUEUE_SOCKET") ?? QueueEnvironment.defaultSocketPath()
+        let socketPath = QueueEnvironment.socketPath(explicit: socket, createDirectory: false)
         guard access(socketPath, F_OK) == 0,
             let status = try? DaemonClient(socketPath: socketPath).status(timeoutSeconds: 2).objectValue,
             let served = status["path"]?.stringValue, Self.sameFile(served, path),

@@ -7,27 +7,6 @@ struct LegacyImportSummary {
         /// `nil` for an unrecognized entry (left in the store).
         var result: BatchOutcome?
 
-        init(entry: LegacyEntry, result: BatchOutcome?) {
-            self.entry = entry
-            self.result = result
-        }
-
-        /// A dry run without a queue: what the entry would become, from the checks alone.
-        init(entry: LegacyEntry, checkedOnly: Bool) {
-            self.entry = entry
-            switch entry.plan {
-            case .record(let record):
-                do {
-                    _ = try RecordValidator.validate(kind: record.kind, object: record.object)
-                    result = .enqueued(id: 0)
-                } catch {
-                    result = .deadLettered(id: 0, reason: entry.label + ": " + error.description)
-                }
-            case .deadLetter(_, let reason): result = .deadLettered(id: 0, reason: entry.label + ": " + reason)
-            case .unrecognized: result = nil
-            }
-        }
-
         /// True when the entry is in the queue once the import committed: only these may be cleared.
         var committed: Bool { result != nil }
     }
@@ -110,16 +89,5 @@ struct LegacyImportSummary {
             "cleared": cleared.map(JSONOutput.number) ?? .null,
             "entries": .array(entries),
         ])
-    }
-}
-
-/// Control characters in text from the store written as `\u{1B}`, as validation errors are.
-enum ValidationPrinting {
-    static func printable(_ text: String) -> String {
-        String(
-            text.unicodeScalars.map { scalar -> String in
-                scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
-                    ? "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}" : String(scalar)
-            }.joined())
     }
 }

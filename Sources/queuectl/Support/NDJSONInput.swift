@@ -132,7 +132,7 @@ final class NDJSONInput {
     /// Copies `source` to an unlinked temporary file and returns it opened at its start. Stops at the first line
     /// longer than a record may be, so an endless input (a `/dev/zero`) neither fills memory nor the disk.
     private static func spool(_ source: Int32, path: String) throws -> Int32 {
-        let directory = QueueEnvironmentTemporaryDirectory.path
+        let directory = QueueEnvironment.variable("TMPDIR") ?? "/tmp"
         var template = Array((directory + "/queuectl-ndjson-XXXXXX").utf8CString)
         let spoolFD = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
         guard spoolFD >= 0 else {
@@ -182,13 +182,5 @@ final class NDJSONInput {
         }
         lseek(spoolFD, 0, SEEK_SET)
         return spoolFD
-    }
-}
-
-/// `$TMPDIR`, else `/tmp`.
-enum QueueEnvironmentTemporaryDirectory {
-    static var path: String {
-        if let value = getenv("TMPDIR"), case let text = String(cString: value), !text.isEmpty { return text }
-        return "/tmp"
     }
 }

@@ -20,7 +20,7 @@ struct QueueOptionGroup: ParsableArguments {
 
     var path: String { QueueEnvironment.databasePath(explicit: db) }
 
-    /// `--busy-timeout` within its range (`OptionRange`): a huge value used to overflow in `BusyWait`.
+    /// `--busy-timeout` within its range (`OptionRange`): a huge value used to overflow in the busy handler (`WriteGate`).
     func validate() throws {
         if let busyTimeoutMilliseconds,
             let problem = OptionRange.problem(

@@ -20,7 +20,7 @@ enum UnservedQueueNotice {
     /// Prints the notice when this command created a queue that no daemon on this machine serves.
     static func flush() {
         guard let path = created.withLock({ $0 }) else { return }
-        let socket = QueueEnvironment.variable("EVENTQUEUE_SOCKET") ?? QueueEnvironment.defaultSocketPath()
+        let socket = QueueEnvironment.socketPath(explicit: nil, createDirectory: false)
         let system = SystemConfiguration.load()
         // The system daemon serves the system queue only: a listening socket says nothing about another file.
         let otherQueueThanSystems =

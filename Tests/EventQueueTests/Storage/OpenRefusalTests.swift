@@ -32,8 +32,9 @@ import Testing
         #expect(try raw.scalar("SELECT count(*) FROM records") == "1")
     }
 
-    /// A damaged page a write never touches goes unnoticed by a plain open; `verifyIntegrityOnOpen` (what
-    /// `queuectl enqueue` and the daemon use) refuses the file before anything is written.
+    /// A damaged page a write never touches goes unnoticed by a plain open (writers, `queuectl enqueue` included,
+    /// open in constant time); `verifyIntegrityOnOpen` (what the daemon sets at start) refuses the file before
+    /// anything is written.
     @Test func verifyIntegrityOnOpenRefusesADamagedPageOthersMiss() throws {
         let writer = try QueueWriter(path: path)
         try writer.enqueue(contentsOf: (0..<2000).map { event("e\($0)", user: "u\($0 % 7)") })

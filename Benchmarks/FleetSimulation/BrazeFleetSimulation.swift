@@ -1,3 +1,6 @@
+import EventQueue
+import EventQueueBraze
+
 /// A fleet of hosts sharing one Braze workspace's rate limit, simulated: what goodput, share of 429s and fairness
 /// the daemon's own pacing (`BrazeRatePolicy`, the code `BrazeRateGovernor` runs) gives H hosts, for H beyond
 /// what one machine can run as processes (tens to hundreds).

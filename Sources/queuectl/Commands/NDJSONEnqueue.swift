@@ -56,10 +56,20 @@ enum NDJSONEnqueue {
     /// The pause after each chunk: 1 ms, about a twentieth of a chunk's time (600,000 records: 0.6 s).
     static let pauseBetweenTransactionsMicroseconds: UInt32 = 1000
 
-    /// Enqueues the whole input: first every line is read and checked without writing anything, so input that
-    /// would be refused is refused with nothing enqueued (as when it was one transaction); then it is read again
-    /// and appended in transactions of `recordsPerTransaction` records (the default, or all of them with
-    /// `--one-transaction`).
+    /// Reads and checks every line without writing anything (nor opening the queue), so input that would be
+    /// refused is refused with nothing enqueued (as when it was one transaction); then rewinds the input for `run`.
+    static func check(_ input: NDJSONInput, deadLetterInvalid: Bool) throws {
+        while let (line, text) = try input.next() {
+            let record = try parse(text, line: line, deadLetterInvalid: deadLetterInvalid)
+            try located(line: line) { () throws(QueueError) in
+                try QueueBatch.check(record, orDeadLetter: deadLetterInvalid, context: "line \(line): ")
+            }
+        }
+        try input.rewind()
+    }
+
+    /// Enqueues the whole input, checked by `check` first: reads it again and appends it in transactions of
+    /// `recordsPerTransaction` records (the default, or all of them with `--one-transaction`).
     ///
     /// What this keeps of "all or nothing": a line that breaks a rule (or names no user) refuses the whole input,
     /// nothing written. What it does not: a failure while writing (the disk fills, the process is killed, another
@@ -69,13 +79,6 @@ enum NDJSONEnqueue {
     static func run(
         input: NDJSONInput, writer: QueueWriter, deadLetterInvalid: Bool, recordsPerTransaction: Int
     ) throws -> Result {
-        while let (line, text) = try input.next() {
-            let record = try parse(text, line: line, deadLetterInvalid: deadLetterInvalid)
-            try located(line: line) { () throws(QueueError) in
-                try QueueBatch.check(record, orDeadLetter: deadLetterInvalid, context: "line \(line): ")
-            }
-        }
-        try input.rewind()
         var result = Result()
         var lastLine = 0
         var atEnd = false
@@ -106,7 +109,7 @@ enum NDJSONEnqueue {
                     return last
                 }
                 // SQLite's locks are not queued: leave the lock free for a moment, or a writer waiting for it
-                // (`BusyWait` polls every 0.3-0.9 ms) may keep missing the instant between two chunks.
+                // (`WriteGate` polls every 0.3-0.9 ms) may keep missing the instant between two chunks.
                 if !atEnd { usleep(Self.pauseBetweenTransactionsMicroseconds) }
             } catch {
                 guard lastLine > 0 else { throw error }

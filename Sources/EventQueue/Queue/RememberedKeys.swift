@@ -1,0 +1,120 @@
+/// The idempotency keys of delivered records that a queue file remembers (`delivered_keys` for writers before
+/// schema 6, `delivered_user_keys` from it on): how many, how large, and their pruning.
+///
+/// Why: each remembered key costs about 144 bytes until it expires (issue 22 #7: 200,000 keyed records left a
+/// 28.9 MB file with nothing pending, and status showed nothing). Status and metrics show the count and an
+/// estimate, and an admin can forget them sooner (`queuectl keys prune`).
+public enum RememberedKeys {
+    /// Estimated bytes a row costs besides its key and user (which the table and its age index each hold): the
+    /// record id, the time, the digest and the b-tree cell overhead. Measured with `dbstat` on 200,000 rows
+    /// inserted in order (pages full): `delivered_keys` with 20-byte keys 78 bytes a row (estimate 80),
+    /// `delivered_user_keys` with 43 bytes of key and user 140 (estimate 126). Pages left part empty by deletes
+    /// make the file larger than that (the 144 bytes a key of issue 22 #7 included them); `incremental_vacuum`
+    /// returns what a prune frees.
+    public static let rowOverheadBytes: Int64 = 40
+
+    /// The count and estimated size: the sum of the key and user lengths, twice (the table and its age index
+    /// hold both), plus `rowOverheadBytes` a row. One pass over each table, no `dbstat` (not in every SQLite).
+    static func measure(_ connection: Connection) throws(QueueError) -> (count: Int, bytes: Int64) {
+        var count: Int64 = 0
+        var bytes: Int64 = 0
+        for table in try tables(connection) {
+            let statement = try connection.statement(
+                "SELECT count(*), coalesce(sum(\(keyBytes(table))), 0) FROM \(table)",
+                operation: "counting remembered idempotency keys")
+            defer { statement.reset() }
+            _ = try statement.step()
+            count += statement.int64(0)
+            bytes += estimatedBytes(rows: statement.int64(0), keyBytes: statement.int64(1))
+        }
+        return (Int(count), bytes)
+    }
+
+    /// The SQL for a row's key bytes in `table`: the key, and in `delivered_user_keys` the user too.
+    private static func keyBytes(_ table: String) -> String {
+        table == "delivered_user_keys"
+            ? "length(CAST(idempotency_key AS BLOB)) + length(CAST(user_key AS BLOB))"
+            : "length(CAST(idempotency_key AS BLOB))"
+    }
+
+    /// The estimate of `measure` and `prune`: the key bytes twice (the table and its age index) plus
+    /// `rowOverheadBytes` a row.
+    private static func estimatedBytes(rows: Int64, keyBytes: Int64) -> Int64 {
+        2 * keyBytes + rowOverheadBytes * rows
+    }
+
+    /// The key tables this file has (schema 6 added `delivered_user_keys`).
+    static func tables(_ connection: Connection) throws(QueueError) -> [String] {
+        var found: [String] = []
+        for table in ["delivered_keys", "delivered_user_keys"] where try hasTable(connection, table) {
+            found.append(table)
+        }
+        return found
+    }
+
+    private static func hasTable(_ connection: Connection, _ name: String) throws(QueueError) -> Bool {
+        let statement = try connection.statement(
+            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", operation: "reading the schema")
+        defer { statement.reset() }
+        statement.bind(1, name)
+        _ = try statement.step()
+        return statement.int64(0) > 0
+    }
+
+    /// Rows dated beyond `ClockHorizon.latestPlausible(after: now)`: planted by a writer (any group member can
+    /// write the tables) or stored by a clock far ahead. Such a key would never expire; maintenance clamps it.
+    static func futureDated(_ connection: Connection, now: Int64) throws(QueueError) -> Int {
+        var total: Int64 = 0
+        for table in try tables(connection) {
+            let statement = try connection.statement(
+                "SELECT count(*) FROM \(table) WHERE delivered_at_ms > ?1", operation: "checking remembered keys")
+            defer { statement.reset() }
+            statement.bind(1, ClockHorizon.latestPlausible(after: now))
+            _ = try statement.step()
+            total += statement.int64(0)
+        }
+        return Int(total)
+    }
+
+    /// Forgets keys delivered before `cutoff`; a key dated beyond the clock horizon is first dated `now`, so that
+    /// it expires after the retention like any other instead of never. The caller holds a write transaction.
+    /// Returns how many were forgotten (or, with `dryRun`, would be: nothing is changed).
+    static func prune(
+        _ connection: Connection, before cutoff: Int64, now: Int64, dryRun: Bool = false
+    ) throws(QueueError) -> (count: Int, bytes: Int64) {
+        var count: Int64 = 0
+        var bytes: Int64 = 0
+        for table in try tables(connection) {
+            if !dryRun {
+                let clamp = try connection.statement(
+                    "UPDATE \(table) SET delivered_at_ms = ?2 WHERE delivered_at_ms > ?1",
+                    operation: "dating far-future idempotency keys now")
+                clamp.bind(1, ClockHorizon.latestPlausible(after: now))
+                clamp.bind(2, now)
+                try clamp.run()
+                clamp.reset()
+            }
+            // Dry run: a far-future row counts as dated now, as the clamp would make it.
+            let measure = try connection.statement(
+                """
+                SELECT count(*), coalesce(sum(\(keyBytes(table))), 0) FROM \(table)
+                WHERE (CASE WHEN delivered_at_ms > ?2 THEN ?3 ELSE delivered_at_ms END) < ?1
+                """, operation: "counting old idempotency keys")
+            measure.bind(1, cutoff)
+            measure.bind(2, ClockHorizon.latestPlausible(after: now))
+            measure.bind(3, now)
+            _ = try measure.step()
+            count += measure.int64(0)
+            bytes += estimatedBytes(rows: measure.int64(0), keyBytes: measure.int64(1))
+            measure.reset()
+            if !dryRun {
+                let delete = try connection.statement(
+                    "DELETE FROM \(table) WHERE delivered_at_ms < ?1", operation: "forgetting old idempotency keys")
+                delete.bind(1, cutoff)
+                try delete.run()
+                delete.reset()
+            }
+        }
+        return (Int(count), bytes)
+    }
+}

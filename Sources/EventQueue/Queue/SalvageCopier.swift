@@ -1,0 +1,315 @@
+import CSQLite
+
+/// One salvage pass: reads rows from the old file and inserts them into the new one.
+struct SalvageCopier {
+    let reader: Connection
+    let writer: Connection
+    let now: Int64
+    let maxAttempts: Int64
+    var tried: Set<Int64> = []
+    /// Rows to insert with a new id once every row that keeps its id is in (and the id counter carried over).
+    var deferred: [Values] = []
+
+    /// One row's validated values, ready to insert.
+    struct Values {
+        var id: Int64?
+        var kind: RecordKind
+        var payload: String
+        var createdAt: Int64
+        var key: String?
+        /// The per-user key and the record's digest (schema 6), carried as stored.
+        var userKey: String?
+        var digest: Int64?
+        var dead: Bool
+        var attempts: Int64
+        var nextAttemptAt: Int64
+        var lastError: String?
+        var deadAt: Int64?
+    }
+
+    static let baseColumns =
+        "id, kind, payload, created_at_ms, idempotency_key, state, attempts, next_attempt_at_ms, last_error, dead_at_ms"
+    /// The columns read; a file older than schema 6 has no per-user key (NULL in their place).
+    var columns: String {
+        Self.baseColumns
+            + (readerHasUserKeys ? ", user_idempotency_key, record_digest" : ", NULL AS user_idempotency_key, NULL")
+    }
+    /// Whether the damaged file has `user_idempotency_key` (schema 6 and later), found out once.
+    let readerHasUserKeys: Bool
+    /// Whether the new file has them (a build without migration 6 creates it at schema 5).
+    let writerHasUserKeys: Bool
+
+    private static func hasUserKeys(_ connection: Connection) -> Bool {
+        (try? connection.scalarInt(
+            "SELECT count(*) FROM pragma_table_info('records') WHERE name = 'user_idempotency_key'",
+            operation: "reading the schema")) == 1
+    }
+
+    enum Read {
+        case row(Int64)
+        case end
+        case damaged
+    }
+
+    init(reader: Connection, writer: Connection, now: Int64, maxAttempts: Int64) {
+        self.reader = reader
+        self.writer = writer
+        self.now = now
+        self.maxAttempts = maxAttempts
+        readerHasUserKeys = Self.hasUserKeys(reader)
+        writerHasUserKeys = Self.hasUserKeys(writer)
+    }
+
+    mutating func copyRecords(into report: inout SalvageReport) throws(QueueError) {
+        // Ids below 1 exist only when a foreign writer chose them: start there, so that no row is passed over.
+        var next = min(1, (try? reader.scalarInt("SELECT min(id) FROM records", operation: "reading records")) ?? 1)
+        scan: while true {
+            switch try read(from: next, report: &report) {
+            case .end:
+                break scan
+            case .row(let id):
+                guard id < Int64.max else { break scan }
+                next = id + 1
+            case .damaged:
+                let resume = try nextReadable(after: next, report: &report)
+                // Unreadable to the end: the range ends at the highest id ever assigned, when that is known.
+                let end = resume.map { $0 - 1 } ?? max(next, highestAssignedID() ?? Int64.max)
+                report.damagedRanges.append(next...end)
+                guard let resume else { break scan }
+                next = resume
+            }
+        }
+        // Ids the live index still lists: retry each one not read yet (rows between two damaged regions), and
+        // count the ones that stay unreadable.
+        let (liveIDs, complete) = liveIndexIDs()
+        report.indexComplete = complete
+        for id in liveIDs where !tried.contains(id) {
+            if case .row(let found) = try readExactly(id, report: &report), found == id { continue }
+            report.unreadable += 1
+            report.seen += 1
+            if report.unreadableIDs.count < 1_000 { report.unreadableIDs.append(id) }
+        }
+    }
+
+    /// Reads the first row with an id of at least `id` and copies it; `.damaged` when SQLite cannot read it.
+    private mutating func read(from id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
+        try readRow(
+            "SELECT \(columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", id: id, report: &report)
+    }
+
+    private mutating func readExactly(_ id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
+        try readRow("SELECT \(columns) FROM records WHERE id = ?1", id: id, report: &report)
+    }
+
+    private mutating func readRow(_ sql: String, id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
+        let statement: Statement
+        do {
+            statement = try reader.statement(sql, operation: "reading records")
+        } catch {
+            return .damaged
+        }
+        defer { statement.reset() }
+        statement.bind(1, id)
+        let found: Bool
+        do {
+            found = try statement.step()
+        } catch {
+            return .damaged
+        }
+        guard found else { return .end }
+        let rowID = statement.int64(0)
+        // A damaged page can yield rows out of order; never step backwards.
+        guard rowID >= id else { return .damaged }
+        guard tried.insert(rowID).inserted else { return .row(rowID) }
+        report.seen += 1
+        try copy(statement, id: rowID, report: &report)
+        return .row(rowID)
+    }
+
+    /// The smallest id after `start` from which a read succeeds (or finds the end), by doubling then bisecting.
+    /// `nil` when nothing after `start` can be read.
+    private mutating func nextReadable(after start: Int64, report: inout SalvageReport) throws(QueueError) -> Int64? {
+        var bad = start
+        var step: Int64 = 1
+        var good: Int64?
+        while good == nil {
+            let (probe, overflow) = bad.addingReportingOverflow(step)
+            if overflow { return nil }
+            if try probeReadable(probe) {
+                good = probe
+            } else {
+                bad = probe
+                step = step > Int64.max / 2 ? Int64.max : step * 2
+            }
+        }
+        guard var high = good else { return nil }
+        while high - bad > 1 {
+            let middle = bad + (high - bad) / 2
+            if try probeReadable(middle) { high = middle } else { bad = middle }
+        }
+        return high
+    }
+
+    /// Whether the first row at or after `id` can be read in full (or there is none).
+    private func probeReadable(_ id: Int64) throws(QueueError) -> Bool {
+        guard
+            let statement = try? reader.statement(
+                "SELECT \(columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", operation: "reading records")
+        else { return false }
+        defer { statement.reset() }
+        statement.bind(1, id)
+        do {
+            guard try statement.step() else { return true }
+            return statement.int64(0) >= id
+        } catch {
+            return false
+        }
+    }
+
+    /// The old file's AUTOINCREMENT counter: the highest id it ever assigned.
+    func highestAssignedID() -> Int64? {
+        try? reader.scalarInt(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'records'", operation: "reading the id sequence")
+    }
+
+    /// The ids `records_live` lists (a covering index: reading it touches no table page).
+    private func liveIndexIDs() -> ([Int64], Bool) {
+        var ids: [Int64] = []
+        guard
+            let statement = try? reader.statement(
+                "SELECT id FROM records INDEXED BY records_live WHERE state != 'dead' ORDER BY id",
+                operation: "reading the live index")
+        else { return ([], false) }
+        defer { statement.reset() }
+        do {
+            while try statement.step() { ids.append(statement.int64(0)) }
+            return (ids, true)
+        } catch {
+            return (ids, false)
+        }
+    }
+
+    /// Validates one row read from the old file and inserts it into the new one (or defers it for a new id).
+    private mutating func copy(_ row: Statement, id: Int64, report: inout SalvageReport) throws(QueueError) {
+        func invalid(_ reason: String) {
+            report.invalid += 1
+            if report.invalidReasons.count < 100 { report.invalidReasons.append("id \(id): \(reason)") }
+        }
+        guard let kindText = row.validatedText(1), let kind = RecordKind(rawValue: kindText) else {
+            return invalid("kind is not event, attribute or purchase")
+        }
+        guard let payload = row.validatedText(2) else { return invalid("payload is NULL or not valid UTF-8") }
+        guard let state = row.validatedText(5), ["pending", "leased", "dead"].contains(state) else {
+            return invalid("state is not pending, leased or dead")
+        }
+        let createdAt = row.int64(3)
+        guard StoredRow.timeRange.contains(createdAt) else {
+            return invalid("created_at_ms \(createdAt) is out of range (1970 to 9999)")
+        }
+        guard Self.isValid(payload, kind: kind, createdAt: createdAt) else {
+            return invalid("payload is not a valid \(kind.rawValue) for Braze")
+        }
+        let key: String?
+        if row.isNull(4) {
+            key = nil
+        } else {
+            guard let text = row.validatedText(4), IdempotencyKey.isValid(text) else {
+                return invalid("idempotency key is not 1 to 255 bytes of UTF-8")
+            }
+            key = text
+        }
+        var userKey: String?
+        if !row.isNull(10) {
+            guard let text = row.validatedText(10), IdempotencyKey.isValid(text) else {
+                return invalid("idempotency key is not 1 to 255 bytes of UTF-8")
+            }
+            userKey = text
+        }
+        let dead = state == "dead"
+        // Values only scheduling depends on are brought into range rather than refused (the record is kept).
+        var wasClamped = false
+        func clamp(_ value: Int64, _ range: ClosedRange<Int64>) -> Int64 {
+            let clamped = min(max(value, range.lowerBound), range.upperBound)
+            if clamped != value { wasClamped = true }
+            return clamped
+        }
+        let attempts = clamp(row.int64(6), 0...(dead ? StoredRow.attemptsRange.upperBound : maxAttempts - 1))
+        let nextAttemptAt = clamp(row.int64(7), 0...ClockHorizon.latestPlausible(after: now))
+        let deadAt = dead ? clamp(row.optionalInt64(9) ?? now, 0...max(0, now)) : nil
+        if wasClamped { report.clamped += 1 }
+        let values = Values(
+            id: id, kind: kind, payload: payload, createdAt: createdAt, key: key, userKey: userKey,
+            digest: row.optionalInt64(11), dead: dead, attempts: attempts,
+            nextAttemptAt: nextAttemptAt, lastError: row.validatedText(8), deadAt: deadAt)
+        guard StoredRow.idRange.contains(id) else {
+            deferred.append(values)
+            return
+        }
+        switch try insert(values) {
+        case .inserted:
+            if dead { report.recoveredDead += 1 } else { report.recoveredPending += 1 }
+        case .idTaken:
+            deferred.append(values)
+        case .refused:
+            invalid("a duplicate idempotency key, or a value the schema refuses")
+        }
+    }
+
+    private enum InsertResult {
+        case inserted, idTaken, refused
+    }
+
+    private func insert(_ values: Values) throws(QueueError) -> InsertResult {
+        let insert = try writer.statement(
+            RecordStateSQL.salvageInsert(withUserKeys: writerHasUserKeys), operation: "salvaging records")
+        if let id = values.id { insert.bind(1, id) } else { insert.bind(1, nil as String?) }
+        insert.bind(2, values.kind.rawValue)
+        insert.bind(3, values.payload)
+        insert.bind(4, values.createdAt)
+        insert.bind(5, values.key)
+        insert.bind(6, values.dead ? "dead" : "pending")
+        insert.bind(7, values.attempts)
+        insert.bind(8, values.nextAttemptAt)
+        insert.bind(9, values.lastError)
+        if let deadAt = values.deadAt { insert.bind(10, deadAt) } else { insert.bind(10, nil as String?) }
+        if writerHasUserKeys {
+            insert.bind(11, values.userKey)
+            if let digest = values.digest { insert.bind(12, digest) } else { insert.bind(12, nil as String?) }
+        }
+        do {
+            try insert.run()
+            return .inserted
+        } catch {
+            guard case .sqlite(let code, _, _) = error, code & 0xFF == SQLITE_CONSTRAINT else { throw error }
+            // SQLITE_CONSTRAINT_PRIMARYKEY: the id is taken (a damaged page repeating rows, or a renumbered row).
+            return code == SQLiteExtendedCode.constraintPrimaryKey ? .idTaken : .refused
+        }
+    }
+
+    /// Inserts the rows whose id was out of range or taken, each with a new id from the new file's counter.
+    mutating func copyRenumbered(into report: inout SalvageReport) throws(QueueError) {
+        for var values in deferred {
+            let oldID = values.id
+            values.id = nil
+            switch try insert(values) {
+            case .inserted:
+                report.renumbered += 1
+                if values.dead { report.recoveredDead += 1 } else { report.recoveredPending += 1 }
+            case .idTaken, .refused:
+                report.invalid += 1
+                if report.invalidReasons.count < 100 {
+                    report.invalidReasons.append(
+                        "id \(oldID.map(String.init) ?? "?"): a duplicate idempotency key, or a value the schema refuses"
+                    )
+                }
+            }
+        }
+        deferred.removeAll()
+    }
+
+    /// The payload parses to an object that passes Braze's rules (with `time` filled in as the consumer does).
+    private static func isValid(_ payload: String, kind: RecordKind, createdAt: Int64) -> Bool {
+        if case .success = StoredPayload.check(payload, kind: kind, createdAtMilliseconds: createdAt) { return true }
+        return false
+    }
+}

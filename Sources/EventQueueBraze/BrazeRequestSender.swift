@@ -1,0 +1,7 @@
+/// What sends one request to `/users/track` and interprets the answer: `BrazeSink` (pacing, resending after a
+/// 429, the HTTP client), or a scripted stand-in in a test.
+protocol BrazeRequestSender: Sendable {
+    /// Sends `body` and returns the interpreted answer; `nil` when it was not sent (the delivery was cancelled):
+    /// its records and the rest get no outcome, so the drain loop hands them back untouched.
+    func send(_ body: BrazeRequestBody) async -> BrazeAnswer?
+}

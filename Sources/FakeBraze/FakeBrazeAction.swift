@@ -1,0 +1,16 @@
+/// What the network handler should do with one request.
+struct FakeBrazeAction: Sendable {
+    enum Kind: Sendable {
+        case respond
+        case drop
+        case resetMidResponse
+    }
+
+    var kind: Kind = .respond
+    var delayMilliseconds = 0
+    var status: Int
+    var headers: [(String, String)] = []
+    var body: [UInt8]
+    /// The `/users/track` request this answers (its number), to count it out of flight once answered.
+    var request: Int?
+}
