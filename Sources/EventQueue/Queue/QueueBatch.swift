@@ -60,6 +60,18 @@ public final class QueueBatch {
         var payload: [UInt8] = []
         payload.reserveCapacity(256)
         record.object.serialize(into: &payload)
+        if payload.count > RecordEncoder.maximumPayloadBytes, let user = UserIdentity(filing: record.object) {
+            // The file bounds every payload (migration 6): keep whose it was and how large, not the whole entry.
+            reason +=
+                " (its payload of \(payload.count) bytes is more than the \(RecordEncoder.maximumPayloadBytes) a "
+                + "record can be: kept as a stub naming its user)"
+            let stub = JSONObject(members: [
+                user.brazeMember,
+                .init(key: "eventqueue_dropped_payload_bytes", value: .number(JSONNumber(payload.count))),
+            ])
+            payload.removeAll(keepingCapacity: true)
+            stub.serialize(into: &payload)
+        }
         return try insert(kind: record.kind, payload: payload, key: key, scope: scope, deadReason: reason)
     }
 

@@ -55,6 +55,28 @@ import Testing
         #expect(try raw.rows("SELECT count(*) FROM records") == [["0"]])
     }
 
+    /// An entry too large for the file (a payload is at most 256 KiB, migration 6's CHECK) is kept as a stub naming its
+    /// user and size, with the reason; it used to fail the whole batch (an import) with exit 74.
+    @Test func anOversizedDeadLetterIsKeptAsAStubNamingItsUser() throws {
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        let huge = String(repeating: "x", count: 300 * 1024)
+        let outcome = try writer.batch { batch in
+            try batch.enqueueOrDeadLetter(
+                Record.event("big", user: .externalID("u1"), properties: ["blob": .string(huge)]), context: "entry 1: ")
+        }
+        guard case .deadLettered(_, let reason) = outcome else {
+            Issue.record("unexpected \(outcome)")
+            return
+        }
+        #expect(reason.contains("kept as a stub naming its user"))
+        let raw = try RawDatabase(path: path)
+        let rows = try raw.rows("SELECT payload, user_key, state FROM records")
+        #expect(rows.count == 1)
+        #expect(rows.first?[1] == "external_id:u1" && rows.first?[2] == "dead")
+        #expect(rows.first?[0]?.contains("eventqueue_dropped_payload_bytes") == true)
+    }
+
     @Test func aDeadLetterMustStillNameAUser() throws {
         let writer = try QueueWriter(path: path)
         defer { writer.close() }
