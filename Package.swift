@@ -169,13 +169,17 @@ let package = Package(
         // Helpers the test targets share: temporary directories, running the built binaries.
         .target(
             name: "EventQueueTestSupport", dependencies: ["EventQueueRecords"], path: "Tests/EventQueueTestSupport"),
+        // A power cut under SQLite (docs/RELIABILITY.md, "Hardening V"): a VFS over the unix one that remembers what
+        // was written but not synced and throws it away at a simulated cut. C, for SQLite's VFS API; only test
+        // targets depend on it, never a product.
+        .target(name: "CPowerCutVFS", dependencies: ["CSQLite"], path: "Tests/CPowerCutVFS"),
         .testTarget(
             name: "EventQueueRecordsTests",
             dependencies: ["EventQueueRecords", "EventQueueTestSupport"]
         ),
         .testTarget(
             name: "EventQueueTests",
-            dependencies: ["EventQueue", "CSQLite", "CWriteTurn", "EventQueueTestSupport"]
+            dependencies: ["EventQueue", "CSQLite", "CWriteTurn", "CPowerCutVFS", "EventQueueTestSupport"]
         ),
         .testTarget(
             name: "EventQueueDeliveryTests",
