@@ -52,7 +52,7 @@ public enum QueueCheck {
         if mode & 0o060 != 0o060 {
             report.warnings.append("file mode is 0\(String(mode, radix: 8)); writers in the queue's group need 0660")
         }
-        if !hasSQLiteHeader(path) {
+        if !QueuePath.mayBeSQLite(path) {
             report.problems.append("\(path) is not an SQLite database (bad or missing header)")
             return report
         }
@@ -222,14 +222,5 @@ public enum QueueCheck {
             return false
         }
         return true
-    }
-
-    private static func hasSQLiteHeader(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var header = [UInt8](repeating: 0, count: 16)
-        let count = read(fd, &header, 16)
-        return count == 16 && header == Array("SQLite format 3\0".utf8)
     }
 }

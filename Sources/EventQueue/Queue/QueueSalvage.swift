@@ -58,7 +58,7 @@ public enum QueueSalvage {
         guard stat(path, &info) == 0 else {
             throw QueueError.cannotOpen(path: path, reason: String(cString: strerror(errno)))
         }
-        guard hasSQLiteHeader(path) else { throw QueueError.notAQueueFile(path: path) }
+        guard QueuePath.mayBeSQLite(path) else { throw QueueError.notAQueueFile(path: path) }
         var wal = stat()
         let hasWAL = stat(path + "-wal", &wal) == 0 && wal.st_size > 0
         let connection = try Connection(
@@ -101,13 +101,5 @@ public enum QueueSalvage {
         }
         fchmod(fd, 0o660)
         close(fd)
-    }
-
-    static func hasSQLiteHeader(_ path: String) -> Bool {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var header = [UInt8](repeating: 0, count: 16)
-        return read(fd, &header, 16) == 16 && header == Array("SQLite format 3\0".utf8)
     }
 }

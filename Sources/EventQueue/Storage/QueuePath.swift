@@ -60,6 +60,21 @@ enum QueuePath {
         return info.st_size == 0 ? .empty : .existing
     }
 
+    /// Whether `path` may be an SQLite database, judged before SQLite is let near it (`check` and `salvage`, which
+    /// must not open a FIFO or hand SQLite a file it would take for empty): its first 16 bytes are SQLite's magic,
+    /// or a non-empty `-wal` lies beside it. A power cut inside a checkpoint can tear the main file's first sector
+    /// while the WAL, synced before the checkpoint began, still holds page 1 whole: SQLite then reads page 1 from the
+    /// WAL and every record is there (docs/RELIABILITY.md, "a power cut, simulated"), so the WAL gets the say.
+    static func mayBeSQLite(_ path: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 16)
+        if read(fd, &header, 16) == 16 && header == Array("SQLite format 3\0".utf8) { return true }
+        var wal = stat()
+        return stat(path + "-wal", &wal) == 0 && wal.st_mode & S_IFMT == S_IFREG && wal.st_size > 0
+    }
+
     /// Room SQLite needs beside the queue to open it when no other connection has: the first 32 KiB page of the
     /// `-shm`, and some to spare.
     static let sharedMemoryRoomBytes: Int64 = 64 * 1024
