@@ -23,7 +23,7 @@ import Testing
         let listed = names.map { "'\($0)'" }.joined(separator: ", ")
         try raw.execute(
             """
-            INSERT INTO schema_levels (version, write_level, read_level, release) VALUES (\(next), 1, 1, '9.0.0');
+            INSERT INTO schema_levels (version, write_level, read_level, release) VALUES (\(next), \(SchemaContract.writeLevel), \(SchemaContract.readLevel), '9.0.0');
             INSERT OR REPLACE INTO schema_additions (name, version, type, tbl_name, sql)
                 SELECT name, \(next), type, tbl_name, sql FROM sqlite_schema WHERE name IN (\(listed));
             PRAGMA user_version = \(next);
@@ -151,7 +151,7 @@ import Testing
             ALTER TABLE records ADD COLUMN origin TEXT;
             ALTER TABLE records ADD COLUMN erased INTEGER DEFAULT 0;
             ALTER TABLE delivered_user_keys ADD COLUMN note TEXT DEFAULT 'none';
-            INSERT INTO schema_levels (version, write_level, read_level, release) VALUES (\(next), 1, 1, '9.0.0');
+            INSERT INTO schema_levels (version, write_level, read_level, release) VALUES (\(next), \(SchemaContract.writeLevel), \(SchemaContract.readLevel), '9.0.0');
             """
         try Migrations.migrate(
             connection, to: next, using: Migrations.embedded + [Migration(version: next, name: "next", sql: sql)])
@@ -179,7 +179,8 @@ import Testing
         let unique = "CREATE UNIQUE INDEX records_kind ON records (kind);"
         let connection = try Connection(path: path, busyTimeoutMilliseconds: 1000)
         defer { connection.close() }
-        for levels in ["1, 1", "2, 1", "1, 2"] {
+        let (write, read) = (SchemaContract.writeLevel, SchemaContract.readLevel)
+        for levels in ["\(write), \(read)", "\(write + 1), \(read)", "\(write), \(read + 1)"] {
             let sql = unique + " INSERT INTO schema_levels VALUES (\(next), \(levels), '9.0.0');"
             do {
                 try Migrations.migrate(
@@ -192,7 +193,7 @@ import Testing
             }
             #expect(try connection.scalarInt("PRAGMA user_version", operation: "test") == Int64(next - 1))
         }
-        let raised = unique + " INSERT INTO schema_levels VALUES (\(next), 2, 2, '9.0.0');"
+        let raised = unique + " INSERT INTO schema_levels VALUES (\(next), \(write + 1), \(read + 1), '9.0.0');"
         try Migrations.migrate(
             connection, to: next, using: Migrations.embedded + [Migration(version: next, name: "next", sql: raised)])
         #expect(try connection.scalarInt("PRAGMA user_version", operation: "test") == Int64(next))

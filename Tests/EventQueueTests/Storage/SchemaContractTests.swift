@@ -48,8 +48,9 @@ import Testing
         #expect(
             try raw.rows("SELECT name, version FROM schema_additions ORDER BY name")
                 == [
-                    ["delivered_user_keys", "6"], ["delivered_user_keys_age", "6"], ["records", "6"],
-                    ["records_user_idempotency", "6"], ["schema_additions", "5"], ["schema_levels", "5"],
+                    ["delivered_user_keys", "6"], ["delivered_user_keys_age", "6"], ["queue_drops", "7"],
+                    ["queue_limits", "7"], ["records", "7"], ["records_user_idempotency", "6"],
+                    ["schema_additions", "5"], ["schema_levels", "5"],
                 ])
     }
 
@@ -198,7 +199,8 @@ import Testing
     }
 
     @Test func aBreakingChangeForConsumersNamesTheDaemon() throws {
-        try migratedByTheNextRelease("CREATE INDEX records_created ON records (created_at_ms);", levels: (1, 2))
+        try migratedByTheNextRelease(
+            "CREATE INDEX records_created ON records (created_at_ms);", levels: (1, SchemaContract.readLevel + 1))
         let writer = try QueueWriter(path: path)
         try writer.enqueue(event("after", user: "u2"))
         writer.close()
@@ -206,7 +208,10 @@ import Testing
             _ = try QueueConsumer(path: path)
             Issue.record("a consumer of read level 1 must refuse a file that requires 2")
         } catch {
-            guard case .needsNewerRelease(_, .consumer, _, 2, 1, "9.0.0") = error else {
+            guard
+                case .needsNewerRelease(_, .consumer, _, SchemaContract.readLevel + 1, SchemaContract.readLevel, "9.0.0") =
+                    error
+            else {
                 Issue.record("unexpected \(error)")
                 return
             }
