@@ -2,7 +2,9 @@
 public struct QueueOptions: Sendable, Hashable {
     /// What a returned enqueue (or ack) promises about power loss.
     public enum Durability: String, Sendable, Hashable, CaseIterable {
-        /// `synchronous=FULL`: a commit that returned is on disk even if power fails a moment later.
+        /// What `synchronous=FULL` promises: a write that returned is on disk even if power fails a moment later.
+        /// (The commit runs with `NORMAL` and the WAL is synced after it, once the lock is free for the next
+        /// writer; `Connection+Write.swift`.)
         case full
         /// `synchronous=NORMAL`: much faster; a power loss (not a process crash) may lose the last commits.
         case normal
