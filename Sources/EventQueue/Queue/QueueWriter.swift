@@ -22,7 +22,13 @@ public final class QueueWriter {
     /// the same key is a record of its own (docs/SCHEMA.md, "Idempotency keys").
     @discardableResult
     public func enqueue(_ record: Record) throws(QueueError) -> Int64 {
-        let encoded = try Self.encode(record, now: WallClock.nowMilliseconds())
+        try enqueue(Self.encode(record, now: WallClock.nowMilliseconds()))
+    }
+
+    /// Appends a record already checked and encoded (`encode`): `queuectl enqueue` checks before it opens the file,
+    /// so that a refused record creates no queue, and must not check twice.
+    @discardableResult
+    package func enqueue(_ encoded: EncodedRecord) throws(QueueError) -> Int64 {
         try file.checkFreeSpaceReserve()
         // One transaction also for a keyed insert's two statements (insert, or find the existing id), so that a
         // purge or an expiring key between them cannot leave this writer without an id.
@@ -51,7 +57,7 @@ public final class QueueWriter {
     }
 
     /// `RecordEncoder.encode` (validation, defaults, serialization), refusals thrown as `QueueError`.
-    static func encode(_ record: Record, now: Int64) throws(QueueError) -> EncodedRecord {
+    package static func encode(_ record: Record, now: Int64) throws(QueueError) -> EncodedRecord {
         do {
             return try RecordEncoder.encode(record, now: now)
         } catch {

@@ -99,9 +99,11 @@ enum CommandLineValue {
 
 /// Checks the record before the queue is opened: a refused record (65) creates no queue file.
 func enqueueOne(_ record: Record, queue: QueueOptionGroup) throws {
-    try withQueue { () throws(QueueError) in try QueueBatch.check(record, orDeadLetter: false) }
+    let encoded = try withQueue { () throws(QueueError) in
+        try QueueWriter.encode(record, now: WallClock.nowMilliseconds())
+    }
     let writer = try queue.openWriter()
     defer { writer.close() }
-    let id = try withQueue { () throws(QueueError) in try writer.enqueue(record) }
+    let id = try withQueue { () throws(QueueError) in try writer.enqueue(encoded) }
     writeStandardOutput("\(id)\n")
 }
