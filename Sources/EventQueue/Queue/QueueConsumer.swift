@@ -272,16 +272,9 @@ public final class QueueConsumer {
     public func reject(
         _ ids: [Int64], lease: Lease, reason: String, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Int {
-        guard !ids.isEmpty else { return 0 }
-        let connection = file.connection
-        return try connection.write("dead-lettering records") { () throws(QueueError) in
-            let statement = try connection.statement(RecordStateSQL.reject, operation: "dead-lettering records")
-            statement.bind(1, RecordStateSQL.jsonArray(ids))
-            statement.bind(2, lease.token)
+        try updateLeased(RecordStateSQL.reject, "dead-lettering records", ids: ids, lease: lease) { statement in
             statement.bind(3, reason)
             statement.bind(4, now)
-            try statement.run()
-            return connection.changes
         }
     }
 
@@ -291,16 +284,11 @@ public final class QueueConsumer {
     public func renew(
         _ lease: inout Lease, ids: [Int64], leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Int {
-        guard !ids.isEmpty else { return 0 }
         let expires = now + ClockHorizon.clamp(leaseMilliseconds)
-        let connection = file.connection
-        let held = try connection.write("renewing a lease") { () throws(QueueError) in
-            let statement = try connection.statement(RecordStateSQL.renew, operation: "renewing a lease")
-            statement.bind(1, RecordStateSQL.jsonArray(ids))
-            statement.bind(2, lease.token)
-            statement.bind(3, expires)
-            try statement.run()
-            return connection.changes
+        // Not durable, as a claim: a renewal lost to a power cut only lets the lease end sooner, and the process
+        // that held it is gone with the power.
+        let held = try updateLeased(RecordStateSQL.renew, "renewing a lease", ids: ids, lease: lease, durable: false) {
+            $0.bind(3, expires)
         }
         lease.expiresAtMilliseconds = expires
         return held
@@ -309,12 +297,22 @@ public final class QueueConsumer {
     /// Gives records back without counting an attempt (a clean shutdown), so they are claimable at once.
     @discardableResult
     public func release(_ ids: [Int64], lease: Lease) throws(QueueError) -> Int {
+        try updateLeased(RecordStateSQL.release, "releasing records", ids: ids, lease: lease, durable: false)
+    }
+
+    /// Runs one of `RecordStateSQL`'s statements over the rows `ids` still held under `lease` (?1 the ids as a JSON
+    /// array, ?2 the lease token, then what `bind` adds) in a write of its own; returns how many rows it changed.
+    private func updateLeased(
+        _ sql: String, _ operation: String, ids: [Int64], lease: Lease, durable: Bool = true,
+        bind: (Statement) -> Void = { _ in }
+    ) throws(QueueError) -> Int {
         guard !ids.isEmpty else { return 0 }
         let connection = file.connection
-        return try connection.write("releasing records") { () throws(QueueError) in
-            let statement = try connection.statement(RecordStateSQL.release, operation: "releasing records")
+        return try connection.write(operation, durable: durable) { () throws(QueueError) in
+            let statement = try connection.statement(sql, operation: operation)
             statement.bind(1, RecordStateSQL.jsonArray(ids))
             statement.bind(2, lease.token)
+            bind(statement)
             try statement.run()
             return connection.changes
         }
