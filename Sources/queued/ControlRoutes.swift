@@ -81,6 +81,7 @@ struct ControlRoutes: Sendable {
         if let highest { metrics.recordHighestID(highest) }
         metrics.recordWriteLine(WriteLineReport.read(queuePath: store.path))
         if let rate = await sink.rateStatus() { metrics.recordRate(rate) }
+        if let availability = await coordinator.snapshot().sink { metrics.recordSinkAvailability(availability) }
         try await writer.send(
             status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render())
     }

@@ -117,6 +117,8 @@ public struct SinkAvailability: Sendable {
         public var nextProbeAtMilliseconds: Int64?
         /// Probes sent during this outage (0 while available).
         public var probes: Int
+        /// Probes sent since the monitor was created (a counter for `/metrics`).
+        public var probesTotal: Int
         /// Transient failures in a row (reset by any answer).
         public var failuresInARow: Int
         /// A probe is in flight.
@@ -135,6 +137,7 @@ public struct SinkAvailability: Sendable {
     private var lastError: String?
     private var failuresInARow = 0
     private var probes = 0
+    private var probesTotal = 0
     /// Probes that failed in this outage: the exponent of the backoff.
     private var failedProbes = 0
     private var nextProbe: (monotonic: Duration, wallMilliseconds: Int64)?
@@ -152,7 +155,7 @@ public struct SinkAvailability: Sendable {
         Snapshot(
             state: state, sinceMilliseconds: sinceMilliseconds, lastError: lastError,
             nextProbeAtMilliseconds: state == .unavailable ? nextProbe?.wallMilliseconds : nil, probes: probes,
-            failuresInARow: failuresInARow, probing: probeInFlight)
+            probesTotal: probesTotal, failuresInARow: failuresInARow, probing: probeInFlight)
     }
 
     /// The monotonic time of the next probe while unavailable, else `nil`.
@@ -180,6 +183,7 @@ public struct SinkAvailability: Sendable {
         guard state == .unavailable else { return }
         probeInFlight = true
         probes += 1
+        probesTotal += 1
         lastProbeStart = now.monotonic
     }
 

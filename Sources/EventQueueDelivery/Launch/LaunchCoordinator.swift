@@ -19,7 +19,8 @@ import Synchronization
 ///
 /// The drain lock in the database keeps other processes out; this actor keeps this process to one pass.
 public actor LaunchCoordinator {
-    private let drainer: Drainer
+    /// The drainer the passes run (its `availability` is read by the daemon's status and metrics).
+    public nonisolated let drainer: Drainer
     private nonisolated let clock: any DrainClock
     private let observer: any LaunchObserver
     private nonisolated let logger: Logger
