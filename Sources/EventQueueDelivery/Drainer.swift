@@ -78,6 +78,7 @@ public struct Drainer: Sendable {
         shouldStop: @Sendable () -> Bool = { false }
     ) async throws(QueueError) -> DrainSummary {
         let (leaseMilliseconds, clock) = (options.leaseMilliseconds, self.clock)
+        availability.passStarting()
         if availability.admission() == .closed, let halt = availability.halt() {
             logger.debug("the sink is unavailable and no probe is due; nothing claimed", metadata: ["halt": "\(halt)"])
             var summary = DrainSummary()

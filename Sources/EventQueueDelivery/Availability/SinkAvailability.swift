@@ -178,6 +178,12 @@ public struct SinkAvailability: Sendable {
         nextProbe = (at, now.wallMilliseconds + Self.milliseconds(at - now.monotonic))
     }
 
+    /// A pass starts: no probe of this drainer can be in flight (one pass at a time), whatever an earlier pass that
+    /// failed on a queue error left behind; a probe flag left set would close the sink for good.
+    public mutating func passStarting() {
+        probeInFlight = false
+    }
+
     /// The probe (admitted by `admission`) is on its way.
     public mutating func probeStarted(at now: Moment) {
         guard state == .unavailable else { return }

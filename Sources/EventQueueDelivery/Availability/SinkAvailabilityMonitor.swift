@@ -42,6 +42,10 @@ public final class SinkAvailabilityMonitor: Sendable {
         return state.withLock { $0.nextProbeAt }.map { max(.zero, $0 - now) }
     }
 
+    func passStarting() {
+        state.withLock { $0.passStarting() }
+    }
+
     func probeStarted() {
         let now = Self.moment(clock)
         state.withLock { $0.probeStarted(at: now) }

@@ -135,6 +135,14 @@ import Testing
         #expect(availability.snapshot.probes == 0)
     }
 
+    @Test func aProbeLeftInFlightByAFailedPassDoesNotCloseTheSinkForGood() {
+        var availability = Self.down()
+        availability.probeStarted(at: Self.at(6))
+        #expect(availability.admission(at: Self.at(600)) == .closed)
+        availability.passStarting()
+        #expect(availability.admission(at: Self.at(600)) == .probe)
+    }
+
     @Test func nothingToProbeWithTakesTheSinkAsAvailable() {
         var availability = Self.down()
         availability.probeStarted(at: Self.at(6))
