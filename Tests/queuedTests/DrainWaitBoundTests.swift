@@ -53,13 +53,14 @@ import EventQueueTestSupport
         faults.rateLimitNextRequests = 1_000_000  // 429 forever
         faults.rateLimitResetAfterSeconds = 900  // "Remaining: 0", the reset 15 minutes ahead
         try await BrazeScenario.run(records: MarkedRecord.make(20, users: 5), faults: faults) { scenario in
-            let daemon = try await scenario.startDaemon()
+            // The pass waits for the window when the daemon stops: a short shutdown timeout releases its records.
+            let daemon = try await scenario.startDaemon(arguments: ["--shutdown-timeout", "1"])
             try await withDaemon(daemon) { daemon in
                 let (result, seconds) = try await Self.drainWait(daemon, within: .seconds(120), in: scenario.scratch)
                 #expect(result.status == 11, "\(result.stdout) \(result.stderr)")
                 #expect(seconds < 15, "\(seconds) s")
                 #expect(result.stderr.contains("rate limit"), "\(result.stderr)")
-                print("DrainWaitBound rate limit: exit \(result.status) after \(seconds) s: \(result.stderr)")
+                print("DrainWaitBound rate limit: exit \(result.status) after \(seconds) s")
                 #expect(result.stdout.contains("not waiting for the rest"), "\(result.stdout)")
                 // The daemon's pass goes on, its records leased and waiting for the window.
                 let state = try await daemon.daemonStatus()
@@ -73,7 +74,7 @@ import EventQueueTestSupport
         faults.rateLimitNextRequests = 1_000_000  // 429 forever, each with a short Retry-After: no long wait
         faults.retryAfterSeconds = 1
         try await BrazeScenario.run(records: MarkedRecord.make(20, users: 5), faults: faults) { scenario in
-            let daemon = try await scenario.startDaemon()
+            let daemon = try await scenario.startDaemon(arguments: ["--shutdown-timeout", "1"])
             try await withDaemon(daemon) { daemon in
                 let (result, seconds) = try await Self.drainWait(
                     daemon, ["--timeout", "3"], within: .seconds(60), in: scenario.scratch)
@@ -85,5 +86,21 @@ import EventQueueTestSupport
                 Products.queuectl, ["drain", "--timeout", "5"], in: scenario.scratch)
             #expect(usage.status == 64, "--timeout without --wait: \(usage.stderr)")
         }
+    }
+
+    /// A local drain has no daemon to go on for it: against a sink that fails it ends, exit 11 with the reason, the
+    /// records kept with no attempt counted.
+    @Test func drainLocalEndsWithExit11AndTheReasonWhenItsSinkFails() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        try await enqueueEvents(20, db: db, in: scratch)
+        let result = try await run(
+            Products.queuectl,
+            ["drain", "--local", "--sink", "jsonl:/dev/full", "--batch-size", "5", "--max-attempts", "1", "--db", db],
+            timeout: .seconds(60), in: scratch)
+        #expect(result.status == 11, "\(result.stdout) \(result.stderr)")
+        #expect(result.stdout.contains("No space left on device"), "\(result.stdout)")
+        let live = try await BrazeFault.peek(db: db, in: scratch)
+        #expect(live.count == 20 && live.allSatisfy { $0["attempts"] as? Int == 0 }, "\(live.prefix(2))")
     }
 }
