@@ -13,7 +13,8 @@ enum BrazeAnswer: Sendable, Hashable {
     case misconfigured(status: Int, message: String)
     /// 429: not the records' fault; `afterMilliseconds` from `Retry-After` or `X-RateLimit-Reset`.
     case rateLimited(afterMilliseconds: Int64?)
-    /// 5xx, 408, a timeout or a connection error: nothing applied, try again later.
+    /// 5xx, 408, a timeout or a connection error (refused, reset, DNS, a TLS handshake that timed out): nothing
+    /// applied, and nothing said about the records; the destination's failure (`RetryCause.destination`).
     case transient(reason: String)
     /// The endpoint's TLS certificate could not be verified: nothing was sent, and nothing will be until someone
     /// installs the trust store (`ca-certificates`) or fixes the clock or the URL. Retrying would only spend the

@@ -6,6 +6,20 @@ import EventQueueDelivery
 /// Kept apart from the HTTP client (it only sees a `BrazeRequestSender`) so the decisions (bisect, stop, hold
 /// back a user's later records) read in one place. Requests go one after another: per-user order depends on an
 /// earlier request being answered before a later one is sent.
+///
+/// Each answer's class (`BrazeAnswer`) becomes the records' outcome here, in the terms of the delivery library's
+/// one classification (`RetryCause`):
+///
+/// | answer | outcome | attempt |
+/// |---|---|---|
+/// | 2xx | delivered; the objects its `errors` name rejected (dead) | the rejected: one |
+/// | 400 (and other 4xx below) | bisected; the one record a 400 still names is rejected (dead) | that one |
+/// | 5xx, 408, a timeout, connection refused or reset, DNS, a TLS handshake that times out | `retry`, `.destination`: due at once; the batch stops | none |
+/// | 429 (handed back; `BrazeSink` resends it itself) | `retry`, `.backPressure`, after the hint | none |
+/// | 401, 403, 404, 3xx, an unverifiable TLS certificate | halt `.configuration`: every record handed back untouched | none |
+///
+/// Records not sent because the batch stopped, and a user's later records held behind its failed one, take the
+/// failed request's cause: no attempt either way.
 struct BrazeBatchDelivery {
     let sender: any BrazeRequestSender
     /// The batch's objects, serialized once.
@@ -15,7 +29,7 @@ struct BrazeBatchDelivery {
     private(set) var halt: SinkHalt?
     /// Set once a request failed in a way that stops the batch (429, 5xx, network): the records not yet sent
     /// get this retry (never counted: they were not tried).
-    private var stopRetry: (reason: String, afterMilliseconds: Int64?)?
+    private var stopRetry: (reason: String, afterMilliseconds: Int64?, cause: RetryCause)?
     /// Users with a record waiting for a retry: their later records must not overtake it.
     private var heldUsers: Set<String> = []
     private(set) var requestsSent = 0
@@ -41,7 +55,7 @@ struct BrazeBatchDelivery {
             for record in request where outcomes[record.id] == nil {
                 let reason = heldUsers.contains(record.userKey) ? Self.waitingReason : "not sent: \(stopRetry.reason)"
                 outcomes[record.id] = .retry(
-                    reason: reason, afterMilliseconds: stopRetry.afterMilliseconds, countsAsAttempt: false)
+                    reason: reason, afterMilliseconds: stopRetry.afterMilliseconds, cause: stopRetry.cause)
             }
         }
     }
@@ -51,7 +65,9 @@ struct BrazeBatchDelivery {
         var sendable: [OutgoingRecord] = []
         for record in records {
             if heldUsers.contains(record.userKey) {
-                outcomes[record.id] = .retry(reason: Self.waitingReason, countsAsAttempt: false)
+                outcomes[record.id] = .retry(
+                    reason: Self.waitingReason, afterMilliseconds: stopRetry?.afterMilliseconds,
+                    cause: stopRetry?.cause ?? .destination)
             } else {
                 sendable.append(record)
             }
@@ -90,21 +106,22 @@ struct BrazeBatchDelivery {
         case .rateLimited(let after):
             // `BrazeSink` sends a 429'd request again itself; a poster that hands one back still costs no attempt.
             let reason = "Braze rate limit (429)"
-            retry(sendable, reason: reason, afterMilliseconds: after, counts: false)
-            stopRetry = (reason, after)
+            retry(sendable, reason: reason, afterMilliseconds: after, cause: .backPressure)
+            stopRetry = (reason, after, .backPressure)
         case .untrustedCertificate(let reason):
             halt = SinkHalt(kind: .configuration, reason: reason)
         case .transient(let reason):
-            retry(sendable, reason: reason, afterMilliseconds: nil, counts: true)
-            stopRetry = ("an earlier request of this batch failed: \(reason)", nil)
+            // Says nothing about these records (nothing was applied): no attempt; the sink is suspect.
+            retry(sendable, reason: reason, afterMilliseconds: nil, cause: .destination)
+            stopRetry = ("an earlier request of this batch failed: \(reason)", nil, .destination)
         }
     }
 
     private mutating func retry(
-        _ records: [OutgoingRecord], reason: String, afterMilliseconds: Int64?, counts: Bool
+        _ records: [OutgoingRecord], reason: String, afterMilliseconds: Int64?, cause: RetryCause
     ) {
         for record in records {
-            outcomes[record.id] = .retry(reason: reason, afterMilliseconds: afterMilliseconds, countsAsAttempt: counts)
+            outcomes[record.id] = .retry(reason: reason, afterMilliseconds: afterMilliseconds, cause: cause)
             heldUsers.insert(record.userKey)
         }
     }

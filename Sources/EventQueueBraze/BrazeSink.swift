@@ -11,8 +11,10 @@ import NIOCore
 /// user), all paced by one `BrazeRateGovernor`. Each answer is mapped to per-record outcomes: Braze's partial
 /// success (`errors`) rejects only the objects it names; a 400 is bisected down to the offending records so one
 /// bad record never blocks or dead-letters its neighbours; 401/403/404 and redirects (never followed) halt the
-/// pass (nothing is counted against the records); 408, 5xx and network failures retry; a 429 is back-pressure:
-/// the same request goes again once the shared rate window allows (`BrazeRatePolicy`). The API key never
+/// pass (nothing is counted against the records); 408, 5xx and network failures are the destination's failures,
+/// retried without costing the records an attempt (a few in a row make the sink unavailable: the drain loop's
+/// `SinkAvailability` then probes it); a 429 is back-pressure: the same request goes again once the shared rate
+/// window allows (`BrazeRatePolicy`). The whole table is `BrazeBatchDelivery`'s. The API key never
 /// appears in logs, errors or descriptions.
 public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible, CustomReflectable {
     public let name: String
@@ -177,7 +179,9 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
         case .untrustedCertificate(let reason):
             logger.error("braze's certificate could not be verified", metadata: ["reason": "\(reason)"])
         case .transient(let reason):
-            logger.warning(
+            // At debug level: one line per failed request would repeat every probe of an outage; the drain loop's
+            // `SinkAvailabilityMonitor` logs the outage once, with this reason, when it starts and when it ends.
+            logger.debug(
                 "braze request failed",
                 metadata: ["reason": "\(reason)", "latency_ms": "\(Self.milliseconds(since: started))"])
         }

@@ -38,9 +38,11 @@ public struct UnixHTTPClient: Sendable {
 
     /// Sends `method target` and hands the response's head, then its body as it arrives, to the callbacks.
     /// Returns once the whole response was read; a connection that closes before that is a `.transfer` failure.
-    /// `timeoutSeconds` bounds every wait for bytes (not the whole exchange: a streamed pass may last long).
+    /// `timeoutSeconds` bounds every wait for bytes (not the whole exchange: a streamed pass may last long);
+    /// `deadline`, when given, bounds the whole exchange (`queuectl drain --wait --timeout`): past it the next wait
+    /// for bytes fails as a `.transfer`, however much was streamed before.
     public func exchange(
-        method: String, target: String, timeoutSeconds: Int,
+        method: String, target: String, timeoutSeconds: Int, deadline: ContinuousClock.Instant? = nil,
         onHead: (HTTPResponseParser.Head) throws -> Void, onBody: ([UInt8]) throws -> Void
     ) throws {
         let descriptor: Int32
@@ -59,6 +61,14 @@ public struct UnixHTTPClient: Sendable {
         var parser = HTTPResponseParser()
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while !parser.isComplete {
+            if let deadline {
+                let left = ContinuousClock.now.duration(to: deadline)
+                guard left > .zero else { throw Failure.transfer("no whole answer by the deadline") }
+                let (seconds, attoseconds) = min(left, .seconds(timeoutSeconds)).components
+                var wait = timeval(
+                    tv_sec: Int(seconds), tv_usec: max(1, Int(attoseconds / 1_000_000_000_000)) % 1_000_000)
+                _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+            }
             let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
             if count < 0 {
                 let code = errno

@@ -10,10 +10,12 @@ public struct DrainOptions: Sendable, Hashable {
     public var leaseMilliseconds: Int64
     /// Failed attempts after which a record is dead-lettered.
     public var maxAttempts: Int
+    /// The backoff of a record whose own failure is retried (`RetryCause.record`); a record that failed for the
+    /// destination's sake has none: the sink's availability decides when it goes out again.
     public var backoff: Backoff
-    /// A pass ends early (as `.unavailable`) after this many batches in a row in which nothing was delivered
-    /// and every record is to be retried: the destination is down, and hammering it helps no one.
-    public var haltAfterFailedBatches: Int
+    /// When the sink counts as unavailable and how it is probed (`SinkAvailability`): it replaces the "N batches
+    /// in a row failed" halt, which ended a pass but left every record counting attempts on its own backoff.
+    public var availability: SinkAvailability.Policy
     /// Checkpoint the WAL and vacuum freed pages after the pass, so the files shrink again.
     public var maintenanceAfterPass: Bool
     /// Batches handed to the sink at once (`--max-in-flight`, default `defaultMaxInFlight`), capped by the sink's
@@ -30,7 +32,8 @@ public struct DrainOptions: Sendable, Hashable {
 
     public init(
         batchSize: Int = 100, leaseMilliseconds: Int64 = 60_000, maxAttempts: Int = 10,
-        backoff: Backoff = Backoff(), haltAfterFailedBatches: Int = 3, maintenanceAfterPass: Bool = true,
+        backoff: Backoff = Backoff(), availability: SinkAvailability.Policy = SinkAvailability.Policy(),
+        maintenanceAfterPass: Bool = true,
         maxInFlight: Int = DrainOptions.defaultMaxInFlight
     ) {
         self.maxInFlight = max(1, maxInFlight)
@@ -38,7 +41,7 @@ public struct DrainOptions: Sendable, Hashable {
         self.leaseMilliseconds = min(max(1_000, leaseMilliseconds), ClockHorizon.longestWaitMilliseconds)
         self.maxAttempts = max(1, maxAttempts)
         self.backoff = backoff
-        self.haltAfterFailedBatches = max(1, haltAfterFailedBatches)
+        self.availability = availability
         self.maintenanceAfterPass = maintenanceAfterPass
     }
 }

@@ -37,6 +37,9 @@ public struct DrainReport: Sendable, Hashable {
     public var remaining: Remaining?
     /// Who held the drain lock, when the pass did not run because of it.
     public var lockHolder: String?
+    /// Why `drain --wait` stopped following the daemon's pass before its end (the sink unavailable, a long
+    /// rate-limit wait, `--timeout`); the counts are then the pass's so far, and the pass goes on.
+    public var waitEnded: String?
 
     public init(_ summary: DrainSummary) {
         delivered = summary.delivered
@@ -63,6 +66,7 @@ public struct DrainReport: Sendable, Hashable {
         inFlight = try Self.integer(object, "in_flight")
         halt = try Self.optionalString(object, "halt")
         lockHolder = try Self.optionalString(object, "lock_holder")
+        waitEnded = try Self.optionalString(object, "wait_ended")
         if object.contains(key: "pending") {
             remaining = Remaining(
                 pending: try Self.integer(object, "pending"), leased: try Self.integer(object, "leased"),
@@ -71,8 +75,8 @@ public struct DrainReport: Sendable, Hashable {
     }
 
     /// `delivered`, `retried`, `dead`, `batches`, `in_flight` (records handed to the sink, not settled yet),
-    /// `result`, `halt`, then `pending`, `leased`, `dead_total` when known and `lock_holder` when another drainer
-    /// held the lock.
+    /// `result`, `halt`, then `pending`, `leased`, `dead_total` when known, `lock_holder` when another drainer
+    /// held the lock, and `wait_ended` when `drain --wait` stopped waiting before the pass ended.
     public var json: JSONObject {
         var object: JSONObject = [
             "delivered": ReportJSON.number(delivered),
@@ -89,6 +93,7 @@ public struct DrainReport: Sendable, Hashable {
             object["dead_total"] = ReportJSON.number(remaining.deadTotal)
         }
         if let lockHolder { object["lock_holder"] = .string(lockHolder) }
+        if let waitEnded { object["wait_ended"] = .string(waitEnded) }
         return object
     }
 
@@ -103,6 +108,7 @@ public struct DrainReport: Sendable, Hashable {
         if let lockHolder {
             text += "; not run: another drainer holds the lock (\(ExternalText.escaped(lockHolder)))"
         }
+        if let waitEnded { text += "; not waiting for the rest: " + ExternalText.escaped(waitEnded) }
         return text + "\n"
     }
 

@@ -8,14 +8,16 @@ extension Drainer {
     /// The one place that acks, and the one place that reports progress: commits the delivered records of the
     /// batches that settled since the last commit, together with up to `claiming` new claims when given (one
     /// transaction: `QueueConsumer.ackAndClaim`), then reports progress if a batch settled since the last
-    /// report. Returns the claims (none when nothing was claimable or none was asked for).
+    /// report. Returns the claims (none when nothing was claimable or none was asked for), each of up to `limit`
+    /// records (`claimSize` unless given: a probe claims one request's worth).
     @discardableResult
     func commit(
-        _ pass: inout PassState, claiming count: Int? = nil, progress: (@Sendable (DrainSummary) async -> Void)?
+        _ pass: inout PassState, claiming count: Int? = nil, limit: Int? = nil,
+        progress: (@Sendable (DrainSummary) async -> Void)?
     ) async throws(QueueError) -> [Claim] {
         let pending = pass.pendingAcks
         if pending.isEmpty, count == nil, pass.unreported == 0 { return [] }
-        let (leaseMilliseconds, limit, clock) = (options.leaseMilliseconds, claimSize, self.clock)
+        let (leaseMilliseconds, limit, clock) = (options.leaseMilliseconds, limit ?? claimSize, self.clock)
         // The clock is read on the store's executor, just before the statements: a wait for the executor must
         // not shorten the leases written.
         let (acked, claims, deadAtClaim, now) = try await retryingWhileBusy(holding: pending) {
@@ -97,6 +99,8 @@ extension Drainer {
 
     /// Writes one finished batch's outcomes: dead-letters, retries and releases now; the delivered records
     /// join the pending acks, committed by `commit` right after (with the next claims when some follow at once).
+    /// Then tells the sink's availability what the batch said about the destination; while it is unavailable the
+    /// pass claims nothing but a probe (`runPass`).
     func settle(_ finished: LeasedDelivery.Finished, pass: inout PassState) async throws(QueueError) {
         let settlement = Settlement(
             records: finished.delivery.records, report: finished.report, cancelled: finished.cancelled)
@@ -110,22 +114,17 @@ extension Drainer {
             pass.summary.dead += written.dead
             pass.summary.retried += written.retried
         }
+        availability.record(settlement.signal(probe: finished.delivery.probe))
         if let halt = settlement.halt, pass.summary.halt == nil {
-            pass.summary.halt = halt
-            logger.warning("drain pass stopped early", metadata: ["reason": "\(halt)"])
-        }
-        pass.failedBatchesInARow = settlement.allFailed ? pass.failedBatchesInARow + 1 : 0
-        if pass.failedBatchesInARow >= options.haltAfterFailedBatches, pass.summary.halt == nil {
-            let halt = SinkHalt(
-                kind: .unavailable,
-                reason:
-                    "\(pass.failedBatchesInARow) batches in a row failed; last error: \(settlement.lastError ?? "?")")
             pass.summary.halt = halt
             logger.warning("drain pass stopped early", metadata: ["reason": "\(halt)"])
         }
     }
 
-    /// Dead-letters, retries and releases the records of a settlement in one visit to the store.
+    /// Dead-letters, retries and releases the records of a settlement in one visit to the store. A record that
+    /// failed for the destination's sake goes back to pending due at once, with its id, no attempt counted and
+    /// its reason as `last_error`: the sink's availability, not a backoff of its own, decides when it goes out
+    /// again, and its id keeps it ahead of its user's later records (the claim's per-user rule).
     func write(
         _ settlement: Settlement, lease: Lease, attempts: [Int64: Int]
     ) async throws(QueueError) -> (dead: Int, retried: Int) {
@@ -143,9 +142,12 @@ extension Drainer {
                 dead += try consumer.reject(ids, lease: lease, reason: reason, now: now)
             }
             for (group, ids) in settlement.retries {
+                let retryAt =
+                    group.cause == .destination
+                    ? now
+                    : backoff.dueTime(attempt: attemptOf[group] ?? 1, hint: group.afterMilliseconds, now: now)
                 let nacked = try consumer.nack(
-                    ids, lease: lease, reason: group.reason,
-                    retryAt: backoff.dueTime(attempt: attemptOf[group] ?? 1, hint: group.afterMilliseconds, now: now),
+                    ids, lease: lease, reason: group.reason, retryAt: retryAt,
                     countsAsAttempt: group.countsAsAttempt, maxAttempts: maxAttempts, now: now)
                 retried += nacked.retried.count
                 dead += nacked.dead.count

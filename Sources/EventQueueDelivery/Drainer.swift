@@ -17,6 +17,11 @@ import Logging
 /// (`maxInFlight` × the claim size). The batches that came back while the connection was busy are acked
 /// together, with the claims that replace them, in one transaction (group commit: one fsync for all).
 ///
+/// Outages (issue 30): a failure that says nothing about the record (`RetryCause.destination`) costs it no attempt
+/// and no backoff; it is due again at once, and `availability` (`SinkAvailabilityMonitor`, shared by every pass of
+/// this drainer) decides when anything goes out: after a few such failures in a row the sink is unavailable, and
+/// passes claim nothing but one small probe at a time until the sink answers again.
+///
 /// Reading guide: `runPass` opens deliveries and waits for them; `settle` writes a finished batch's dead
 /// letters, retries and releases and queues its delivered records for the ack; `commit` is the one place that
 /// acks (with the next claims, in one transaction) and the one place that reports progress (both in
@@ -31,6 +36,8 @@ public struct Drainer: Sendable {
     public let options: DrainOptions
     public let logger: Logger
     public let clock: any DrainClock
+    /// Whether the sink is up: kept across passes, read by the launch coordinator and the daemon's status.
+    public let availability: SinkAvailabilityMonitor
 
     public init(
         store: QueueStore, sink: any Sink, options: DrainOptions = DrainOptions(), logger: Logger,
@@ -41,6 +48,7 @@ public struct Drainer: Sendable {
         self.options = options
         self.logger = logger
         self.clock = clock
+        availability = SinkAvailabilityMonitor(policy: options.availability, clock: clock, logger: logger)
     }
 
     /// Batches handed to the sink at once: the option, capped by what the sink serves.
@@ -56,15 +64,28 @@ public struct Drainer: Sendable {
         return options.batchSize / perRequest * perRequest
     }
 
+    /// Records in a probe: one request's worth (the sink's `recordsPerRequest`), at most a claim.
+    public var probeSize: Int { min(claimSize, sink.recordsPerRequest ?? claimSize) }
+
     /// Runs one pass. `progress` is called once per settled batch, after the commit that acked it (batches
     /// settled together report the same summary); `shouldStop` is checked before every claim
     /// (a graceful shutdown stops claiming but lets the batches in flight finish). When the task is cancelled,
     /// the outcomes the sink did report are applied and the records it reported nothing for are released at once.
+    /// While the sink is unavailable and no probe is due, the pass claims nothing and ends at once, its halt
+    /// saying so (`SinkAvailabilityMonitor.halt`).
     public func drain(
         progress: (@Sendable (DrainSummary) async -> Void)? = nil,
         shouldStop: @Sendable () -> Bool = { false }
     ) async throws(QueueError) -> DrainSummary {
         let (leaseMilliseconds, clock) = (options.leaseMilliseconds, self.clock)
+        availability.passStarting()
+        if availability.admission() == .closed, let halt = availability.halt() {
+            logger.debug("the sink is unavailable and no probe is due; nothing claimed", metadata: ["halt": "\(halt)"])
+            var summary = DrainSummary()
+            summary.halt = halt
+            summary.remaining = try await store.stats(now: clock.wallMilliseconds())
+            return summary
+        }
         // The clock is read on the store's executor, just before the statement: a wait for the executor must not
         // shorten the lease or the lock it writes. The same holds for every other `now` below.
         let (holder, takenOver, startedAt) = try await store.withConsumer { consumer throws(QueueError) in
@@ -99,6 +120,7 @@ public struct Drainer: Sendable {
         try await store.withConsumer { consumer throws(QueueError) in try consumer.releaseDrainLock() }
         try await maintain(turnsAtPassStart: turnsAtStart)
         var summary = pass.summary
+        if summary.halt == nil { summary.halt = availability.halt() }
         summary.inFlight = 0
         summary.remaining = try await store.stats(now: pass.lastClaimAt ?? clock.wallMilliseconds())
         logger.info(
@@ -121,7 +143,6 @@ public struct Drainer: Sendable {
         var deliveriesInFlight = 0
         /// The last claim found nothing; claim again only once a batch settles (its users may be free now).
         var exhausted = false
-        var failedBatchesInARow = 0
         /// When the drain lock was last renewed, on the drain clock's monotonic side.
         var lockRenewedAt: Duration
         /// The delivered records of the batches that settled since the last commit: acked together with the next
@@ -153,8 +174,19 @@ public struct Drainer: Sendable {
         let failure: QueueError? = await withTaskGroup(of: Void.self) { group in
             do throws(QueueError) {
                 while true {
+                    let admission = availability.admission()
                     var room = maxInFlight - pass.deliveriesInFlight
-                    if let ceiling = pass.ceiling {
+                    var limit = claimSize
+                    switch admission {
+                    case .open: break
+                    case .probe:
+                        // One probe, alone: what was in flight when the sink went down finishes first.
+                        room = pass.deliveriesInFlight == 0 ? 1 : 0
+                        limit = probeSize
+                    case .closed:
+                        room = 0
+                    }
+                    if admission == .open, let ceiling = pass.ceiling {
                         if clock.monotonic() < ceiling.until {
                             room = min(room, ceiling.batches - pass.deliveriesInFlight)
                         } else {
@@ -163,7 +195,14 @@ public struct Drainer: Sendable {
                     }
                     if room > 0, !pass.exhausted, !pass.stopping, !shouldStop(), !Task.isCancelled {
                         try await renewLockIfDue(&pass)
-                        let deliveries = pass.stopping ? [] : try await claimNext(room, &pass, progress: progress)
+                        let probe = admission == .probe
+                        let deliveries =
+                            pass.stopping
+                            ? [] : try await claimNext(room, &pass, limit: limit, probe: probe, progress: progress)
+                        if probe {
+                            // Nothing claimable to probe with: nothing is at stake, and the next delivery will tell.
+                            if deliveries.isEmpty { availability.nothingToProbe() } else { availability.probeStarted() }
+                        }
                         if deliveries.count < room {
                             pass.exhausted = true
                             let batches = max(1, pass.deliveriesInFlight + deliveries.count)
@@ -241,12 +280,13 @@ public struct Drainer: Sendable {
     /// dead-letters what cannot be sent, and returns the rest as deliveries; fewer than `count` when the queue
     /// has no more claimable records now.
     private func claimNext(
-        _ count: Int, _ pass: inout PassState, progress: (@Sendable (DrainSummary) async -> Void)?
+        _ count: Int, _ pass: inout PassState, limit: Int, probe: Bool,
+        progress: (@Sendable (DrainSummary) async -> Void)?
     ) async throws(QueueError) -> [LeasedDelivery] {
         var deliveries: [LeasedDelivery] = []
         while deliveries.count < count {
             let wanted = count - deliveries.count
-            let claims = try await commit(&pass, claiming: wanted, progress: progress)
+            let claims = try await commit(&pass, claiming: wanted, limit: limit, progress: progress)
             for claim in claims {
                 pass.summary.batches += 1
                 var outgoing: [OutgoingRecord] = []
@@ -263,12 +303,14 @@ public struct Drainer: Sendable {
                         try consumer.reject([id], lease: claim.lease, reason: reason, now: clock.wallMilliseconds())
                     }
                 }
-                if !outgoing.isEmpty { deliveries.append(LeasedDelivery(claim: claim, records: outgoing)) }
+                if !outgoing.isEmpty {
+                    deliveries.append(LeasedDelivery(claim: claim, records: outgoing, probe: probe))
+                }
             }
             // Fewer claims than asked, or a short one: the walk reached the end of what is claimable now. (A
             // claim whose records were all invalid is simply replaced.)
             if claims.isEmpty { break }
-            let short = claims.count < wanted || claims[claims.count - 1].records.count < claimSize
+            let short = claims.count < wanted || claims[claims.count - 1].records.count < limit
             if short, !deliveries.isEmpty { break }
         }
         return deliveries

@@ -9,6 +9,8 @@ import Synchronization
 struct LeasedDelivery: Sendable {
     var claim: Claim
     var records: [OutgoingRecord]
+    /// The sink is unavailable and this batch is the one probe (`SinkAvailability`).
+    var probe = false
 
     /// What came back: the sink's report, and whether the task was cancelled meanwhile.
     struct Finished: Sendable {

@@ -1,6 +1,7 @@
 import EventQueue
 
-/// What becomes of every record of one delivered batch: the one place that decides a record's next state.
+/// What becomes of every record of one delivered batch: the one place that decides a record's next state from the
+/// sink's answer (the classification of failures is `RetryCause`), and what the batch says about the destination.
 ///
 /// A pure value computed from the sink's report, so the decision reads (and is tested) apart from the SQLite
 /// writes that carry it out (`Drainer.settle`).
@@ -9,7 +10,7 @@ struct Settlement: Sendable {
     var delivered: [Int64] = []
     /// Refused for good: dead-letter them with the reason.
     var rejected: [String: [Int64]] = [:]
-    /// To retry later, grouped by reason, hint and whether the attempt counts.
+    /// To retry, grouped by reason, hint and cause.
     var retries: [RetryGroup: [Int64]] = [:]
     /// Handed back untouched, claimable at once (a cancelled delivery, a misconfigured sink).
     var released: [Int64] = []
@@ -19,42 +20,56 @@ struct Settlement: Sendable {
     struct RetryGroup: Hashable, Sendable {
         var reason: String
         var afterMilliseconds: Int64?
-        var countsAsAttempt: Bool
+        var cause: RetryCause
+
+        /// Only a failure of the record itself uses up one of its attempts.
+        var countsAsAttempt: Bool { cause == .record }
     }
 
-    /// True when nothing was delivered and every record is to be retried, at least one of them for a failure
-    /// that counts as an attempt: the destination looks down. A batch held back only by a rate limit (retries
-    /// that cost no attempt) is back-pressure, and never counts toward the "batches in a row failed" halt.
-    var allFailed: Bool {
-        delivered.isEmpty && rejected.isEmpty && released.isEmpty && retries.keys.contains { $0.countsAsAttempt }
-    }
+    /// The reason of the batch's last record (in the batch's order) that failed for the destination's sake.
+    private(set) var lastDestinationFailure: String?
+    /// The destination answered something for this batch: a delivery, a refusal, a retry it asked for (a 429 or
+    /// a record's own failure), or a misconfiguration halt (a 401 is an answer: the sink is up, the key is wrong).
+    private(set) var answered = false
 
-    /// The reason of the batch's last record (in the batch's order) to be retried, for the "N batches in a row
-    /// failed" halt.
-    private(set) var lastError: String?
+    /// What the batch says about the destination, for `SinkAvailability`. `probe`: the batch was the probe.
+    func signal(probe: Bool) -> SinkAvailability.Signal {
+        let declaredDown = halt?.kind == .unavailable
+        let failure = lastDestinationFailure ?? (declaredDown ? halt?.reason : nil)
+        return SinkAvailability.Signal(answered: answered, failure: failure, declaredDown: declaredDown, probe: probe)
+    }
 
     /// Decides every record's fate. `cancelled`: the delivery task was cancelled (a shutdown that ran out of
     /// time), so records the sink said nothing about go back untouched rather than wait out their lease.
     init(records: [OutgoingRecord], report: DeliveryReport, cancelled: Bool) {
         halt = report.halt
+        if report.halt?.kind == .configuration { answered = true }
         for record in records {
             switch report.outcomes[record.id] {
             case .delivered:
                 delivered.append(record.id)
+                answered = true
             case .rejected(let reason):
                 rejected[reason, default: []].append(record.id)
-            case .retry(let reason, let after, let counts):
-                retries[RetryGroup(reason: reason, afterMilliseconds: after, countsAsAttempt: counts), default: []]
+                answered = true
+            case .retry(let reason, let after, let cause):
+                retries[RetryGroup(reason: reason, afterMilliseconds: after, cause: cause), default: []]
                     .append(record.id)
-                lastError = reason
+                if cause == .destination {
+                    lastDestinationFailure = reason
+                } else {
+                    answered = true
+                }
             case nil:
                 if cancelled || report.halt?.kind == .configuration {
                     released.append(record.id)
                 } else {
+                    // The sink said nothing about the record (it declared itself down, or answered for others
+                    // only): that is no fault of the record's.
                     let reason = report.halt?.reason ?? "the sink reported no outcome"
-                    retries[RetryGroup(reason: reason, afterMilliseconds: nil, countsAsAttempt: true), default: []]
+                    retries[RetryGroup(reason: reason, afterMilliseconds: nil, cause: .destination), default: []]
                         .append(record.id)
-                    lastError = reason
+                    lastDestinationFailure = reason
                 }
             }
         }

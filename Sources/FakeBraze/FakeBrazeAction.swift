@@ -4,6 +4,8 @@ struct FakeBrazeAction: Sendable {
         case respond
         case drop
         case resetMidResponse
+        /// Never answer; leave the connection open.
+        case hang
     }
 
     var kind: Kind = .respond

@@ -36,7 +36,7 @@ extension FakeBrazeCore {
             return FakeBrazeAction(
                 status: 200, headers: [("Content-Type", "application/json")],
                 body: Self.json([
-                    "requests": stats.requests, "by_status": byStatus, "dropped": stats.dropped,
+                    "requests": stats.requests, "by_status": byStatus, "dropped": stats.dropped, "hung": stats.hung,
                     "reset_mid_response": stats.resetMidResponse, "objects_received": stats.objectsReceived,
                     "user_overlaps": stats.userOverlaps, "max_in_flight": stats.maxInFlight,
                     "max_requests_in_one_second": stats.maxRequestsInOneSecond,

@@ -106,7 +106,7 @@ final class FakeBrazeCore: Sendable {
         let now = Double(seconds) + Double(attoseconds) / 1e18
         // Faults are drawn in a fixed order under the lock, so a seed gives the same sequence every run.
         let epochSeconds = Int(Date().timeIntervalSince1970)
-        let (number, remaining, limit, resetAt, faults, drop, reset, rateLimited, serverError) = state.withLock {
+        let (number, remaining, limit, resetAt, faults, drop, reset, rateLimited, serverError, hang) = state.withLock {
             state in
             state.stats.requests += 1
             let windowSeconds = max(1, state.faults.workspaceWindowSeconds)
@@ -127,12 +127,16 @@ final class FakeBrazeCore: Sendable {
                 rateLimited = true
             }
             let serverError = state.generator.roll(faults.serverErrorRate)
+            let hang = state.generator.roll(faults.hangRate)
+            if hang { state.stats.hung += 1 }
             return (
                 state.stats.requests, max(0, limit - state.requestsInRateWindow), limit,
                 (epochSeconds / windowSeconds + 1) * windowSeconds, faults, drop, reset, rateLimited || overLimit,
-                serverError
+                serverError, hang
             )
         }
+        // A hung request never reached Braze: nothing recorded, and never in flight (the client gives up on it).
+        if hang { return FakeBrazeAction(kind: .hang, status: 0, body: [], request: number) }
         var action = answer(
             number: number, remaining: remaining, limit: limit, resetAt: resetAt, faults: faults,
             authorization: authorization, contentType: contentType, body: body, parsed: parsed,
@@ -151,6 +155,7 @@ final class FakeBrazeCore: Sendable {
                 state.stats.resetMidResponse += 1
                 state.stats.byStatus[action.status, default: 0] += 1
             case .respond: state.stats.byStatus[action.status, default: 0] += 1
+            case .hang: break
             }
         }
         return action

@@ -31,6 +31,9 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
     public var dropConnectionRate: Double = 0
     /// Fraction of responses cut off half way (head and part of the body written, then the connection closed).
     public var resetMidResponseRate: Double = 0
+    /// Fraction of requests that hang: read whole, never answered, the connection left open (a sink that accepts
+    /// and stalls; the client's request timeout ends it). Nothing of such a request is applied.
+    public var hangRate: Double = 0
     /// Objects with a string value (top level or in `properties`) equal to this are refused in `errors`.
     public var rejectMarker: String?
     /// A request whose body contains this text is answered 400 as a whole.
@@ -58,7 +61,7 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case seed, serverErrorRate, rateLimitNextRequests, rateLimitRate, rateLimitResetAfterSeconds
-        case retryAfterSeconds, delayMilliseconds, dropConnectionRate, resetMidResponseRate, rejectMarker
+        case retryAfterSeconds, delayMilliseconds, dropConnectionRate, resetMidResponseRate, hangRate, rejectMarker
         case poisonMarker, unauthorizedAfterRequests, maxObjectsPerRequest, workspaceLimit, workspaceWindowSeconds
         case hostileStatus, hostileMessage, successPaddingBytes, redirectLocation
     }
@@ -76,6 +79,7 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
         faults.delayMilliseconds = try container.decodeIfPresent(Int.self, forKey: .delayMilliseconds) ?? 0
         faults.dropConnectionRate = try container.decodeIfPresent(Double.self, forKey: .dropConnectionRate) ?? 0
         faults.resetMidResponseRate = try container.decodeIfPresent(Double.self, forKey: .resetMidResponseRate) ?? 0
+        faults.hangRate = try container.decodeIfPresent(Double.self, forKey: .hangRate) ?? 0
         faults.rejectMarker = try container.decodeIfPresent(String.self, forKey: .rejectMarker)
         faults.poisonMarker = try container.decodeIfPresent(String.self, forKey: .poisonMarker)
         faults.unauthorizedAfterRequests = try container.decodeIfPresent(Int.self, forKey: .unauthorizedAfterRequests)

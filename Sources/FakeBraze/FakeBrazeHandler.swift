@@ -76,6 +76,7 @@ final class FakeBrazeHandler: ChannelInboundHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
+        if case .hang = action.kind { return }
         var headers = HTTPHeaders(action.headers)
         if !headers.contains(name: "content-type") { headers.add(name: "Content-Type", value: "application/json") }
         headers.add(name: "Content-Length", value: "\(action.body.count)")

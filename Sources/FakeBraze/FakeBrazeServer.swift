@@ -7,22 +7,24 @@ import Synchronization
 /// Foundation's JSON, not EventQueue's) and injects faults, so the sink can be tested over real HTTP and
 /// benchmarked without Braze. Runs on SwiftNIO's shared event loops; nothing blocks per request.
 public final class FakeBrazeServer: Sendable {
-    private let channel: any Channel
+    /// The listening channel; `nil` while not listening (`stopListening`: connections are refused).
+    private let channel: Mutex<(any Channel)?>
     private let core: FakeBrazeCore
     private let connections: ConnectionRegistry
+    private let host: String
     /// The port bound (useful with port 0).
     public let port: Int
     /// `http://127.0.0.1:PORT`, the base URL to give a sink.
     public let baseURL: String
 
-    private init(channel: any Channel, core: FakeBrazeCore, connections: ConnectionRegistry) {
-        self.channel = channel
+    private init(channel: any Channel, core: FakeBrazeCore, connections: ConnectionRegistry, host: String) {
+        self.channel = Mutex(channel)
         self.core = core
         self.connections = connections
         let port = channel.localAddress?.port ?? 0
         self.port = port
-        let host = channel.localAddress?.ipAddress ?? "127.0.0.1"
-        baseURL = "http://\(host):\(port)"
+        self.host = host
+        baseURL = "http://\(channel.localAddress?.ipAddress ?? host):\(port)"
     }
 
     /// Binds and starts serving. `port: 0` picks a free port (see `port`), so tests running in parallel never
@@ -32,7 +34,14 @@ public final class FakeBrazeServer: Sendable {
     ) async throws -> FakeBrazeServer {
         let core = FakeBrazeCore(apiKey: apiKey, faults: configuration)
         let registry = ConnectionRegistry()
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await bind(host: host, port: port, core: core, registry: registry)
+        return FakeBrazeServer(channel: channel, core: core, connections: registry, host: host)
+    }
+
+    private static func bind(
+        host: String, port: Int, core: FakeBrazeCore, registry: ConnectionRegistry
+    ) async throws -> any Channel {
+        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
@@ -45,14 +54,30 @@ public final class FakeBrazeServer: Sendable {
             }
             .bind(host: host, port: port)
             .get()
-        return FakeBrazeServer(channel: channel, core: core, connections: registry)
     }
 
     /// Stops listening and closes every open connection.
     public func stop() async throws {
-        try? await channel.close()
+        await stopListening()
+    }
+
+    /// An outage of the kind "connection refused": stops listening on the port and closes every open connection
+    /// (kept-alive ones too, or the client would go on using them). `startListening()` ends it.
+    public func stopListening() async {
+        let listener = channel.withLock { channel in
+            defer { channel = nil }
+            return channel
+        }
+        try? await listener?.close()
         let open = connections.channels.withLock { Array($0.values) }
         for connection in open { try? await connection.close() }
+    }
+
+    /// Listens again on the same port after `stopListening()` (nothing when already listening).
+    public func startListening() async throws {
+        guard channel.withLock({ $0 == nil }) else { return }
+        let listener = try await Self.bind(host: host, port: port, core: core, registry: connections)
+        channel.withLock { $0 = listener }
     }
 
     /// The objects of every 2xx request, in arrival order.

@@ -8,6 +8,8 @@ public struct FakeBrazeStats: Sendable, Hashable {
     public var dropped = 0
     /// Answers cut off half way.
     public var resetMidResponse = 0
+    /// Requests left unanswered on purpose (`hangRate`).
+    public var hung = 0
     /// Objects received in 2xx requests (accepted or refused).
     public var objectsReceived = 0
     /// Times a request arrived naming a user that another request in flight also names (must stay 0: per-user

@@ -4,6 +4,10 @@
 //
 // Binds 127.0.0.1 only, prints `listening on 127.0.0.1:PORT` once ready, and stops on SIGTERM/SIGINT or after
 // --max-seconds (default 3600) so a forgotten process never outlives its test run.
+//
+// Outages, switched at run time: SIGUSR1 stops listening (connections are refused, open ones closed) and SIGUSR2
+// listens again on the same port; `POST /_faults` sets answer faults (`{"serverErrorRate":1}` for 500s,
+// `{"hangRate":1}` for requests never answered, `{}` for none).
 
 import FakeBraze
 import Foundation
@@ -82,7 +86,30 @@ do {
         apiKey: apiKey, host: "127.0.0.1", port: options.port, configuration: options.faults)
     // Written straight to the descriptor (no stdio buffer), so a parent reading the pipe sees it at once.
     FileHandle.standardOutput.write(Data("listening on 127.0.0.1:\(server.port)\n".utf8))
+    var switches: [any DispatchSourceSignal] = []
+    for (number, listening) in [(SIGUSR1, false), (SIGUSR2, true)] {
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+        source.setEventHandler {
+            Task {
+                if listening {
+                    do {
+                        try await server.startListening()
+                        FileHandle.standardError.write(Data("fake-braze: listening again\n".utf8))
+                    } catch {
+                        FileHandle.standardError.write(Data("fake-braze: cannot listen again: \(error)\n".utf8))
+                    }
+                } else {
+                    await server.stopListening()
+                    FileHandle.standardError.write(Data("fake-braze: not listening (connections refused)\n".utf8))
+                }
+            }
+        }
+        source.resume()
+        switches.append(source)
+    }
     let reason = await waitForStop(maxSeconds: options.maxSeconds)
+    for source in switches { source.cancel() }
     try await server.stop()
     FileHandle.standardError.write(Data("fake-braze: stopped (\(reason))\n".utf8))
 } catch {

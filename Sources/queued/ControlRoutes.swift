@@ -42,21 +42,71 @@ struct ControlRoutes: Sendable {
         }
     }
 
+    /// What the `wait=true` stream carries: the pass's events, and a rate-limit wait found by the watch.
+    private enum FollowedLine: Sendable {
+        case pass(PassEvent)
+        case waiting(untilMilliseconds: Int64)
+    }
+
+    /// Streams the next pass's progress and summary. It also tells the follower, once, when waiting for the end
+    /// makes no sense (issue 32 #5): the pass met an unavailable sink (checked after every batch), or the sink
+    /// waits for a rate-limit reset more than `longRateLimitWait` away (watched every second: a pass held by a
+    /// window sends no progress). `queuectl drain --wait` then exits 11 with the reason; the pass goes on.
     private func launchAndWait(_ writer: ResponseWriter) async throws {
         let events = await coordinator.launchAndFollow()
         try await writer.startStream(contentType: "application/x-ndjson")
-        for await event in events {
-            switch event {
-            case .progress(let summary): try await writer.streamChunk(DaemonJSON.progress(summary).serialized + "\n")
-            case .summary(let summary): try await writer.streamChunk(DaemonJSON.summary(summary).serialized + "\n")
-            case .failed(let message, let cause):
+        let (lines, continuation) = AsyncStream.makeStream(of: FollowedLine.self)
+        let forward = Task {
+            for await event in events { continuation.yield(.pass(event)) }
+            continuation.finish()
+        }
+        let watch = Task { [sink] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                guard let until = await sink.rateStatus()?.waitingUntilMilliseconds else { continue }
+                if until - WallClock.nowMilliseconds() > Self.longRateLimitWait {
+                    continuation.yield(.waiting(untilMilliseconds: until))
+                    return
+                }
+            }
+        }
+        defer {
+            forward.cancel()
+            watch.cancel()
+        }
+        var told = false
+        for await line in lines {
+            switch line {
+            case .pass(.progress(let summary)):
+                try await writer.streamChunk(DaemonJSON.progress(summary).serialized + "\n")
+                if !told, let availability = await coordinator.snapshot().sink, availability.state == .unavailable,
+                    let halt = coordinator.drainer.availability.halt()
+                {
+                    told = true
+                    try await writer.streamChunk(
+                        DaemonJSON.sinkUnavailable(availability, reason: halt.reason).serialized + "\n")
+                }
+            case .pass(.summary(let summary)):
+                try await writer.streamChunk(DaemonJSON.summary(summary).serialized + "\n")
+            case .pass(.failed(let message, let cause)):
                 // A pass that never ran (the daemon is stopping) is an I/O failure for the follower (74).
                 let status = cause.map(ExitStatus.init) ?? .ioError
                 try await writer.streamChunk(DaemonJSON.failure(message, exitStatus: status).serialized + "\n")
+            case .waiting(let until):
+                guard !told else { continue }
+                told = true
+                let reason =
+                    "Braze's rate limit holds every request until \(ISO8601.format(unixMilliseconds: until)); "
+                    + "records are kept and go out when the limit allows"
+                try await writer.streamChunk(DaemonJSON.waiting(until: until, reason: reason).serialized + "\n")
             }
         }
         try await writer.endStream()
     }
+
+    /// A rate-limit wait longer than this (milliseconds) ends a `drain --wait` at once (issue 32 #5): a reset one
+    /// window away (3 s) is normal pacing; an hourly limit or a long `Retry-After` is not worth waiting for.
+    static let longRateLimitWait: Int64 = 60_000
 
     private func status(_ writer: ResponseWriter) async throws {
         let snapshot = await coordinator.snapshot()
@@ -81,6 +131,7 @@ struct ControlRoutes: Sendable {
         if let highest { metrics.recordHighestID(highest) }
         metrics.recordWriteLine(WriteLineReport.read(queuePath: store.path))
         if let rate = await sink.rateStatus() { metrics.recordRate(rate) }
+        if let availability = await coordinator.snapshot().sink { metrics.recordSinkAvailability(availability) }
         try await writer.send(
             status: .ok, contentType: "text/plain; version=0.0.4; charset=utf-8", body: metrics.render())
     }

@@ -52,7 +52,9 @@ struct Daemon {
         let sink = MeasuredSink(baseSink, metrics: metrics, rateStatus: rateStatus)
         let drainer = Drainer(store: store, sink: sink, options: configuration.drainOptions, logger: logger)
         let coordinator = LaunchCoordinator(
-            drainer: drainer, observer: DaemonPassObserver(metrics: metrics, notifier: notifier), logger: logger)
+            drainer: drainer,
+            observer: DaemonPassObserver(metrics: metrics, notifier: notifier, availability: drainer.availability),
+            logger: logger)
         let routes = ControlRoutes(coordinator: coordinator, store: store, sink: sink, metrics: metrics)
 
         let shutdown = ShutdownTrigger()

@@ -44,19 +44,56 @@ enum DaemonJSON {
         rate: BrazeRateStatus? = nil
     ) -> JSONValue {
         var object = ReportJSON.stats(stats, path: path, line: WriteLineReport.read(queuePath: path))
+        var sinkObject: JSONObject = [
+            "name": .string(sinkName), "healthy": .bool(sink.healthy), "last_error": string(sink.lastError),
+            "rate_limit": rate.map(rateLimit) ?? .null,
+        ]
+        if let availability = daemon.sink {
+            for member in self.availability(availability) { sinkObject[member.key] = member.value }
+            // While unavailable, the error that made it so (or the last probe's) is the one to show.
+            if availability.state == .unavailable, let error = availability.lastError {
+                sinkObject["last_error"] = .string(error)
+            }
+        }
         object["daemon"] = [
             "state": .string(daemon.state.rawValue),
             "passes": number(daemon.passes),
             "in_flight": number(daemon.inFlight),
             "last_pass": daemon.lastPass.map(pass) ?? .null,
-            "sink": [
-                "name": .string(sinkName), "healthy": .bool(sink.healthy), "last_error": string(sink.lastError),
-                "rate_limit": rate.map(rateLimit) ?? .null,
-            ],
+            "sink": .object(sinkObject),
             "next_retry_at": time(daemon.nextRetryAtMilliseconds),
             "last_error": string(daemon.lastError),
         ]
         return .object(object)
+    }
+
+    /// Whether the sink is available (issue 30): `state` ("available" or "unavailable"), `since`, `next_probe_at`
+    /// (null while available), `probes` (in this outage), `failures_in_a_row`, `probing`.
+    static func availability(_ snapshot: SinkAvailability.Snapshot) -> JSONObject {
+        [
+            "state": .string(snapshot.state.rawValue),
+            "since": time(snapshot.sinceMilliseconds),
+            "next_probe_at": time(snapshot.nextProbeAtMilliseconds),
+            "probes": number(snapshot.probes),
+            "failures_in_a_row": number(snapshot.failuresInARow),
+            "probing": .bool(snapshot.probing),
+        ]
+    }
+
+    /// `POST /launch?wait=true`: the followed pass met an unavailable sink; `queuectl drain --wait` stops waiting
+    /// and exits 11 with `reason` (the daemon's pass goes on).
+    static func sinkUnavailable(_ snapshot: SinkAvailability.Snapshot, reason: String) -> JSONValue {
+        var object = availability(snapshot)
+        object["event"] = "sink_unavailable"
+        object["last_error"] = string(snapshot.lastError)
+        object["reason"] = .string(reason)
+        return .object(object)
+    }
+
+    /// `POST /launch?wait=true`: the sink waits for a rate-limit reset more than a minute away; `queuectl drain
+    /// --wait` stops waiting and exits 11 with `reason` (the daemon's pass goes on).
+    static func waiting(until milliseconds: Int64, reason: String) -> JSONValue {
+        ["event": "waiting", "until": time(milliseconds), "reason": .string(reason)]
     }
 
     /// The Braze sink's view of the workspace's rate limit: the last `X-RateLimit-*` reading, the wait now in

@@ -38,6 +38,9 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let lastSeenWaits = Mutex<Int>(0)
     /// The highest record id seen at the last scrape: the enqueued counter grows by the difference.
     private let lastSeenID = Mutex<Int64>(0)
+    private let sinkAvailable: Metrics.Gauge
+    private let sinkUnavailableSeconds: Metrics.Gauge
+    private let sinkProbes: CounterFromTotal
     private let lineInUse: Metrics.Gauge
     private let lineHandoffs: CounterFromTotal
     private let linePassedOver: CounterFromTotal
@@ -89,6 +92,10 @@ final class DaemonMetrics: BrazeRequestObserver {
         rateLimitLimit = Metrics.Gauge(label: "eventqueue_braze_rate_limit_limit")
         rateLimitWaitSeconds = Metrics.Gauge(label: "eventqueue_braze_rate_limit_wait_seconds")
         requestLatency = Metrics.Timer(label: "eventqueue_braze_request_duration_seconds")
+        sinkAvailable = Metrics.Gauge(label: "eventqueue_sink_available")
+        sinkAvailable.record(1)
+        sinkUnavailableSeconds = Metrics.Gauge(label: "eventqueue_sink_unavailable_seconds")
+        sinkProbes = CounterFromTotal(label: "eventqueue_sink_probes_total")
         lineInUse = Metrics.Gauge(label: "eventqueue_writer_line_in_use")
         lineHandoffs = CounterFromTotal(label: "eventqueue_writer_line_handoffs_total")
         linePassedOver = CounterFromTotal(label: "eventqueue_writer_line_passed_over_total")
@@ -109,6 +116,16 @@ final class DaemonMetrics: BrazeRequestObserver {
         linePassedOver.advance(to: line.passedOver)
         lineRepairs.advance(to: line.repairs)
         lineBypasses.advance(to: line.bypasses)
+    }
+
+    /// Whether the sink is available (1) or not (0), for how long it has not been, and the probes sent (issue 30),
+    /// read at scrape time. `EventQueueSinkUnavailable` fires on the first after 15 minutes.
+    func recordSinkAvailability(_ snapshot: SinkAvailability.Snapshot) {
+        let unavailable = snapshot.state == .unavailable
+        sinkAvailable.record(unavailable ? 0 : 1)
+        let seconds = unavailable ? max(0, Double(WallClock.nowMilliseconds() - snapshot.sinceMilliseconds) / 1000) : 0
+        sinkUnavailableSeconds.record(seconds)
+        sinkProbes.advance(to: UInt64(max(0, snapshot.probesTotal)))
     }
 
     /// `BrazeRequestObserver`: the latency of every `/users/track` request, answered or not.

@@ -147,7 +147,7 @@ struct ConcurrentDrainTests {
                     defer { done = true }; return !done
                 })
             {
-                return .retry(reason: "try again", afterMilliseconds: 1)
+                return .retry(reason: "try again", afterMilliseconds: 1, cause: .record)
             }
             return .delivered
         }

@@ -42,16 +42,21 @@ import Testing
         #expect(options.leaseMilliseconds == 60_000)
         #expect(options.maxAttempts == 10)
         #expect(options.backoff == Backoff(baseMilliseconds: 1_000, capMilliseconds: 300_000))
-        #expect(options.haltAfterFailedBatches == 3)
+        #expect(options.availability.failuresBeforeUnavailable == 3)
+        #expect(options.availability.firstProbeDelay == .seconds(5))
+        #expect(options.availability.longestProbeDelay == .seconds(60))
         #expect(options.maintenanceAfterPass)
     }
 
     @Test func optionsAreClampedToWorkableValues() {
-        let options = DrainOptions(batchSize: 0, leaseMilliseconds: 10, maxAttempts: -1, haltAfterFailedBatches: 0)
+        let options = DrainOptions(
+            batchSize: 0, leaseMilliseconds: 10, maxAttempts: -1,
+            availability: SinkAvailability.Policy(failuresBeforeUnavailable: 0, firstProbeDelay: .zero))
         #expect(options.batchSize == 1)
         #expect(options.leaseMilliseconds == 1_000, "a lease shorter than 1 s could not be renewed in time")
         #expect(options.maxAttempts == 1)
-        #expect(options.haltAfterFailedBatches == 1)
+        #expect(options.availability.failuresBeforeUnavailable == 1)
+        #expect(options.availability.firstProbeDelay > .zero, "a probe delay of 0 would probe in a loop")
     }
 
     @Test func reportHelpersGiveEveryRecordTheSameOutcome() {
@@ -60,29 +65,32 @@ import Testing
                 id: $0, kind: .event, object: [:], userKey: "external_id:u", createdAtMilliseconds: 0, attempts: 0)
         }
         let halt = SinkHalt(kind: .unavailable, reason: "HTTP 503")
-        let report = DeliveryReport(.retry(reason: "HTTP 503"), for: batch, halt: halt)
+        let retry = DeliveryOutcome.retry(reason: "HTTP 503", cause: .destination)
+        let report = DeliveryReport(retry, for: batch, halt: halt)
         #expect(
             report.outcomes == [
-                7: .retry(reason: "HTTP 503"), 8: .retry(reason: "HTTP 503"), 9: .retry(reason: "HTTP 503"),
+                7: retry, 8: retry, 9: retry,
             ])
         #expect(report.halt == halt)
         #expect(halt.description == "unavailable: HTTP 503")
         #expect(DeliveryReport().outcomes.isEmpty)
     }
 
-    /// The halt's "last error" is the reason of the batch's last retried record, not whichever reason sorts last.
-    @Test func settlementKeepsTheLastRetryReasonOfTheBatch() {
+    /// The sink's "last error" is the reason of the batch's last record that failed for the destination's sake, not
+    /// whichever reason sorts last.
+    @Test func settlementKeepsTheLastDestinationFailureOfTheBatch() {
         let batch = [7, 8, 9].map {
             OutgoingRecord(
                 id: $0, kind: .event, object: [:], userKey: "external_id:u\($0)", createdAtMilliseconds: 0, attempts: 0)
         }
         let report = DeliveryReport(outcomes: [
-            7: .retry(reason: "timeout"), 8: .retry(reason: "HTTP 503"), 9: .delivered,
+            7: .retry(reason: "timeout", cause: .destination), 8: .retry(reason: "HTTP 503", cause: .destination),
+            9: .delivered,
         ])
         let settlement = Settlement(records: batch, report: report, cancelled: false)
-        #expect(settlement.lastError == "HTTP 503")
+        #expect(settlement.signal(probe: false) == SinkAvailability.Signal(answered: true, failure: "HTTP 503"))
         #expect(
-            Settlement(records: batch, report: DeliveryReport(.delivered, for: batch), cancelled: false).lastError
-                == nil)
+            Settlement(records: batch, report: DeliveryReport(.delivered, for: batch), cancelled: false)
+                .signal(probe: false) == SinkAvailability.Signal(answered: true))
     }
 }

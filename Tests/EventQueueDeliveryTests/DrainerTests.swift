@@ -70,7 +70,7 @@ struct DrainerTests {
         // Batch 0: one delivered, one retried. Batch 1: both rejected. Batch 2: both delivered.
         let sink = ScriptedSink { call, record in
             switch call {
-            case 0: record.id % 2 == 1 ? .delivered : .retry(reason: "503", afterMilliseconds: 60_000)
+            case 0: record.id % 2 == 1 ? .delivered : .retry(reason: "503", afterMilliseconds: 60_000, cause: .record)
             case 1: .rejected(reason: "poison")
             default: .delivered
             }
@@ -91,9 +91,9 @@ struct DrainerTests {
             switch record.id {
             case ids[0], ids[5]: return .delivered
             case ids[1]: return .rejected(reason: "HTTP 400: external_id is invalid")
-            case ids[2]: return .retry(reason: "HTTP 503")
-            case ids[3]: return .retry(reason: "HTTP 429", afterMilliseconds: 30_000)
-            default: return nil  // ids[4]: no outcome at all
+            case ids[2]: return .retry(reason: "the destination could not take it yet", cause: .record)
+            case ids[3]: return .retry(reason: "HTTP 429", afterMilliseconds: 30_000, cause: .backPressure)
+            default: return nil  // ids[4]: no outcome at all, every time
             }
         }
         let backoff = Backoff()  // 1 s ceiling for a first retry
@@ -105,11 +105,14 @@ struct DrainerTests {
             path, sink: sink, options: DrainOptions(batchSize: 10, backoff: backoff), clock: clock)
         let summary = try await drainOnce(drainer)
 
-        #expect(sink.batchIDs == [ids])
+        // ids[4] is due again at once (no outcome is no fault of the record's), so the pass sends it again until
+        // three failures in a row make the sink unavailable.
+        #expect(sink.batchIDs == [ids, [ids[4]], [ids[4]]])
         #expect(summary.delivered == 2)
         #expect(summary.dead == 1)
-        #expect(summary.retried == 3)
-        #expect(summary.batches == 1)
+        #expect(summary.retried == 5)
+        #expect(summary.batches == 3)
+        #expect(summary.halt?.kind == .unavailable)
         #expect(summary.result == .someDead)
         #expect(summary.result == .someDead)
         #expect(summary.remaining?.pending == 3)
@@ -124,19 +127,18 @@ struct DrainerTests {
 
         let live = try liveRecords(path)
         #expect(live.keys.sorted() == [ids[2], ids[3], ids[4]], "delivered records are deleted")
-        for id in [ids[2], ids[3], ids[4]] {
-            #expect(live[id]?.state == .pending)
-            #expect(live[id]?.attempts == 1)
-        }
-        #expect(live[ids[2]]?.lastError == "HTTP 503")
+        for id in [ids[2], ids[3], ids[4]] { #expect(live[id]?.state == .pending) }
+        #expect(live[ids[2]]?.attempts == 1, "the record's own failure counts")
+        #expect(live[ids[3]]?.attempts == 0, "back-pressure does not")
+        #expect(live[ids[4]]?.attempts == 0, "nor does the destination's failure")
+        #expect(live[ids[2]]?.lastError == "the destination could not take it yet")
         #expect(live[ids[3]]?.lastError == "HTTP 429")
         #expect(live[ids[4]]?.lastError == "the sink reported no outcome")
-        // Backed off: in the future, within the ceiling for a first retry.
-        let ceiling = backoff.ceiling(attempt: 1)
-        for id in [ids[2], ids[4]] {
-            let next = try #require(live[id]?.nextAttemptAtMilliseconds)
-            #expect((now + 1...now + ceiling).contains(next), "next attempt \(next - now) ms out")
-        }
+        // The record's own failure backs off: in the future, within the ceiling for a first retry.
+        let next = try #require(live[ids[2]]?.nextAttemptAtMilliseconds)
+        #expect((now + 1...now + backoff.ceiling(attempt: 1)).contains(next), "next attempt \(next - now) ms out")
+        // The destination's failure does not: due at once; the sink's availability decides when it goes.
+        #expect(live[ids[4]]?.nextAttemptAtMilliseconds == now)
         // The sink's own hint wins over the backoff.
         #expect(live[ids[3]]?.nextAttemptAtMilliseconds == now + 30_000)
     }
@@ -144,7 +146,8 @@ struct DrainerTests {
     @Test func retriesWithoutDeadLettersLeaveRecordsRemaining() async throws {
         let ids = try enqueue((0..<4).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
         let sink = ScriptedSink { _, record in
-            record.id.isMultiple(of: 2) ? .delivered : .retry(reason: "HTTP 502", afterMilliseconds: 60_000)
+            record.id.isMultiple(of: 2)
+                ? .delivered : .retry(reason: "try this one later", afterMilliseconds: 60_000, cause: .record)
         }
         let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 10)))
         #expect(sink.batchIDs == [ids], "retried records are not due again within the pass")
@@ -163,7 +166,7 @@ struct DrainerTests {
 
     @Test func retriesUntilDeadAfterExactlyMaxAttempts() async throws {
         let id = try #require(try enqueue([testEvent("flaky", user: "u")], at: path).first)
-        let sink = ScriptedSink { _, _ in .retry(reason: "HTTP 503 Service Unavailable") }
+        let sink = ScriptedSink { _, _ in .retry(reason: "the destination refused it for now", cause: .record) }
         let options = DrainOptions(maxAttempts: 3)  // the default backoff: retry n within 2^(n-1) s
         let clock = ManualClock()
         let drainer = try makeDrainer(path, sink: sink, options: options, clock: clock)
@@ -180,7 +183,7 @@ struct DrainerTests {
         #expect(sink.records.map(\.attempts) == [0, 1, 2], "the sink sees the failed attempts before this one")
         let dead = try #require(try deadRecords(path)[id])
         #expect(dead.attempts == 3)
-        #expect(dead.lastError == "gave up after 3 attempts: HTTP 503 Service Unavailable")
+        #expect(dead.lastError == "gave up after 3 attempts: the destination refused it for now")
         #expect(summaries.map(\.dead) == [0, 0, 1], "one pass per attempt, each finding its retry due")
         #expect(summaries.map(\.retried) == [1, 1, 0])
         #expect(summaries.map(\.result) == [.recordsRemain, .recordsRemain, .someDead])
@@ -192,12 +195,13 @@ struct DrainerTests {
     @Test func rateLimitsNeverUseUpAttempts() async throws {
         let id = try #require(try enqueue([testEvent("popular", user: "u")], at: path).first)
         let sink = ScriptedSink { call, _ in
-            call < 5 ? .retry(reason: "HTTP 429", afterMilliseconds: 1, countsAsAttempt: false) : .delivered
+            call < 5 ? .retry(reason: "HTTP 429", afterMilliseconds: 1, cause: .backPressure) : .delivered
         }
-        // Two attempts would kill the record if rate limits counted; and with a halt after one failed batch, a
-        // rate-limited batch must not count as one (back-pressure, issue 20): each pass ends only because the
-        // record is not due yet.
-        let options = DrainOptions(maxAttempts: 2, haltAfterFailedBatches: 1)
+        // Two attempts would kill the record if rate limits counted; and with the sink unavailable after one
+        // failure, a rate-limited batch must not count as one (back-pressure, issue 20): each pass ends only
+        // because the record is not due yet.
+        let options = DrainOptions(
+            maxAttempts: 2, availability: SinkAvailability.Policy(failuresBeforeUnavailable: 1))
         let clock = ManualClock()
         let drainer = try makeDrainer(path, sink: sink, options: options, clock: clock)
         let first = try await drainer.drain()
@@ -254,21 +258,24 @@ struct DrainerTests {
         #expect(reclaimed.records.map(\.id) == ids)
     }
 
-    @Test func unavailableHaltRetriesTheBatchAndStopsThePass() async throws {
+    @Test func aSinkThatDeclaresItselfDownIsUnavailableAtOnceAndCostsNoAttempt() async throws {
         let ids = try enqueue((0..<5).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
         let halt = SinkHalt(kind: .unavailable, reason: "connection refused")
         let sink = ScriptedSink { _, _ in DeliveryReport(halt: halt) }
-        let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 2)))
+        let clock = ManualClock()
+        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 2), clock: clock)
+        let summary = try await drainOnce(drainer)
 
         #expect(sink.batchIDs == [Array(ids.prefix(2))])
         #expect(summary.halt == halt)
         #expect(summary.retried == 2)
         #expect(summary.result == .recordsRemain)
-        #expect(summary.result == .recordsRemain)
+        #expect(drainer.availability.snapshot.state == .unavailable)
         let live = try liveRecords(path)
         for id in ids.prefix(2) {
-            #expect(live[id]?.attempts == 1)
+            #expect(live[id]?.attempts == 0)
             #expect(live[id]?.lastError == "connection refused")
+            #expect(live[id]?.nextAttemptAtMilliseconds == clock.wallMilliseconds(), "no backoff of its own")
         }
         for id in ids.dropFirst(2) {
             #expect(live[id]?.attempts == 0)
@@ -276,49 +283,55 @@ struct DrainerTests {
         }
     }
 
-    @Test func consecutiveFailedBatchesHaltAsUnavailable() async throws {
+    /// Issue 30, point 1: an outage never uses up attempts, however long; points 2: a few failures in a row stop
+    /// the pass, and the rest of the backlog is never sent into the outage.
+    @Test func destinationFailuresNeverCountAndAFewInARowMakeTheSinkUnavailable() async throws {
         let ids = try enqueue((0..<10).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
-        // A long hint, so no retried record can come due (and be claimed again) within the pass.
-        let sink = ScriptedSink { _, _ in .retry(reason: "connection refused", afterMilliseconds: 60_000) }
-        let options = DrainOptions(batchSize: 2, haltAfterFailedBatches: 3)
-        let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: options))
+        let sink = ScriptedSink { _, _ in .retry(reason: "connection refused", cause: .destination) }
+        let clock = ManualClock()
+        let options = DrainOptions(batchSize: 2, maxAttempts: 1)
+        let drainer = try makeDrainer(path, sink: sink, options: options, clock: clock)
+        let summary = try await drainOnce(drainer)
 
-        #expect(sink.batchIDs == [[ids[0], ids[1]], [ids[2], ids[3]], [ids[4], ids[5]]])
+        // Due again at once, the oldest records are claimed again: three tries of the same batch, then the pass
+        // stops; the other eight records are never claimed.
+        #expect(sink.batchIDs == [[ids[0], ids[1]], [ids[0], ids[1]], [ids[0], ids[1]]])
         #expect(summary.batches == 3)
         #expect(summary.retried == 6)
-        #expect(summary.delivered == 0)
+        #expect(summary.dead == 0, "one attempt allowed, three failures: none counted")
         #expect(summary.halt?.kind == .unavailable)
-        #expect(summary.halt?.reason == "3 batches in a row failed; last error: connection refused")
+        #expect(summary.halt?.reason.contains("connection refused") == true, "\(String(describing: summary.halt))")
         #expect(summary.result == .recordsRemain)
-        #expect(summary.result == .recordsRemain)
+        let state = drainer.availability.snapshot
+        #expect(state.state == .unavailable)
+        #expect(state.lastError == "connection refused")
+        #expect(
+            state.nextProbeAtMilliseconds.map { $0 - clock.wallMilliseconds() }.map { (5_000...6_250).contains($0) }
+                == true)
 
         let live = try liveRecords(path)
         #expect(live.count == 10)
-        for id in ids.prefix(6) {
-            #expect(live[id]?.attempts == 1)
-            #expect(live[id]?.lastError == "connection refused")
-        }
-        for id in ids.dropFirst(6) {
-            #expect(live[id]?.attempts == 0, "the rest of the backlog is untouched")
-            #expect(live[id]?.lastError == nil)
-            #expect(live[id]?.nextAttemptAtMilliseconds == 0)
-        }
+        #expect(live.values.allSatisfy { $0.attempts == 0 && $0.state == .pending })
+        #expect(try deadRecords(path).isEmpty)
     }
 
-    @Test func aDeliveredRecordResetsTheFailedBatchCount() async throws {
+    @Test func anAnswerResetsTheFailureCount() async throws {
         let ids = try enqueue((0..<12).map { testEvent("e\($0)", user: "user\($0)") }, at: path)
-        // Two failed batches, then one that delivers a single record, and again: never three in a row.
-        let sink = ScriptedSink { call, record in
-            call % 3 == 2 && record.id == ids[call * 2]
-                ? .delivered : .retry(reason: "flaky", afterMilliseconds: 60_000)
+        // Two failures, then an answer, and again: never three in a row.
+        let sink = ScriptedSink { call, _ in
+            call % 3 == 2 ? .delivered : .retry(reason: "flaky", cause: .destination)
         }
-        let options = DrainOptions(batchSize: 2, haltAfterFailedBatches: 3)
-        let summary = try await drainOnce(try makeDrainer(path, sink: sink, options: options))
+        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 2))
+        let summary = try await drainOnce(drainer)
         #expect(summary.halt == nil)
-        #expect(summary.batches == 6)
-        #expect(sink.ids == ids)
-        #expect(summary.delivered == 2)
-        #expect(summary.retried == 10)
+        #expect(summary.batches == 18)
+        #expect(summary.delivered == 12)
+        #expect(summary.retried == 24)
+        #expect(
+            sink.batchIDs.enumerated().allSatisfy {
+                $0.element == Array(ids[$0.offset / 3 * 2..<$0.offset / 3 * 2 + 2])
+            })
+        #expect(drainer.availability.snapshot.state == .available)
     }
 
     @Test func shouldStopEndsThePassBeforeTheNextClaim() async throws {
@@ -386,7 +399,7 @@ struct DrainerTests {
         let userB = [ids[1], ids[3]]
         let sink = ScriptedSink { _, record in
             record.id == userA[0] && record.attempts == 0
-                ? .retry(reason: "HTTP 503", afterMilliseconds: 200) : .delivered
+                ? .retry(reason: "refused for now", afterMilliseconds: 200, cause: .record) : .delivered
         }
         // Batches of 2, so A's first record and its later ones are never in the same batch: what is tested is
         // that the claims of the same pass skip A while A's first record waits for its retry.
@@ -464,7 +477,9 @@ struct DrainerTests {
             let directory = Scratch()
             let path = directory.queuePath
             try enqueue([testEvent("e", user: "u")], at: path)
-            let sink = ScriptedSink { _, _ in .retry(reason: "retry much later", afterMilliseconds: .max) }
+            let sink = ScriptedSink { _, _ in
+                .retry(reason: "retry much later", afterMilliseconds: .max, cause: .record)
+            }
             let clock = ManualClock()
             let summary = try await drainOnce(try makeDrainer(path, sink: sink, clock: clock))
             // Parked, but not for good: the drainer keeps a hint within the clock horizon (15 minutes).

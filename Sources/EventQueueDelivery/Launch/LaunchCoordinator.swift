@@ -9,13 +9,18 @@ import Synchronization
 ///   timers) start a pass when the coordinator is idle; any number of launches during a pass become exactly one
 ///   more pass after it (one pending flag, `LaunchSnapshot.launchPending`).
 /// - **Follow-up passes.** After a pass it schedules the next one for the first retry's due time (or a held drain
-///   lock's expiry, or 5 s after a busy file), on the injected clock: a timer, not polling.
+///   lock's expiry, or 5 s after a busy file), on the injected clock: a timer, not polling. While the sink is
+///   unavailable (`Drainer.availability`), the next one is the next probe's instead: the records are due at once,
+///   and their due time would wake the daemon for passes that may claim nothing.
+/// - **A launch probes.** A launch (not a timer) while the sink is unavailable brings the next probe forward to
+///   now (`SinkAvailability.requestProbe`): an app's launch is often the first sign that the network is back.
 /// - **Shutdown.** `requestStop()` stops taking launches and makes the pass in flight stop claiming;
 ///   `run(until:shutdownTimeout:)` waits for that pass up to the timeout, then cancels it.
 ///
 /// The drain lock in the database keeps other processes out; this actor keeps this process to one pass.
 public actor LaunchCoordinator {
-    private let drainer: Drainer
+    /// The drainer the passes run (its `availability` is read by the daemon's status and metrics).
+    public nonisolated let drainer: Drainer
     private nonisolated let clock: any DrainClock
     private let observer: any LaunchObserver
     private nonisolated let logger: Logger
@@ -24,6 +29,8 @@ public actor LaunchCoordinator {
     private nonisolated let wakeUp: AsyncStream<Void>.Continuation
     private nonisolated let launchPending = Flag()
     private nonisolated let stopRequested = Flag()
+    /// A launch (rather than a timer) asked for the next pass: it may bring a probe forward.
+    private nonisolated let probeRequested = Flag()
 
     private var state = LaunchState.idle
     private var passes = 0
@@ -49,6 +56,7 @@ public actor LaunchCoordinator {
 
     /// Asks for a pass; safe from any context (a signal loop, a timer).
     public nonisolated func launch() {
+        probeRequested.set()
         launchPending.set()
         wakeUp.yield()
     }
@@ -76,7 +84,7 @@ public actor LaunchCoordinator {
         LaunchSnapshot(
             state: stopRequested.isSet ? .stopping : state, passes: passes, lastPass: lastPass,
             nextRetryAtMilliseconds: nextRetryAt, lastError: lastError, inFlight: recordsInFlight,
-            launchPending: launchPending.isSet)
+            launchPending: launchPending.isSet, sink: drainer.availability.snapshot)
     }
 
     /// Runs passes as launches arrive, until `requestStop()` (after the pass in flight) or cancellation.
@@ -133,6 +141,7 @@ public actor LaunchCoordinator {
         retryTimer?.cancel()
         retryTimer = nil
         nextRetryAt = nil
+        if probeRequested.take() { drainer.availability.requestProbe() }
         let started = clock.wallMilliseconds()
         let start = clock.monotonic()
         let stopFlag = self.stopRequested
@@ -172,8 +181,20 @@ public actor LaunchCoordinator {
     }
 
     /// Records waiting for a retry get a pass when the first comes due; a held lock is tried again when it
-    /// expires; a misconfigured sink waits for the next launch (retrying cannot fix a wrong key).
+    /// expires; a misconfigured sink waits for the next launch (retrying cannot fix a wrong key); an unavailable
+    /// sink gets a pass when its next probe is due.
     private func scheduleFollowUp(after summary: DrainSummary) {
+        if summary.result != .sinkMisconfigured, let probe = drainer.availability.snapshot.nextProbeAtMilliseconds,
+            let wait = drainer.availability.untilNextProbe()
+        {
+            // Timed on the monotonic side, rounded up: a timer a fraction of a millisecond early would find the
+            // probe not yet due and run a pass for nothing.
+            let (seconds, attoseconds) = wait.components
+            schedule(
+                at: probe,
+                delayMilliseconds: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+            return
+        }
         switch summary.result {
         case .sinkMisconfigured:
             return
@@ -192,10 +213,12 @@ public actor LaunchCoordinator {
     /// Arms the follow-up timer for wall-clock time `milliseconds`. The wait is measured on the monotonic side
     /// of the clock once armed; the target is capped at the horizon, so a time written under a clock that went
     /// back cannot park the daemon.
-    private func schedule(at milliseconds: Int64) {
+    private func schedule(at milliseconds: Int64, delayMilliseconds: Int64? = nil) {
         retryTimer?.cancel()
         nextRetryAt = milliseconds
-        let delay = Self.delay(until: milliseconds, now: clock.wallMilliseconds())
+        let delay =
+            delayMilliseconds.map { min(max(50, $0), ClockHorizon.longestWaitMilliseconds) }
+            ?? Self.delay(until: milliseconds, now: clock.wallMilliseconds())
         retryTimer = Task { [clock, launchPending, wakeUp] in
             do {
                 try await clock.sleep(for: .milliseconds(delay))

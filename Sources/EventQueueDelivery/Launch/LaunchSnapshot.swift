@@ -17,4 +17,6 @@ public struct LaunchSnapshot: Sendable {
     public var inFlight = 0
     /// A launch arrived that no pass has started for yet: one more pass will run.
     public var launchPending = false
+    /// Whether the sink is available, and when it is not, since when, why and the next probe.
+    public var sink: SinkAvailability.Snapshot?
 }

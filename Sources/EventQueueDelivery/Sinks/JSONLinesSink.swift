@@ -98,7 +98,7 @@ public final class JSONLinesSink: Sink {
         if let failure {
             let reason = "\(name): \(failure.message)"
             return DeliveryReport(
-                .retry(reason: reason, countsAsAttempt: false), for: batch,
+                .retry(reason: reason, cause: .destination), for: batch,
                 halt: SinkHalt(kind: .unavailable, reason: reason + " (the records are kept; no attempt was counted)"))
         }
         return DeliveryReport(.delivered, for: batch)

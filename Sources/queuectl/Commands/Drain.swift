@@ -12,7 +12,10 @@ struct Drain: AsyncParsableCommand {
             else $RUNTIME_DIRECTORY/control.sock, else EVENTQUEUE_SOCKET in /etc/eventqueue/eventqueue.conf, else \
             /run/eventqueue/control.sock for root, else \
             ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. Without --wait it exits 0 once the \
-            daemon accepted the launch; with --wait it shows progress on stderr and the pass summary on stdout.
+            daemon accepted the launch; with --wait it shows progress on stderr and the pass summary on stdout. \
+            --wait stops waiting and exits 11 at once, with the reason, when the daemon reports the sink unavailable \
+            or a rate-limit wait of more than a minute, and after --timeout seconds (default 900); the daemon's \
+            pass goes on. --local against a sink that fails exits 11 with the reason once the sink is unavailable.
 
             """
                 + ExitStatus.helpText(
@@ -30,6 +33,23 @@ struct Drain: AsyncParsableCommand {
 
     @Flag(help: "Wait for the daemon's pass: progress to stderr, the summary to stdout, its result as exit status.")
     var wait = false
+
+    @Option(
+        help: """
+            With --wait: stop waiting after SECONDS (default 900) and exit 11; the daemon's pass goes on.
+            """)
+    var timeout: Double?
+
+    /// `--timeout`'s range, in seconds: a day at most.
+    static let timeoutRange = 0.1...86_400.0
+
+    func validate() throws {
+        guard let timeout else { return }
+        if !wait || local { throw ValidationError("--timeout applies to --wait (without --local)") }
+        if let problem = OptionRange.problem("--timeout", timeout, Self.timeoutRange) {
+            throw ValidationError(problem)
+        }
+    }
 
     @Option(help: "Where to deliver: jsonl:PATH (jsonl:- for stdout) or null.")
     var sink: String = "jsonl:-"
@@ -49,7 +69,8 @@ struct Drain: AsyncParsableCommand {
         guard local else {
             let queuePath = QueueEnvironment.databasePath(explicit: queue.db, createDirectory: false)
             try RemoteDrain(
-                socketPath: QueueEnvironment.socketPath(explicit: socket), json: json, queuePath: queuePath
+                socketPath: QueueEnvironment.socketPath(explicit: socket), json: json, queuePath: queuePath,
+                timeout: timeout.map { .milliseconds(Int64($0 * 1000)) } ?? RemoteDrain.defaultTimeout
             ).run(wait: wait)
             return
         }

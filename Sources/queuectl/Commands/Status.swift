@@ -14,14 +14,16 @@ struct Status: ParsableCommand {
         discussion: """
             When a daemon serving this queue answers on its control socket (--socket, else $EVENTQUEUE_SOCKET, \
             else the default path, if it exists), its Braze sink's rate-limit state is shown too: the last \
-            X-RateLimit-Remaining and -Limit, the reset, the wait in force, and the 429s it met.
+            X-RateLimit-Remaining and -Limit, the reset, the wait in force, and the 429s it met; and whether its sink \
+            is available or, since when, unavailable, with the last error and the next probe.
             """)
 
     @Flag(
         help: """
             Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version, \
             remembered_keys, remembered_key_bytes, writers_line (state, reason, busy, waiting, held_seconds, \
-            handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or null).
+            handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or null), sink (the daemon's: state, \
+            since, last_error, next_probe_at, probes; or null).
             """)
     var json = false
 
@@ -35,11 +37,14 @@ struct Status: ParsableCommand {
         defer { admin.close() }
         let now = WallClock.nowMilliseconds()
         let stats = try withQueue { () throws(QueueError) in try admin.stats(now: now, includingKeys: true) }
-        let rate = daemonRateLimit(servingQueueAt: admin.path)
+        let daemonSink = daemonSink(servingQueueAt: admin.path)
+        let rate = daemonSink?["rate_limit"].flatMap { $0 == .null ? nil : $0 }
+        let sink = daemonSink.flatMap(Self.availability)
         let line = admin.writeLine
         if json {
             var object = ReportJSON.stats(stats, path: admin.path, line: line)
             object["rate_limit"] = rate ?? .null
+            object["sink"] = sink.map(JSONValue.object) ?? .null
             writeStandardOutput(JSONValue.object(object).serialized + "\n")
             return
         }
@@ -62,19 +67,39 @@ struct Status: ParsableCommand {
                 + "(`queuectl keys prune --older-than 1d` forgets them sooner)")
         lines.append("writers' line:  \(line.summary)")
         if let rate = rate?.objectValue { lines.append("braze limit:    " + Self.describe(rate)) }
+        if let sink { lines.append("sink:           " + Self.describe(sink: sink)) }
         writeStandardOutput(lines.joined(separator: "\n") + "\n")
     }
 
-    /// The daemon's `daemon.sink.rate_limit`, when a daemon answers within 2 s and serves this very file; `nil`
-    /// otherwise (no daemon, another queue, a file sink). Never creates the default socket's directory.
-    func daemonRateLimit(servingQueueAt path: String) -> JSONValue? {
+    /// The daemon's `daemon.sink` (its availability and `rate_limit`), when a daemon answers within 2 s and serves
+    /// this very file; `nil` otherwise (no daemon, another queue). Never creates the default socket's directory.
+    func daemonSink(servingQueueAt path: String) -> JSONObject? {
         let socketPath = QueueEnvironment.socketPath(explicit: socket, createDirectory: false)
         guard access(socketPath, F_OK) == 0,
             let status = try? DaemonClient(socketPath: socketPath).status(timeoutSeconds: 2).objectValue,
-            let served = status["path"]?.stringValue, Self.sameFile(served, path),
-            let rate = status["daemon"]?.objectValue?["sink"]?.objectValue?["rate_limit"], rate != .null
+            let served = status["path"]?.stringValue, Self.sameFile(served, path)
         else { return nil }
-        return rate
+        return status["daemon"]?.objectValue?["sink"]?.objectValue
+    }
+
+    /// The availability part of the daemon's `daemon.sink` (issue 30): `state`, `since`, `last_error`,
+    /// `next_probe_at`, `probes`; `nil` for a daemon of a release without it.
+    static func availability(_ sink: JSONObject) -> JSONObject? {
+        guard let state = sink["state"], state != .null else { return nil }
+        var object: JSONObject = ["state": state]
+        for key in ["since", "last_error", "next_probe_at", "probes"] { object[key] = sink[key] ?? .null }
+        return object
+    }
+
+    /// "available since …", or "unavailable since … (last error: …); next probe at …; 3 probes".
+    static func describe(sink: JSONObject) -> String {
+        let state = sink["state"]?.stringValue ?? "unknown"
+        var text = state + (sink["since"]?.stringValue.map { " since \($0)" } ?? "")
+        guard state == "unavailable" else { return text }
+        if let error = sink["last_error"]?.stringValue { text += " (last error: \(ExternalText.escaped(error)))" }
+        if let next = sink["next_probe_at"]?.stringValue { text += "; next probe at \(next)" }
+        let probes = sink["probes"]?.numberValue?.integerValue.flatMap { Int(exactly: $0) } ?? 0
+        return text + "; \(probes) probe\(probes == 1 ? "" : "s") so far; records kept, no attempt counted"
     }
 
     static func sameFile(_ a: String, _ b: String) -> Bool {

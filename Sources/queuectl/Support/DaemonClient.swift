@@ -35,11 +35,13 @@ struct DaemonClient {
     }
 
     /// Sends `POST /launch?wait=true` and hands every NDJSON line of the streamed answer to `onLine`. A stream
-    /// cut short ends the lines (the caller finds no summary).
-    func launchAndWait(_ onLine: (JSONValue) throws -> Void) throws {
+    /// cut short ends the lines (the caller finds no summary); so does `deadline` passing (the caller tells the two
+    /// apart by the time: `drain --wait --timeout`).
+    func launchAndWait(deadline: ContinuousClock.Instant? = nil, _ onLine: (JSONValue) throws -> Void) throws {
         var pending: [UInt8] = []
         do {
-            try send(target: "/launch?wait=true", timeoutSeconds: 24 * 3600, success: [200]) { bytes in
+            try send(target: "/launch?wait=true", timeoutSeconds: 24 * 3600, deadline: deadline, success: [200]) {
+                bytes in
                 pending.append(contentsOf: bytes)
                 while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
                     let line = String(decoding: pending[..<newline], as: UTF8.self)
@@ -55,15 +57,15 @@ struct DaemonClient {
     /// One request: a failure to connect or to get an answer is `Unreachable` (`EACCES` is `Refused`: the
     /// socket's permissions keep this user out), a status not in `success` is `Refused` with the daemon's message.
     private func send(
-        method: String = "POST", target: String, timeoutSeconds: Int, success: Set<Int>,
-        onBody: ([UInt8]) throws -> Void
+        method: String = "POST", target: String, timeoutSeconds: Int, deadline: ContinuousClock.Instant? = nil,
+        success: Set<Int>, onBody: ([UInt8]) throws -> Void
     ) throws {
         var status = 0
         var refusal: [UInt8] = []
         var answered = false
         do {
             try UnixHTTPClient(socketPath: socketPath).exchange(
-                method: method, target: target, timeoutSeconds: timeoutSeconds,
+                method: method, target: target, timeoutSeconds: timeoutSeconds, deadline: deadline,
                 onHead: { head in
                     status = head.status
                     answered = true

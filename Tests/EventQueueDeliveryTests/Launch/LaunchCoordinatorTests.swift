@@ -72,7 +72,7 @@ struct LaunchCoordinatorTests {
     @Test func aFollowUpPassRunsWhenTheFirstRetryComesDue() async throws {
         let id = try #require(try enqueue([testEvent("e", user: "u")], at: path).first)
         let sink = ScriptedSink { call, _ in
-            call == 0 ? .retry(reason: "HTTP 503", afterMilliseconds: 30_000) : .delivered
+            call == 0 ? .retry(reason: "HTTP 503", afterMilliseconds: 30_000, cause: .backPressure) : .delivered
         }
         let clock = ManualClock()
         let start = clock.wallMilliseconds()
@@ -132,6 +132,74 @@ struct LaunchCoordinatorTests {
             "a time written under a clock that went back cannot park the daemon")
         #expect(LaunchCoordinator.delay(until: .max, now: -5) == ClockHorizon.longestWaitMilliseconds)
         #expect(LaunchCoordinator.delay(until: .min, now: 5) == 50)
+    }
+
+    // MARK: - An unavailable sink (issue 30)
+
+    /// While the sink is unavailable the records are due at once (no backoff of their own): the follow-up pass
+    /// must be the next probe's, not theirs, or the daemon would wake for passes that claim nothing.
+    @Test func whileTheSinkIsUnavailableTheFollowUpPassIsTheNextProbe() async throws {
+        try enqueue((0..<6).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
+        let down = Locked(true)
+        let sink = ScriptedSink { _, record in
+            down.value ? .retry(reason: "Braze answered 503", cause: .destination) : .delivered
+        }
+        let clock = ManualClock()
+        let (coordinator, watcher, drainer) = try makeCoordinator(
+            sink: sink, clock: clock, options: DrainOptions(batchSize: 2))
+        let loop = Task { await coordinator.run() }
+        coordinator.launch()
+        await watcher.waitForPassEnds(1)
+        let snapshot = await coordinator.snapshot()
+        let probeAt = try #require(snapshot.sink?.nextProbeAtMilliseconds)
+        #expect(snapshot.sink?.state == .unavailable)
+        #expect(snapshot.nextRetryAtMilliseconds == probeAt, "the follow-up is the probe")
+        #expect(watcher.ends.first??.halt?.kind == .unavailable)
+        let calls = sink.callCount
+
+        await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(probeAt - clock.wallMilliseconds() - 1))
+        #expect(watcher.ends.count == 1, "no pass before the probe is due")
+        down.withLock { $0 = false }
+        clock.advance(by: .milliseconds(1))
+        await watcher.waitForPassEnds(2)
+        #expect(sink.callCount > calls)
+        #expect(watcher.ends.last??.result == .allDelivered)
+        #expect(await coordinator.snapshot().sink?.state == .available)
+        #expect(try liveRecords(path).isEmpty)
+
+        coordinator.requestStop()
+        await loop.value
+        await drainer.store.close()
+    }
+
+    /// An app's launch is often the first sign that the network is back: it probes at once.
+    @Test func aLaunchWhileTheSinkIsUnavailableProbesAtOnce() async throws {
+        try enqueue((0..<4).map { testEvent("e\($0)", user: "u\($0)") }, at: path)
+        let down = Locked(true)
+        let sink = ScriptedSink { _, _ in
+            down.value ? .retry(reason: "connection refused", cause: .destination) : .delivered
+        }
+        let clock = ManualClock()
+        // The first probe a minute away: a launch must not wait for it.
+        let options = DrainOptions(
+            batchSize: 2, availability: SinkAvailability.Policy(firstProbeDelay: .seconds(60)))
+        let (coordinator, watcher, drainer) = try makeCoordinator(sink: sink, clock: clock, options: options)
+        let loop = Task { await coordinator.run() }
+        coordinator.launch()
+        await watcher.waitForPassEnds(1)
+        #expect(await coordinator.snapshot().sink?.state == .unavailable)
+        let calls = sink.callCount
+        down.withLock { $0 = false }
+        coordinator.launch()
+        await watcher.waitForPassEnds(2)
+        #expect(sink.callCount > calls, "the launch probed without the clock moving")
+        #expect(watcher.ends.last??.result == .allDelivered)
+        #expect(try liveRecords(path).isEmpty)
+
+        coordinator.requestStop()
+        await loop.value
+        await drainer.store.close()
     }
 
     // MARK: - drain --wait

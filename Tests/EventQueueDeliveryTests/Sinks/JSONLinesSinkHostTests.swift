@@ -62,8 +62,8 @@ import Testing
         let report = await sink.deliver(batch)
         #expect(report.halt?.kind == .unavailable, "\(String(describing: report.halt))")
         let uncounted = report.outcomes.values.filter { outcome in
-            guard case .retry(let reason, _, let counts) = outcome else { return false }
-            return !counts && reason.contains("No space left on device")
+            guard case .retry(let reason, _, let cause) = outcome else { return false }
+            return cause == .destination && reason.contains("No space left on device")
         }
         #expect(uncounted.count == batch.count, "a full disk is the host's problem: retried, no attempt counted")
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before, "the file is as it was before the write")

@@ -131,7 +131,7 @@ import Testing
         ])
         // The host's problem, not the records': no attempt is counted, and the pass stops (issue 22 #3).
         let reason = "jsonl:/dev/full: write failed: No space left on device"
-        let retry = DeliveryOutcome.retry(reason: reason, countsAsAttempt: false)
+        let retry = DeliveryOutcome.retry(reason: reason, cause: .destination)
         #expect(report.outcomes == [1: retry, 2: retry])
         #expect(report.halt?.kind == .unavailable)
         #expect(report.halt?.reason.hasPrefix(reason) == true, "\(String(describing: report.halt))")
