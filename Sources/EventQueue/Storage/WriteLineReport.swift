@@ -18,6 +18,7 @@ public struct WriteLineReport: Sendable, Hashable {
         case off(reason: String)
     }
 
+    /// Absent, in use or off, as the last look at the file found it.
     public var state: State
     /// Turns handed on since the file was made (all writers; wraps).
     public var handoffs: UInt64 = 0
