@@ -88,6 +88,7 @@ public struct Drainer: Sendable {
                 "released the records leased by a process that no longer runs on this host",
                 metadata: ["records": "\(takenOver)"])
         }
+        try await enforceLimits(atPassStart: true)
         var pass = PassState(lockRenewedAt: clock.monotonic())
         let turnsAtStart = try await store.withConsumer { consumer throws(QueueError) in consumer.admin.writerTurns }
         do {
@@ -97,6 +98,7 @@ public struct Drainer: Sendable {
             throw error
         }
         try await store.withConsumer { consumer throws(QueueError) in try consumer.releaseDrainLock() }
+        try await enforceLimits(atPassStart: false)
         try await maintain(turnsAtPassStart: turnsAtStart)
         var summary = pass.summary
         summary.inFlight = 0
