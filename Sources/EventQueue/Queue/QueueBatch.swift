@@ -138,7 +138,9 @@ public final class QueueBatch {
         let outcome = try RecordInsert.insert(
             connection, hasUserKeys: hasUserKeys, kind: kind, payload: payload, createdAt: now, key: key,
             scope: scope, deadReason: deadReason)
-        if let keeper, outcome.isNew, try !keeper.admit(newRow: outcome.id), let refusal = keeper.refusal {
+        if let keeper, outcome.isNew, try !keeper.admit(newRow: outcome.id, payloadBytes: payload.count),
+            let refusal = keeper.refusal
+        {
             throw refusal
         }
         switch outcome {

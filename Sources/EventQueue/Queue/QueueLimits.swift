@@ -93,12 +93,6 @@ enum QueueLimitsSQL {
 
     static let drops = "SELECT cause, count FROM queue_drops"
 
-    /// Pages in use (`page_count - freelist_count`) and the page size: the file's logical size, read from the
-    /// pager inside the transaction (no I/O, nothing counted). See `SpaceKeeper` for why not `page_count`.
-    static let usedPages = """
-        SELECT p.page_count - f.freelist_count, s.page_size, p.page_count
-        FROM pragma_page_count() AS p, pragma_freelist_count() AS f, pragma_page_size() AS s
-        """
 }
 
 /// Why a record was given up: the rows of `queue_drops`.

@@ -32,9 +32,11 @@ public final class QueueWriter {
         // purge or an expiring key between them cannot leave this writer without an id.
         let file = self.file
         return try file.connection.write("enqueueing") { () throws(QueueError) -> LimitedWrite<Int64, QueueError> in
-            guard let keeper = try SpaceKeeper.begin(file) else { return .stored(try insert(encoded).id) }
+            guard let keeper = try SpaceKeeper.begin(file, expecting: (1, encoded.payload.count)) else {
+                return .stored(try insert(encoded).id)
+            }
             let outcome = try insert(encoded)
-            if outcome.isNew { _ = try keeper.admit(newRow: outcome.id) }
+            if outcome.isNew { _ = try keeper.admit(newRow: outcome.id, payloadBytes: encoded.payload.count) }
             if let refusal = try keeper.finish() { return .refused(refusal) }
             return .stored(outcome.id)
         }.get()
@@ -79,13 +81,18 @@ public final class QueueWriter {
         let file = self.file
         return try file.connection.write("enqueueing a batch") {
             () throws(QueueError) -> LimitedWrite<[Int64], QueueError> in
-            let keeper = try SpaceKeeper.begin(file)
+            let payloadBytes = encoded.reduce(0) { $0 + $1.payload.count }
+            let keeper = try SpaceKeeper.begin(file, expecting: (encoded.count, payloadBytes))
             var ids: [Int64] = []
             ids.reserveCapacity(encoded.count)
             for record in encoded {
                 let outcome = try insert(record)
                 ids.append(outcome.id)
-                if let keeper, outcome.isNew, try !keeper.admit(newRow: outcome.id) { break }
+                if let keeper, outcome.isNew,
+                    try !keeper.admit(newRow: outcome.id, payloadBytes: record.payload.count)
+                {
+                    break
+                }
             }
             if let refusal = try keeper?.finish(offered: encoded.count) { return .refused(refusal) }
             return .stored(ids)

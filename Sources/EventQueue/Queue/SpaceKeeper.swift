@@ -4,8 +4,11 @@
 /// letters, then the oldest pending records, until the record fits.
 ///
 /// **What is measured.** Pages in use, `page_count - freelist_count`, times the page size, read from the pager
-/// inside the transaction: no I/O and nothing counted row by row, so a limit costs two cached statements per record
-/// (docs/PERFORMANCE.md, "Limits"). Not `page_count`: the pages a drain frees stay in the file as free pages until
+/// inside the transaction: no I/O and nothing counted row by row (two cached `PRAGMA` statements). It is read when
+/// the transaction begins, and again only once the records appended since could have used up the room left (each
+/// counted as its payload plus `allowancePerRecord`, more than any one insert's page splits can take): far below
+/// the limit a transaction measures once and opens no savepoint, so a limit costs an enqueue little
+/// (docs/PERFORMANCE.md, "Limits: what a writer pays"). Not `page_count`: the pages a drain frees stay in the file as free pages until
 /// the daemon's vacuum returns them, and a writer cannot return them itself without moving pages in its own
 /// transaction; measured with them, a drained queue would look full and drop-oldest would delete every record. The
 /// file on disk still stays near the limit: SQLite takes a new page from the free list before it grows the file, so
@@ -19,11 +22,12 @@
 /// for one more record. Writers that do not know the limit (older releases, the C, Python and shell writers) are
 /// brought back under it by the daemon after each pass (`QueueAdmin.enforceLimits`).
 ///
-/// **How a refusal is counted for good.** The transaction opens a savepoint before its first record; a refusal
-/// rolls back to it (nothing of the transaction is stored, and the file's size is what it was), adds the refused
-/// records to `queue_drops`, and returns normally, so the write door commits the count alone; the caller throws
-/// `QueueError.queueFull` after the commit (`LimitedWrite`). With no limit recorded (no row, or 0) none of this
-/// runs: the enqueue pays one read of a one-row table.
+/// **How a refusal is counted for good.** A transaction that might not fit opens a savepoint before its first
+/// record; a refusal rolls back to it (nothing of the transaction is stored, and the file's size is what it was),
+/// adds the refused records to `queue_drops`, and returns normally, so the write door commits the count alone; the
+/// caller throws `QueueError.queueFull` after the commit (`LimitedWrite`). One that is known to fit (its records
+/// and their allowance within the room measured at its start) opens none and can never be refused. With no limit
+/// recorded (no row, or 0) none of this runs: the enqueue pays one read of a one-row table.
 final class SpaceKeeper {
     let connection: Connection
     let maxBytes: Int64
@@ -32,6 +36,17 @@ final class SpaceKeeper {
     private(set) var appended = 0
     /// Set once the transaction cannot stay within the limit: it commits nothing but the refusal's count.
     private(set) var refusal: QueueError?
+    /// Bytes the transaction may still append, as records and their allowance, before it measures again.
+    private var room: Int64
+    /// Whether the savepoint is open: only a transaction that might not fit can be refused.
+    private let refusable: Bool
+    private let pageSize: Int64
+
+    /// What one insert can add in pages besides its payload, counted against the room so that a transaction far
+    /// below the limit need not measure after every record: 64 pages (256 KiB at 4 KiB pages). A row touches the
+    /// table and at most five indexes, and a b-tree insert allocates at most two pages per level (SQLite rebalances
+    /// three siblings into at most five), five levels deep for a file of terabytes: 60 pages.
+    static let allowancePerRecord: Int64 = 64
 
     private static let savepoint = "SAVEPOINT eventqueue_limit"
     private static let rollback = "ROLLBACK TO eventqueue_limit"
@@ -39,15 +54,26 @@ final class SpaceKeeper {
     /// The most rows drop-oldest deletes in one statement (`DropPace`).
     static let largestDropChunk = 4096
 
-    private init(connection: Connection, maxBytes: Int64, policy: QueueLimits.WhenFull) {
+    private init(
+        connection: Connection, maxBytes: Int64, policy: QueueLimits.WhenFull, room: Int64, refusable: Bool,
+        pageSize: Int64
+    ) {
         self.connection = connection
         self.maxBytes = maxBytes
         self.policy = policy
+        self.room = room
+        self.refusable = refusable
+        self.pageSize = pageSize
     }
 
     /// The keeper of a transaction that has just begun, or `nil` when no size limit is recorded (the writers' hot
     /// path: one cached statement over a one-row table). On a file before schema 7 there is no limit to read.
-    static func begin(_ file: QueueFile) throws(QueueError) -> SpaceKeeper? {
+    /// `expecting`: the records the transaction will append and their payload bytes, when known in advance (an
+    /// enqueue, `enqueue(contentsOf:)`); a transaction they surely fit in opens no savepoint. `nil` (a `batch`,
+    /// read as it goes): the savepoint is always open.
+    static func begin(
+        _ file: QueueFile, expecting: (records: Int, payloadBytes: Int)? = nil
+    ) throws(QueueError) -> SpaceKeeper? {
         guard file.hasLimits else { return nil }
         let connection = file.connection
         let statement = try connection.statement(QueueLimitsSQL.readSizeLimit, operation: "reading the size limit")
@@ -61,8 +87,24 @@ final class SpaceKeeper {
         // An unknown policy (planted with checks off) refuses: it gives nothing up.
         let policy = QueueLimits.WhenFull(rawValue: statement.text(1) ?? "") ?? .refuse
         statement.reset()
-        try connection.statement(savepoint, operation: "enqueueing").run()
-        return SpaceKeeper(connection: connection, maxBytes: maxBytes, policy: policy)
+        let pageSize = try file.pageSize()
+        let room = maxBytes - (try usedPages(connection) &* pageSize)
+        var refusable = true
+        if let expecting {
+            let need = Int64(expecting.payloadBytes) + Int64(expecting.records) * allowancePerRecord * pageSize
+            refusable = need > room
+        }
+        if refusable { try connection.statement(savepoint, operation: "enqueueing").run() }
+        return SpaceKeeper(
+            connection: connection, maxBytes: maxBytes, policy: policy, room: room, refusable: refusable,
+            pageSize: pageSize)
+    }
+
+    /// Pages in use now, inside the transaction (`page_count - freelist_count`).
+    static func usedPages(_ connection: Connection) throws(QueueError) -> Int64 {
+        let operation = "measuring the queue file"
+        return try connection.scalarInt("PRAGMA page_count", operation: operation)
+            - connection.scalarInt("PRAGMA freelist_count", operation: operation)
     }
 
     /// The `-wal` a connection leaves behind under a size limit of `limit` bytes: a sixteenth of it, between 256 KiB
@@ -88,7 +130,7 @@ final class SpaceKeeper {
             return
         }
         let budget = walBudget(limit: limit)
-        let pageSize = max(512, try usedBytes(connection).pageSize)
+        let pageSize = try file.pageSize()
         _ = try connection.scalarInt("PRAGMA wal_autocheckpoint = \(budget / pageSize)", operation: operation)
         _ = try connection.scalarInt(
             "PRAGMA journal_size_limit = \(min(budget, Int64(file.options.journalSizeLimitBytes)))",
@@ -96,21 +138,28 @@ final class SpaceKeeper {
         file.walBudgetBytes = budget
     }
 
-    /// The file's logical size now, inside the transaction: pages in use times the page size.
+    /// The file's logical size now, inside the transaction: pages in use times the page size. Two cached `PRAGMA`
+    /// statements (each one opcode over the pager's state), not the `pragma_page_count()` table-valued functions,
+    /// which prepare their `PRAGMA` again at every call: measured, that made a limit cost a writer 15 % of a
+    /// NORMAL enqueue (docs/PERFORMANCE.md, "Limits: what a writer pays").
     static func usedBytes(_ connection: Connection) throws(QueueError) -> (used: Int64, pageSize: Int64, pages: Int64) {
-        let statement = try connection.statement(QueueLimitsSQL.usedPages, operation: "measuring the queue file")
-        defer { statement.reset() }
-        guard try statement.step() else { return (0, 4096, 0) }
-        let pageSize = statement.int64(1)
-        return (statement.int64(0) &* pageSize, pageSize, statement.int64(2))
+        let operation = "measuring the queue file"
+        let pages = try connection.scalarInt("PRAGMA page_count", operation: operation)
+        let free = try connection.scalarInt("PRAGMA freelist_count", operation: operation)
+        let pageSize = try connection.scalarInt("PRAGMA page_size", operation: operation)
+        return ((pages - free) &* pageSize, pageSize, pages)
     }
 
-    /// Called after each new row (`id`): true when the file is within the limit, making room first under
-    /// drop-oldest (rows below `id` only). False when it cannot be: the transaction is then refused (`refusal`).
-    func admit(newRow id: Int64) throws(QueueError) -> Bool {
+    /// Called after each new row (`id`, its payload `payloadBytes`): true when the file is within the limit, making
+    /// room first under drop-oldest (rows below `id` only). False when it cannot be: the transaction is then refused
+    /// (`refusal`). Measures only once the records since the last measure could have used up the room.
+    func admit(newRow id: Int64, payloadBytes: Int) throws(QueueError) -> Bool {
         guard refusal == nil else { return false }
         appended += 1
-        var used = try Self.usedBytes(connection).used
+        room -= Int64(payloadBytes) + Self.allowancePerRecord * pageSize
+        guard room < 0 else { return true }
+        var used = try Self.usedPages(connection) &* pageSize
+        room = maxBytes - used
         guard used > maxBytes else { return true }
         if policy == .dropOldest {
             var pace = DropPace()
@@ -118,12 +167,16 @@ final class SpaceKeeper {
                 let dropped = try Self.dropOldest(connection, below: id, atMost: pace.next(over: used - maxBytes))
                 guard dropped > 0 else { break }
                 try QueueDrops.add(dropped, cause: .oldest, connection)
-                let now = try Self.usedBytes(connection).used
+                let now = try Self.usedPages(connection) &* pageSize
                 pace.record(dropped: dropped, freed: used - now)
                 used = now
             }
+            room = maxBytes - used
             if used <= maxBytes { return true }
         }
+        // Not refusable: the room measured at the start held every record and its allowance, so this cannot
+        // happen unless an insert took more than the allowance; the record is kept rather than half a batch.
+        guard refusable else { return true }
         refusal = .queueFull(
             path: connection.path, limitBytes: maxBytes,
             detail: policy == .refuse
@@ -156,7 +209,7 @@ final class SpaceKeeper {
     /// after that commit.
     func finish(offered: Int? = nil) throws(QueueError) -> QueueError? {
         guard let refusal else {
-            try connection.statement(Self.release, operation: "enqueueing").run()
+            if refusable { try connection.statement(Self.release, operation: "enqueueing").run() }
             return nil
         }
         try connection.statement(Self.rollback, operation: "refusing records for the size limit").run()

@@ -32,6 +32,16 @@ final class QueueFile {
     /// The `-wal` budget applied to this connection for the size limit last seen (`SpaceKeeper.applyWALBudget`),
     /// `nil` while no limit was seen: SQLite's defaults and `options.journalSizeLimitBytes`.
     var walBudgetBytes: Int64?
+    /// The page size, read once (it never changes for a WAL file): the size limit's measure multiplies by it.
+    private var cachedPageSize: Int64?
+
+    func pageSize() throws(QueueError) -> Int64 {
+        if let cachedPageSize { return cachedPageSize }
+        let size = max(512, try connection.scalarInt("PRAGMA page_size", operation: "reading the page size"))
+        cachedPageSize = size
+        return size
+    }
+
     /// What the queue had given up when the daemon last looked (`QueueAdmin.dropsSinceLastLook`), so that each
     /// pass logs what grew since the one before.
     var dropsSeen: QueueDrops?
