@@ -11,8 +11,9 @@ import Foundation
 #endif
 
 let allScenarios = ["enqueue", "cold", "drain", "http", "contention", "backlog", "legacy", "peer", "fleet"]
-/// Run only when named (not by scripts/bench): "shrink", the space after a backlog (issue 30 #7).
-let namedScenarios = ["shrink"]
+/// Run only when named (not by scripts/bench): "shrink", the space after a backlog (issue 30 #7); "limits", what the
+/// size limit costs a writer (issue 30 #5).
+let namedScenarios = ["shrink", "limits"]
 
 func usage() -> Never {
     print(
@@ -77,6 +78,7 @@ do {
         case "peer": try runPeerScenario(settings, results)
         case "fleet": runFleetSimulation(settings, results)
         case "shrink": try await runShrinkScenario(settings, results)
+        case "limits": try runLimitCostScenario(settings, results)
         default: usage()
         }
         log("   (\(scenario): \(format(seconds(since: scenarioStart), decimals: 1)) s)\n")
