@@ -18,6 +18,9 @@ struct EnqueueScenario {
     /// key, `delivered_keys` probed, `ON CONFLICT ... DO NOTHING RETURNING id`), so the ratio prices the per-user
     /// key rule (issue 22 #6: digest, user, two more probes) against what a keyed insert cost before it.
     var keyed = false
+    /// The limits recorded in the file before the clock starts (issue 30; `runLimitCostScenario`): the library then
+    /// reads the size limit in every transaction and measures the file after every record (`SpaceKeeper`).
+    var limits: QueueLimits? = nil
 }
 
 func makeRecord(_ index: Int, keyed: Bool) -> Record {
@@ -31,6 +34,11 @@ func runLibrary(_ scenario: EnqueueScenario, path: String) throws -> Double {
     let writer = try QueueWriter(
         path: path, options: QueueOptions(durability: scenario.durability, minimumFreeBytes: 0))
     defer { writer.close() }
+    if let limits = scenario.limits {
+        let admin = try QueueAdmin(path: path)
+        try admin.recordLimits(limits)
+        admin.close()
+    }
     let start = WallClock.monotonicNanoseconds()
     if scenario.recordsPerTransaction == 1 {
         for index in 0..<scenario.records { try writer.enqueue(makeRecord(index, keyed: scenario.keyed)) }
@@ -165,4 +173,50 @@ func runEnqueueScenarios(_ settings: Settings, _ results: Results) throws {
                 + pad(format(ratio, decimals: 2), 8) + ">= \(scenario.target) \(met ? "met" : "NOT MET")")
     }
     results.scenarios["enqueue"] = rows
+}
+
+/// `limits` (run only when named): what the size limit costs a writer, library against library in the same rounds
+/// (no limit, a 1 GiB limit never reached, a 1 MiB limit reached under drop-oldest), interleaved and rotated so
+/// that none always goes first; ratio of medians to the library without a limit. Section 1's raw floor would add
+/// its own noise to a difference this small.
+func runLimitCostScenario(_ settings: Settings, _ results: Results) throws {
+    let rounds = max(settings.rounds, 9)
+    let variants: [(label: String, limits: QueueLimits?)] = [
+        ("no limit", nil), ("1 GiB limit, never reached", QueueLimits(maxQueueBytes: 1 << 30)),
+        ("1 MiB limit, drop-oldest, full", QueueLimits(maxQueueBytes: 1 << 20, whenFull: .dropOldest)),
+    ]
+    let shapes: [(name: String, durability: QueueOptions.Durability, perTransaction: Int, records: Int)] = [
+        ("1 per transaction, FULL", .full, 1, settings.quick ? 300 : 1_000),
+        ("1 per transaction, NORMAL", .normal, 1, settings.quick ? 3_000 : 10_000),
+        ("100 per transaction, FULL", .full, 100, settings.quick ? 10_000 : 40_000),
+    ]
+    log("== limits: library with and without a size limit, \(rounds) rounds, rotated; ratio of medians to no limit")
+    log(pad("scenario", 30) + pad("limit", 34) + pad("rec/s", 10) + "vs no limit")
+    var rows: [[String: Any]] = []
+    for shape in shapes {
+        var rates: [[Double]] = Array(repeating: [], count: variants.count)
+        for round in 0..<rounds {
+            for offset in 0..<variants.count {
+                let index = (round + offset) % variants.count
+                let scenario = EnqueueScenario(
+                    name: shape.name, durability: shape.durability, recordsPerTransaction: shape.perTransaction,
+                    records: shape.records, target: 0, limits: variants[index].limits)
+                let path = freshPath(settings, "limits-\(round)-\(index)")
+                rates[index].append(try runLibrary(scenario, path: path))
+                removeDatabase(path)
+            }
+        }
+        let base = median(rates[0])
+        for (index, variant) in variants.enumerated() {
+            let ratio = median(rates[index]) / base
+            rows.append([
+                "name": shape.name, "limit": variant.label, "per_s": median(rates[index]), "ratio": ratio,
+                "rounds": rates[index],
+            ])
+            log(
+                pad(shape.name, 30) + pad(variant.label, 34) + pad(format(median(rates[index])), 10)
+                    + format(ratio, decimals: 3))
+        }
+    }
+    results.scenarios["limits"] = rows
 }

@@ -11,13 +11,16 @@ import Foundation
 #endif
 
 let allScenarios = ["enqueue", "cold", "drain", "http", "contention", "backlog", "legacy", "peer", "fleet"]
+/// Run only when named (not by scripts/bench): "shrink", the space after a backlog (issue 30 #7); "limits", what the
+/// size limit costs a writer (issue 30 #5).
+let namedScenarios = ["shrink", "limits"]
 
 func usage() -> Never {
     print(
         """
         usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
                                 [--support-dir PATH] [--out FILE] [--static-writer PATH] [SCENARIO ...]
-        scenarios: \(allScenarios.joined(separator: " "))
+        scenarios: \(allScenarios.joined(separator: " ")) (default: all); also \(namedScenarios.joined(separator: " "))
         """)
     exit(64)
 }
@@ -35,7 +38,8 @@ func parseSettings() -> Settings {
         case "--support-dir": settings.supportDirectory = arguments.next() ?? settings.supportDirectory
         case "--out": settings.outputPath = arguments.next()
         case "--static-writer": settings.staticWriter = arguments.next()
-        case let name where allScenarios.contains(name): settings.scenarios.append(name)
+        case let name where allScenarios.contains(name) || namedScenarios.contains(name):
+            settings.scenarios.append(name)
         default: usage()
         }
     }
@@ -48,6 +52,7 @@ func parseSettings() -> Settings {
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch arguments.first {
 case "child-writer": runWriterChild(Array(arguments.dropFirst()))
+case "child-paced-writer": runPacedWriterChild(Array(arguments.dropFirst()))
 case "child-backlog": await runBacklogChild(Array(arguments.dropFirst()))
 case "child-legacy-writer": runLegacyWriterChild(Array(arguments.dropFirst()), eventQueue: false)
 case "child-eq-writer": runLegacyWriterChild(Array(arguments.dropFirst()), eventQueue: true)
@@ -72,6 +77,8 @@ do {
         case "legacy": try await runLegacyScenario(settings, results)
         case "peer": try runPeerScenario(settings, results)
         case "fleet": runFleetSimulation(settings, results)
+        case "shrink": try await runShrinkScenario(settings, results)
+        case "limits": try runLimitCostScenario(settings, results)
         default: usage()
         }
         log("   (\(scenario): \(format(seconds(since: scenarioStart), decimals: 1)) s)\n")

@@ -53,6 +53,10 @@ do {
         exitWithMessage("queue busy, retry: \(error)", status: 75)
     case .diskFull:
         exitWithMessage("\(error)", status: 74)
+    case .queueFull:
+        // The queue is at the size limit its daemon set (--when-full refuse): nothing was stored. Keep the record
+        // and retry once the queue has been delivered, with the same keys.
+        exitWithMessage("\(error)", status: 74)
     case .cannotOpen, .readOnly:
         // Permissions or a missing directory: the user must be in the queue's group (see the README).
         exitWithMessage("\(error)", status: 73)

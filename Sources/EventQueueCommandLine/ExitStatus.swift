@@ -27,7 +27,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
 
     /// The status for a queue error, the same in both tools: a refused record (invalid, an invalid key, a key
     /// reused for another record) 65, busy 75, a file that is not a usable queue 78, one that cannot be opened 73,
-    /// and any other failure (disk full, I/O) 74.
+    /// and any other failure (disk full, the queue at its size limit, I/O) 74.
     public init(_ error: QueueError) {
         switch error {
         case .invalidRecord, .invalidIdempotencyKey, .idempotencyKeyReused: self = .invalidInput
@@ -35,7 +35,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
             self = .badQueueFileOrConfiguration
         case .cannotOpen, .readOnly: self = .cannotCreate
         case .busy: self = .busy
-        case .diskFull, .sqlite: self = .ioError
+        case .diskFull, .queueFull, .sqlite: self = .ioError
         }
     }
 
@@ -72,7 +72,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .cannotCreate:
             return "cannot open or create the queue file (`queued`: or the control socket)"
         case .ioError:
-            return "disk full or I/O error (`drain --wait`: also a progress stream that ended without a summary)"
+            return "disk full or I/O error, or the queue at its size limit (`enqueue` under `queued --when-full "
+                + "refuse`; `drain --wait`: also a progress stream that ended without a summary)"
         case .busy: return "queue busy, retry"
         case .refused:
             return "`drain`: the daemon refused this user, or the socket is not trusted (its directory, file or "

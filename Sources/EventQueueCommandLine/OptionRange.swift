@@ -1,3 +1,5 @@
+import EventQueue
+
 /// The accepted ranges of every numeric option and environment variable of `queued` and `queuectl`, in one
 /// place (issue 13, item 9).
 ///
@@ -21,6 +23,11 @@ public enum OptionRange {
     public static let busyTimeoutMilliseconds = 0...3_600_000
     /// Bytes (`EVENTQUEUE_MIN_FREE_BYTES`): up to 1 PiB.
     public static let minimumFreeBytes: ClosedRange<Int64> = 0...(1 << 50)
+    /// Bytes (`queued --max-queue-bytes`, besides 0 for no limit): 1 MiB (an empty queue takes about 90 KB) to
+    /// 1 PiB.
+    public static let maxQueueBytes: ClosedRange<Int64> = QueueLimits.smallestMaxQueueBytes...(1 << 50)
+    /// Seconds (`queued --max-age-seconds`): 0 (forever) to 100 years.
+    public static let maxAgeSeconds: ClosedRange<Int64> = 0...3_153_600_000
     /// Seconds, fractions allowed.
     public static let shutdownTimeoutSeconds = 0.0...3_600.0
     public static let drainIntervalSeconds = 0.01...604_800.0

@@ -109,6 +109,7 @@ public struct Drainer: Sendable {
                 "released the records leased by a process that no longer runs on this host",
                 metadata: ["records": "\(takenOver)"])
         }
+        try await enforceLimits(atPassStart: true)
         var pass = PassState(lockRenewedAt: clock.monotonic())
         let turnsAtStart = try await store.withConsumer { consumer throws(QueueError) in consumer.admin.writerTurns }
         do {
@@ -118,6 +119,7 @@ public struct Drainer: Sendable {
             throw error
         }
         try await store.withConsumer { consumer throws(QueueError) in try consumer.releaseDrainLock() }
+        try await enforceLimits(atPassStart: false)
         try await maintain(turnsAtPassStart: turnsAtStart)
         var summary = pass.summary
         if summary.halt == nil { summary.halt = availability.halt() }

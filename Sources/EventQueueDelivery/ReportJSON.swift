@@ -5,9 +5,10 @@ import EventQueue
 /// both the same way and the two can never drift apart.
 public enum ReportJSON {
     /// `pending`, `leased`, `dead`, `oldest_pending_age_seconds`, `db_bytes`, `wal_bytes`, `schema_version`,
-    /// `next_retry_at` (ISO 8601 or null), `path` and `writers_line` (`writeLine`).
+    /// `next_retry_at` (ISO 8601 or null), `path` and `writers_line` (`writeLine`); `queue_bytes`, `limits` and
+    /// `dropped` (`limits(_:)`).
     public static func stats(_ stats: QueueStats, path: String, line: WriteLineReport) -> JSONObject {
-        [
+        var object: JSONObject = [
             "pending": number(stats.pending),
             "leased": number(stats.leased),
             "dead": number(stats.dead),
@@ -21,6 +22,30 @@ public enum ReportJSON {
             "next_retry_at": time(stats.nextRetryAtMilliseconds),
             "path": .string(path),
             "writers_line": writeLine(line),
+        ]
+        for member in limits(stats) { object[member.key] = member.value }
+        return object
+    }
+
+    /// The limits (issue 30): `queue_bytes` (pages in use, what the size limit bounds), `limits`
+    /// (`max_queue_bytes`, 0 for none; `when_full`, "refuse" or "drop-oldest"; `max_age_seconds`, 0 for none;
+    /// `set_at`, when the daemon recorded them, null when none did) and `dropped` (`oldest`, `refused`, `expired`:
+    /// every record given up since the file was created, by any writer or the daemon).
+    public static func limits(_ stats: QueueStats) -> JSONObject {
+        let limits = stats.limits ?? QueueLimits()
+        return [
+            "queue_bytes": number(stats.queueBytes),
+            "limits": [
+                "max_queue_bytes": number(limits.maxQueueBytes),
+                "when_full": .string(limits.whenFull.rawValue),
+                "max_age_seconds": number(limits.maxAgeSeconds),
+                "set_at": time(stats.limitsSetAtMilliseconds),
+            ],
+            "dropped": [
+                "oldest": number(stats.drops.oldest),
+                "refused": number(stats.drops.refused),
+                "expired": number(stats.drops.expired),
+            ],
         ]
     }
 

@@ -49,6 +49,16 @@ struct Daemon {
             try? await eventLoops.shutdownGracefully()
             throw error
         }
+        do {
+            // After the socket: a daemon that cannot listen says so in one line and records nothing.
+            try await DaemonLimits.start(store: store, limits: configuration.limits, logger: logger)
+        } catch {
+            socket.removeSocketFile()
+            await baseSink.close()
+            await store.close()
+            try? await eventLoops.shutdownGracefully()
+            throw .queue(error)
+        }
         let sink = MeasuredSink(baseSink, metrics: metrics, rateStatus: rateStatus)
         let drainer = Drainer(store: store, sink: sink, options: configuration.drainOptions, logger: logger)
         let coordinator = LaunchCoordinator(

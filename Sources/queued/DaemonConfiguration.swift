@@ -16,4 +16,6 @@ struct DaemonConfiguration: Sendable {
     var drainInterval: Duration?
     var shutdownTimeout: Duration
     var logLevel: Logger.Level
+    /// Recorded in the queue file at start, for every writer (`QueueAdmin.recordLimits`).
+    var limits: QueueLimits
 }

@@ -46,6 +46,7 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let linePassedOver: CounterFromTotal
     private let lineRepairs: CounterFromTotal
     private let lineBypasses: CounterFromTotal
+    private let limits: LimitMetrics
 
     /// Bootstraps swift-metrics with a Prometheus factory; call once per process.
     init() {
@@ -101,6 +102,7 @@ final class DaemonMetrics: BrazeRequestObserver {
         linePassedOver = CounterFromTotal(label: "eventqueue_writer_line_passed_over_total")
         lineRepairs = CounterFromTotal(label: "eventqueue_writer_line_repairs_total")
         lineBypasses = CounterFromTotal(label: "eventqueue_writer_line_bypasses_total")
+        limits = LimitMetrics()
     }
 
     /// The writers' line, read at scrape time from its file: whether writers wait in line (1) or not (0: no writer
@@ -191,6 +193,7 @@ final class DaemonMetrics: BrazeRequestObserver {
         oldestPendingAge.record(stats.oldestPendingAgeSeconds ?? 0)
         rememberedKeys.record(stats.rememberedKeys)
         rememberedKeyBytes.record(stats.rememberedKeyBytes)
+        limits.record(stats)
     }
 
     /// Brings the enqueued counter up to the highest id ever assigned (read from the file at scrape time).

@@ -66,6 +66,32 @@ struct Queued: AsyncParsableCommand {
         help: "At most N Braze requests start in any 1 s (this host's share of the workspace limit; default: none).")
     var maxRequestsPerSecond: Int?
 
+    @Option(
+        name: .customLong("max-queue-bytes"),
+        help: """
+            The most bytes the queue file's records may take (pages in use), recorded in the file so that every \
+            writer enforces it (default: QUEUED_MAX_QUEUE_BYTES in the environment or the configuration file, else \
+            0: no limit beyond the free-space reserve).
+            """)
+    var maxQueueBytes: Int64?
+
+    @Option(
+        name: .customLong("when-full"),
+        help: """
+            At the limit: refuse (store nothing, the enqueue fails; exit 74 for queuectl) or drop-oldest (delete the \
+            oldest dead letters, then the oldest pending records, never leased ones). Default: QUEUED_WHEN_FULL, \
+            else refuse.
+            """)
+    var whenFull: String?
+
+    @Option(
+        name: .customLong("max-age-seconds"),
+        help: """
+            A pending record older than this becomes a dead letter whose reason begins with "expired" (never \
+            deleted); 0 keeps records forever. Default: QUEUED_MAX_AGE_SECONDS, else 604800 (one week).
+            """)
+    var maxAgeSeconds: Int64?
+
     /// Like ArgumentParser's `main`, except that a usage error is one line on stderr, as the daemon's other errors
     /// and `queuectl`'s are (docs/OPERATING.md); `--help` and `--version` print as usual.
     static func main() async {
@@ -95,6 +121,12 @@ struct Queued: AsyncParsableCommand {
             maxRequestsPerSecond.flatMap {
                 OptionRange.problem("--max-requests-per-second", $0, OptionRange.maxRequestsPerSecond)
             },
+            maxQueueBytes.flatMap { LimitSettings.problem(maxQueueBytes: $0) },
+            whenFull.flatMap {
+                QueueLimits.WhenFull(rawValue: $0) == nil
+                    ? "--when-full must be refuse or drop-oldest (got \($0))" : nil
+            },
+            maxAgeSeconds.flatMap { OptionRange.problem("--max-age-seconds", $0, OptionRange.maxAgeSeconds) },
         ]
         if let problem = problems.compactMap({ $0 }).first { throw ValidationError(problem) }
     }
@@ -128,8 +160,12 @@ struct Queued: AsyncParsableCommand {
             )
         }
         let queueOptions: QueueOptions
+        let limits: QueueLimits
         do {
             queueOptions = try QueueEnvironment.options()
+            limits = try LimitSettings.resolve(
+                maxQueueBytes: maxQueueBytes, whenFull: whenFull.flatMap(QueueLimits.WhenFull.init(rawValue:)),
+                maxAgeSeconds: maxAgeSeconds)
         } catch {
             throw ConfigurationProblem(error.description)
         }
@@ -145,6 +181,6 @@ struct Queued: AsyncParsableCommand {
             drainOnStart: drainOnStart,
             drainInterval: drainInterval.map { Duration.milliseconds(Int64($0 * 1000)) },
             shutdownTimeout: .milliseconds(Int64(shutdownTimeout * 1000)),
-            logLevel: level)
+            logLevel: level, limits: limits)
     }
 }

@@ -32,12 +32,20 @@ extension QueueAdmin {
                 "SELECT created_at_ms FROM records WHERE state = 'pending' ORDER BY id LIMIT 1", operation: operation)
             let oldestCreated = try oldest.step() ? oldest.int64(0) : nil
             oldest.reset()
-            return QueueStats(
+            var stats = QueueStats(
                 pending: pending, leased: leased, dead: Int(dead),
                 // In floating point: a stored time is another user's input, and `now - created` could overflow.
                 oldestPendingAgeSeconds: oldestCreated.map { max(0, (Double(now) - Double($0)) / 1000) },
                 nextRetryAtMilliseconds: nextRetry, databaseBytes: 0, walBytes: 0,
                 schemaVersion: 0)
+            stats.queueBytes = try SpaceKeeper.usedBytes(connection).used
+            if file.hasLimits {
+                let recorded = try QueueLimits.read(connection)
+                stats.limits = recorded?.limits
+                stats.limitsSetAtMilliseconds = recorded?.setAt
+                stats.drops = try QueueDrops.read(connection)
+            }
+            return stats
         }
         stats.schemaVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: operation))
         stats.databaseBytes = Self.fileSize(path)

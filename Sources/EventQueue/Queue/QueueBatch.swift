@@ -26,6 +26,8 @@ public final class QueueBatch {
     let connection: Connection
     let now: Int64
     let hasUserKeys: Bool
+    /// The size limit of this transaction (`SpaceKeeper`), or `nil` when none is recorded.
+    var keeper: SpaceKeeper?
 
     init(connection: Connection, now: Int64, hasUserKeys: Bool) {
         self.connection = connection
@@ -127,12 +129,20 @@ public final class QueueBatch {
         }
     }
 
+    /// Appends one row; under a size limit measures after it, and once the batch cannot stay within the limit
+    /// throws `queueFull` for this and every later record (`QueueWriter.batch` then commits the refusal alone).
     private func insert(
         kind: RecordKind, payload: [UInt8], key: String?, scope: KeyScope?, deadReason: String?
     ) throws(QueueError) -> BatchOutcome {
+        if let refusal = keeper?.refusal { throw refusal }
         let outcome = try RecordInsert.insert(
             connection, hasUserKeys: hasUserKeys, kind: kind, payload: payload, createdAt: now, key: key,
             scope: scope, deadReason: deadReason)
+        if let keeper, outcome.isNew, try !keeper.admit(newRow: outcome.id, payloadBytes: payload.count),
+            let refusal = keeper.refusal
+        {
+            throw refusal
+        }
         switch outcome {
         case .inserted(let id):
             if let deadReason { return .deadLettered(id: id, reason: deadReason) }
@@ -149,10 +159,34 @@ extension QueueWriter {
     ///
     /// The write lock is held while `body` runs, so other writers wait: read from a file or a spool, not from a
     /// slow producer, inside it.
+    ///
+    /// Under a size limit (`QueueLimits`) each record is measured as it is appended. With `refuse`, the first
+    /// record that does not fit refuses the whole transaction: nothing it appended is kept, the records it appended
+    /// are counted refused (committed), and the batch throws, whatever the body did with the `queueFull` its
+    /// `enqueue` threw (its own error when it threw one, else the `queueFull`). With `drop-oldest` the oldest
+    /// records make room, the batch's own earlier ones included once nothing older is left.
     public func batch<T>(_ body: (QueueBatch) throws -> T) throws -> T {
         try file.checkFreeSpaceReserve()
+        let file = self.file
         let connection = file.connection
         let batch = QueueBatch(connection: connection, now: WallClock.nowMilliseconds(), hasUserKeys: file.hasUserKeys)
-        return try connection.write("enqueueing a batch") { try body(batch) }
+        return try connection.write(
+            "enqueueing a batch",
+            rethrowing: { () throws -> LimitedWrite<T, any Error> in
+                batch.keeper = try SpaceKeeper.begin(file)
+                let value: T
+                do {
+                    value = try body(batch)
+                } catch {
+                    // A refusal ends the batch whatever error the body made of it: its count commits, then that error.
+                    if let keeper = batch.keeper, keeper.refusal != nil, try keeper.finish() != nil {
+                        return .refused(error)
+                    }
+                    throw error
+                }
+                if let refusal = try batch.keeper?.finish() { return .refused(refusal) }
+                return .stored(value)
+            }
+        ).get()
     }
 }

@@ -23,4 +23,13 @@ public struct QueueStats: Sendable, Hashable {
     public var rememberedKeys: Int = 0
     /// An estimate of their size in the file (`RememberedKeys.estimatedBytes`).
     public var rememberedKeyBytes: Int64 = 0
+    /// Bytes of pages in use (free pages not counted): what the size limit bounds (`QueueLimits`).
+    public var queueBytes: Int64 = 0
+    /// The limits the daemon recorded in the file, or `nil` when none are (no daemon of 1.4.0 or later started on
+    /// it yet).
+    public var limits: QueueLimits?
+    /// When they were recorded (Unix ms).
+    public var limitsSetAtMilliseconds: Int64?
+    /// What the queue gave up, by cause, since the file was created.
+    public var drops = QueueDrops()
 }

@@ -20,6 +20,10 @@ public final class QueueWriter {
     /// this record (queued, dead, or delivered recently) nothing is written and the existing record's id is
     /// returned; for a different record of that user it throws `idempotencyKeyReused`. Another user's record with
     /// the same key is a record of its own (docs/SCHEMA.md, "Idempotency keys").
+    ///
+    /// Under the size limit the daemon recorded (`QueueLimits`): with `refuse`, a record that would take the file
+    /// past it is not stored and `queueFull` is thrown (the refusal counted in the file); with `drop-oldest`, the
+    /// oldest dead letters and pending records are deleted in this transaction to make room (`SpaceKeeper`).
     @discardableResult
     public func enqueue(_ record: Record) throws(QueueError) -> Int64 {
         try enqueue(Self.encode(record, now: WallClock.nowMilliseconds()))
@@ -32,7 +36,16 @@ public final class QueueWriter {
         try file.checkFreeSpaceReserve()
         // One transaction also for a keyed insert's two statements (insert, or find the existing id), so that a
         // purge or an expiring key between them cannot leave this writer without an id.
-        return try file.connection.write("enqueueing") { () throws(QueueError) in try insert(encoded) }
+        let file = self.file
+        return try file.connection.write("enqueueing") { () throws(QueueError) -> LimitedWrite<Int64, QueueError> in
+            guard let keeper = try SpaceKeeper.begin(file, expecting: (1, encoded.payload.count)) else {
+                return .stored(try insert(encoded).id)
+            }
+            let outcome = try insert(encoded)
+            if outcome.isNew { _ = try keeper.admit(newRow: outcome.id, payloadBytes: encoded.payload.count) }
+            if let refusal = try keeper.finish() { return .refused(refusal) }
+            return .stored(outcome.id)
+        }.get()
     }
 
     /// Checks every record, then appends all of them in one transaction, or none: a rejected record makes the
@@ -65,16 +78,31 @@ public final class QueueWriter {
         }
     }
 
-    /// Appends already-encoded records in one transaction.
+    /// Appends already-encoded records in one transaction. Under a size limit each record is measured as it is
+    /// appended (so a batch larger than the limit never grows the file past it); a refusal refuses the whole
+    /// batch, every record of it counted refused.
     func enqueue(encoded: [EncodedRecord]) throws(QueueError) -> [Int64] {
         guard !encoded.isEmpty else { return [] }
         try file.checkFreeSpaceReserve()
-        return try file.connection.write("enqueueing a batch") { () throws(QueueError) in
+        let file = self.file
+        return try file.connection.write("enqueueing a batch") {
+            () throws(QueueError) -> LimitedWrite<[Int64], QueueError> in
+            let payloadBytes = encoded.reduce(0) { $0 + $1.payload.count }
+            let keeper = try SpaceKeeper.begin(file, expecting: (encoded.count, payloadBytes))
             var ids: [Int64] = []
             ids.reserveCapacity(encoded.count)
-            for record in encoded { ids.append(try insert(record)) }
-            return ids
-        }
+            for record in encoded {
+                let outcome = try insert(record)
+                ids.append(outcome.id)
+                if let keeper, outcome.isNew,
+                    try !keeper.admit(newRow: outcome.id, payloadBytes: record.payload.count)
+                {
+                    break
+                }
+            }
+            if let refusal = try keeper?.finish(offered: encoded.count) { return .refused(refusal) }
+            return .stored(ids)
+        }.get()
     }
 
     /// Closes the connection now rather than at deinit. The last connection to close removes the `-wal`.
@@ -82,12 +110,9 @@ public final class QueueWriter {
         file.close()
     }
 
-    private func insert(_ record: EncodedRecord) throws(QueueError) -> Int64 {
-        let outcome = try RecordInsert.insert(
+    private func insert(_ record: EncodedRecord) throws(QueueError) -> RecordInsert.Outcome {
+        try RecordInsert.insert(
             file.connection, hasUserKeys: file.hasUserKeys, kind: record.kind, payload: record.payload,
             createdAt: record.createdAtMilliseconds, key: record.idempotencyKey, scope: record.keyScope)
-        switch outcome {
-        case .inserted(let id), .alreadyKnown(let id): return id
-        }
     }
 }

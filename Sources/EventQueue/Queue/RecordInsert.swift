@@ -15,6 +15,19 @@ enum RecordInsert {
         case inserted(Int64)
         /// The key already names this record: nothing was written.
         case alreadyKnown(Int64)
+
+        /// The record's id, new or existing.
+        var id: Int64 {
+            switch self {
+            case .inserted(let id), .alreadyKnown(let id): return id
+            }
+        }
+
+        /// Whether a row was written (the size limit measures only then).
+        var isNew: Bool {
+            if case .inserted = self { return true }
+            return false
+        }
     }
 
     /// Inserts one row (pending, or dead with `deadReason`). Keyed inserts are two statements at most (insert,

@@ -169,3 +169,58 @@ enum RecordStateSQL {
         return text + "]"
     }
 }
+
+/// The limits (issue 30; `QueueLimits`): what the queue gives up, always counted in `queue_drops` in the same
+/// transaction. A pending record past the max age becomes a dead letter (`expire`, never deleted); under
+/// drop-oldest the oldest dead letters, then the oldest pending records, are deleted to make room (`dropOldest*`).
+/// Neither ever touches a leased record (it is being delivered) or an erasure (`erasure IS NOT NULL`: a user's
+/// erasure must reach Braze; Migrations/0007).
+///
+///     pending ─ expire (older than the max age) ─► dead
+///     dead, pending ─ drop-oldest (the file at its size limit) ─► (deleted)
+extension RecordStateSQL {
+    /// The oldest dead letters (not erasures), at most `?1` of them, below id `?2`: what drop-oldest gives up first.
+    static let dropOldestDead = """
+        DELETE FROM records WHERE id IN (
+            SELECT id FROM records INDEXED BY records_dead
+            WHERE state = 'dead' AND id < ?2 AND erasure IS NULL ORDER BY id LIMIT ?1)
+        """
+
+    /// Then the oldest pending records (never leased, never erasures), at most `?1`, below id `?2`.
+    static let dropOldestPending = """
+        DELETE FROM records WHERE id IN (
+            SELECT id FROM records INDEXED BY records_live
+            WHERE state != 'dead' AND state = 'pending' AND id < ?2 AND erasure IS NULL ORDER BY id LIMIT ?1)
+        """
+
+    /// Pending records that may be expired, in id order after `?1`, at most `?4`: enqueued before `?2` by their
+    /// own time, or dated after `?3` (beyond the clock horizon: a writer's clock ahead; second column 0). Not one a
+    /// previous expiry dead-lettered and an operator retried (`dead retry` keeps `last_error`): it gets its
+    /// attempt. Read outside the write lock; `expire` checks the state again.
+    static let expiryCandidates = """
+        SELECT id, created_at_ms < ?2 FROM records
+        WHERE id > ?1 AND state = 'pending' AND erasure IS NULL
+          AND (created_at_ms < ?2 OR created_at_ms > ?3)
+          AND (last_error IS NULL OR substr(last_error, 1, 8) != 'expired:')
+        ORDER BY id LIMIT ?4
+        """
+
+    /// Expiry by the record's own time: ids `?1`, now `?2`, the max age in seconds `?3`. The reason is short on
+    /// purpose: it is stored in every expired row, which the size limit counts.
+    static let expire = """
+        UPDATE records SET state = 'dead', dead_at_ms = ?2,
+            last_error = 'expired: enqueued ' || ((?2 - created_at_ms) / 1000) || ' s ago, max age ' || ?3 || ' s',
+            lease_owner = NULL, lease_expires_at_ms = NULL
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'pending' AND erasure IS NULL
+        """
+
+    /// Expiry of a record dated beyond the clock horizon (ids `?1`) that was enqueued before record `?4`, which
+    /// expired by its own time: now `?2`, max age `?3`.
+    static let expireAfterLaterRecord = """
+        UPDATE records SET state = 'dead', dead_at_ms = ?2,
+            last_error = 'expired: enqueued before record ' || ?4 || ', past the max age of ' || ?3
+                || ' s; dated ' || ((created_at_ms - ?2) / 1000) || ' s ahead (its writer''s clock)',
+            lease_owner = NULL, lease_expires_at_ms = NULL
+        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'pending' AND erasure IS NULL
+        """
+}

@@ -24,6 +24,10 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     case busy(path: String, timeoutMilliseconds: Int)
     /// The filesystem holding the queue is full (or below the configured free-space reserve).
     case diskFull(path: String, detail: String)
+    /// The queue is at the size limit its daemon recorded (`queued --max-queue-bytes`; `QueueLimits`) and the
+    /// record did not fit: with `--when-full refuse`, or with `drop-oldest` when nothing older was left to drop.
+    /// Nothing of the transaction was written; the refusal is counted in the file (`queuectl status`, `dropped`).
+    case queueFull(path: String, limitBytes: Int64, detail: String)
     /// The file or its directory is read-only for this process.
     case readOnly(path: String, detail: String)
     /// An idempotency key that is empty, longer than 255 bytes or holds a NUL character; nothing was written.
@@ -75,6 +79,10 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "or raise the busy timeout"
         case .diskFull(let path, let detail):
             return "queue disk full: \(path): \(detail); free space on that filesystem or drain the queue"
+        case .queueFull(let path, _, let detail):
+            return "queue full: \(path): \(detail); nothing was written and the refusal is counted (queuectl "
+                + "status: dropped). Deliver the queue (queuectl drain), or raise the limit or choose --when-full "
+                + "drop-oldest for the daemon (queued --max-queue-bytes, docs/OPERATING.md, \"Limits\")"
         case .readOnly(let path, let detail):
             return "queue file \(path) is read-only: \(detail); check the permissions and mount of its directory"
         case .invalidIdempotencyKey(let key):

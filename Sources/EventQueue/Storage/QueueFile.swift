@@ -26,6 +26,25 @@ final class QueueFile {
     /// Whether the file has per-user idempotency keys (schema 6 and later). A writer never migrates a served file,
     /// so on an older one it keeps the global keys of that schema (docs/SCHEMA.md, "Idempotency keys").
     private(set) var hasUserKeys = false
+    /// Whether the file has `queue_limits` and `queue_drops` (schema 7 and later): writers enforce a size limit
+    /// only there (`SpaceKeeper`).
+    private(set) var hasLimits = false
+    /// The `-wal` budget applied to this connection for the size limit last seen (`SpaceKeeper.applyWALBudget`),
+    /// `nil` while no limit was seen: SQLite's defaults and `options.journalSizeLimitBytes`.
+    var walBudgetBytes: Int64?
+    /// The page size, read once (it never changes for a WAL file): the size limit's measure multiplies by it.
+    private var cachedPageSize: Int64?
+
+    func pageSize() throws(QueueError) -> Int64 {
+        if let cachedPageSize { return cachedPageSize }
+        let size = max(512, try connection.scalarInt("PRAGMA page_size", operation: "reading the page size"))
+        cachedPageSize = size
+        return size
+    }
+
+    /// What the queue had given up when the daemon last looked (`QueueAdmin.dropsSinceLastLook`), so that each
+    /// pass logs what grew since the one before.
+    var dropsSeen: QueueDrops?
     /// Writers check names; consumers check everything (and are the ones that migrate an existing file).
     var role: QueueRole { schemaCheck == .full ? .consumer : .writer }
 
@@ -77,8 +96,10 @@ final class QueueFile {
             // the side, so that an app's newer writer never moves a served file past what its daemon consumes.
             try Migrations.migrate(connection)
             hasUserKeys = Migrations.latestVersion >= Self.userKeysVersion
+            hasLimits = Migrations.latestVersion >= Self.limitsVersion
         } else {
             hasUserKeys = version >= Self.userKeysVersion
+            hasLimits = version >= Self.limitsVersion
         }
         // Writers and the daemon refuse a file with schema objects EventQueue did not create (a planted trigger
         // runs inside every statement that touches its table), before anything is written. The level is checked
@@ -118,6 +139,8 @@ final class QueueFile {
 
     /// The schema version that scoped idempotency keys to the user (Migrations/0006_user_keys.sql).
     static let userKeysVersion = 6
+    /// The schema version that added the limits (Migrations/0007_limits_and_erasure.sql).
+    static let limitsVersion = 7
 
     func close() {
         connection.close()

@@ -17,6 +17,19 @@ enum NDJSONEnqueue {
         var deadReasons: [(id: Int64, reason: String)] = []
         static let reasonsShown = 20
 
+        /// Adds a committed chunk's ids and dead letters.
+        mutating func append(contentsOf chunk: Result) {
+            for range in chunk.idRanges {
+                if let last = idRanges.last, last.first + last.count == range.first {
+                    idRanges[idRanges.count - 1].count += range.count
+                } else {
+                    idRanges.append(range)
+                }
+            }
+            deadLettered += chunk.deadLettered
+            deadReasons += chunk.deadReasons.prefix(Self.reasonsShown - deadReasons.count)
+        }
+
         mutating func append(_ id: Int64) {
             if let last = idRanges.last, last.first + last.count == id {
                 idRanges[idRanges.count - 1].count += 1
@@ -83,6 +96,8 @@ enum NDJSONEnqueue {
         var lastLine = 0
         var atEnd = false
         while !atEnd {
+            // A chunk's ids count only once it commits: a chunk that fails is rolled back whole.
+            var chunk = Result()
             do {
                 lastLine = try writer.batch { batch in
                     var (count, last) = (0, lastLine)
@@ -97,17 +112,18 @@ enum NDJSONEnqueue {
                                 ? try batch.enqueueOrDeadLetter(record, context: "line \(line): ")
                                 : try batch.enqueue(record)
                         }
-                        result.append(outcome.id)
+                        chunk.append(outcome.id)
                         if case .deadLettered(let id, let reason) = outcome {
-                            result.deadLettered += 1
-                            if result.deadReasons.count < Result.reasonsShown {
-                                result.deadReasons.append((id, reason))
+                            chunk.deadLettered += 1
+                            if chunk.deadReasons.count < Result.reasonsShown {
+                                chunk.deadReasons.append((id, reason))
                             }
                         }
                         (count, last) = (count + 1, line)
                     }
                     return last
                 }
+                result.append(contentsOf: chunk)
                 // SQLite's locks are not queued: leave the lock free for a moment, or a writer waiting for it
                 // (`WriteGate` polls every 0.3-0.9 ms) may keep missing the instant between two chunks.
                 if !atEnd { usleep(Self.pauseBetweenTransactionsMicroseconds) }

@@ -23,7 +23,8 @@ struct Status: ParsableCommand {
             Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version, \
             remembered_keys, remembered_key_bytes, writers_line (state, reason, busy, waiting, held_seconds, \
             handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or null), sink (the daemon's: state, \
-            since, last_error, next_probe_at, probes; or null).
+            since, last_error, next_probe_at, probes; or null), queue_bytes, limits (max_queue_bytes, when_full, \
+            max_age_seconds, set_at), dropped (oldest, refused, expired).
             """)
     var json = false
 
@@ -62,6 +63,7 @@ struct Status: ParsableCommand {
             lines.append("next retry:     in \(Self.formatSeconds(Double(retry - now) / 1000))")
         }
         lines.append("file size:      \(stats.databaseBytes) bytes (wal \(stats.walBytes) bytes)")
+        lines += Self.limitLines(stats)
         lines.append(
             "keys:           \(stats.rememberedKeys) remembered, about \(stats.rememberedKeyBytes) bytes "
                 + "(`queuectl keys prune --older-than 1d` forgets them sooner)")

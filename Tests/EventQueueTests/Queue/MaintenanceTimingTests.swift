@@ -46,6 +46,31 @@ import Testing
         #expect(try consumer.admin.maintainAfterPass(turnsAtPassStart: atStart) != nil, "an 8 MiB WAL does not wait")
     }
 
+    /// Issue 30 #7: a delivered backlog's free pages come back at the first pass, writers writing or not; waiting
+    /// kept the file at its backlog size for as long as they wrote.
+    @Test func aDeliveredBacklogsSpaceIsNeverLeftForLater() throws {
+        let writer = try QueueWriter(path: path, options: QueueOptions(durability: .normal))
+        defer { writer.close() }
+        let consumer = try QueueConsumer(path: path)
+        defer { consumer.close() }
+        for start in stride(from: 0, to: 40_000, by: 5_000) {
+            _ = try writer.enqueue(contentsOf: (start..<(start + 5_000)).map { event("e\($0)", user: "u\($0 % 50)") })
+        }
+        let atStart = consumer.admin.writerTurns
+        while true {
+            let claim = try consumer.claim(limit: 1_000, leaseMilliseconds: 60_000)
+            guard !claim.records.isEmpty else { break }
+            try consumer.ack(claim.records.map(\.id), lease: claim.lease)
+        }
+        #expect(try consumer.admin.freeBytes() > QueueAdmin.deferralFreeBytes)
+        try writer.enqueue(event("live", user: "u1"))
+        let result = try #require(
+            try consumer.admin.maintainAfterPass(turnsAtPassStart: atStart),
+            "writers wrote, but the backlog's space waits for none")
+        #expect(result.databaseBytesAfter * 10 < result.databaseBytesBefore, "\(result)")
+        #expect(try consumer.admin.freeBytes() < 1024 * 1024)
+    }
+
     @Test func withoutALineTheUpkeepAlwaysRuns() throws {
         let writer = try QueueWriter(path: path, options: QueueOptions(waitsInLine: false))
         defer { writer.close() }

@@ -1,0 +1,144 @@
+/// The operator's limits on a queue file (issue 30): how large it may grow, what a writer does when it is full, and
+/// how long a pending record may wait. Kept in the file itself (`queue_limits`, Migrations/0007), where the daemon
+/// records the ones it starts with (`queued --max-queue-bytes`, `--when-full`, `--max-age-seconds`), so that every
+/// writer process of this release enforces the same limit at its next enqueue however many there are, without a
+/// configuration of its own.
+public struct QueueLimits: Sendable, Hashable {
+    /// What a writer does with a record that would take the file past `maxQueueBytes`.
+    public enum WhenFull: String, Sendable, Hashable, CaseIterable {
+        /// Store nothing and fail with `QueueError.queueFull`: nothing accepted is ever given up.
+        case refuse
+        /// Delete the oldest dead letters, then the oldest pending records (never a leased one, never an erasure),
+        /// in the writer's own transaction, until the new record fits: the queue keeps the newest records.
+        case dropOldest = "drop-oldest"
+    }
+
+    /// The most bytes of pages in use the file may hold (`SpaceKeeper`, `usedBytes`); 0: no limit beyond the
+    /// writers' free-space reserve.
+    public var maxQueueBytes: Int64
+    public var whenFull: WhenFull
+    /// A pending record enqueued longer ago than this becomes a dead letter whose reason begins with `expired`;
+    /// 0 keeps records forever.
+    public var maxAgeSeconds: Int64
+
+    /// `queued`'s default max age: one week.
+    public static let defaultMaxAgeSeconds: Int64 = 7 * 24 * 3600
+    /// The smallest limit the daemon accepts (1 MiB): an empty queue file already takes about 90 KB (its tables
+    /// and indexes), so a limit near that would refuse or drop everything.
+    public static let smallestMaxQueueBytes: Int64 = 1 << 20
+
+    public init(maxQueueBytes: Int64 = 0, whenFull: WhenFull = .refuse, maxAgeSeconds: Int64 = 0) {
+        self.maxQueueBytes = max(0, maxQueueBytes)
+        self.whenFull = whenFull
+        self.maxAgeSeconds = max(0, maxAgeSeconds)
+    }
+
+    /// `queued`'s defaults: no size limit (refuse, should one be set), one week of age.
+    public static let daemonDefault = QueueLimits(maxAgeSeconds: defaultMaxAgeSeconds)
+}
+
+/// Every record the queue gave up, by cause, since the file was created (`queue_drops`): by every writer process
+/// and the daemon, across restarts.
+public struct QueueDrops: Sendable, Hashable {
+    /// Deleted to make room for a newer record (`--when-full drop-oldest`).
+    public var oldest: Int64
+    /// Refused at enqueue for the size limit (`--when-full refuse`, or nothing left to drop).
+    public var refused: Int64
+    /// Dead-lettered for the age limit (`--max-age-seconds`).
+    public var expired: Int64
+
+    public init(oldest: Int64 = 0, refused: Int64 = 0, expired: Int64 = 0) {
+        self.oldest = oldest
+        self.refused = refused
+        self.expired = expired
+    }
+
+    /// What grew from `earlier` to this one, by cause (a total that went down, a hand-edited file, counts 0).
+    public func grown(since earlier: QueueDrops) -> QueueDrops {
+        QueueDrops(
+            oldest: max(0, oldest - earlier.oldest), refused: max(0, refused - earlier.refused),
+            expired: max(0, expired - earlier.expired))
+    }
+
+    /// Whether nothing was given up.
+    public var isZero: Bool { oldest == 0 && refused == 0 && expired == 0 }
+}
+
+/// The statements of the limits, in one place: who reads and writes `queue_limits` and `queue_drops`
+/// (docs/SCHEMA.md, "Limits").
+enum QueueLimitsSQL {
+    /// The writer's one read per transaction: the size limit and the policy.
+    static let readSizeLimit = "SELECT max_queue_bytes, when_full FROM queue_limits WHERE id = 1"
+
+    static let read = """
+        SELECT max_queue_bytes, when_full, max_age_seconds, set_at_ms FROM queue_limits WHERE id = 1
+        """
+
+    /// The daemon at start: the limits it was given, replacing what an earlier start recorded.
+    static let record = """
+        INSERT INTO queue_limits (id, max_queue_bytes, when_full, max_age_seconds, set_at_ms)
+        VALUES (1, ?1, ?2, ?3, ?4)
+        ON CONFLICT (id) DO UPDATE SET max_queue_bytes = excluded.max_queue_bytes, when_full = excluded.when_full,
+            max_age_seconds = excluded.max_age_seconds, set_at_ms = excluded.set_at_ms
+        """
+
+    /// Adds `?2` to the count of cause `?1`: an upsert, so that a row a group member deleted comes back, and a
+    /// count planted near the top saturates instead of overflowing (which would fail every later drop, and with
+    /// it the writes that make room).
+    static let count = """
+        INSERT INTO queue_drops (cause, count) VALUES (?1, ?2)
+        ON CONFLICT (cause) DO UPDATE SET count = CASE WHEN count > 9223372036854775807 - excluded.count
+            THEN 9223372036854775807 ELSE count + excluded.count END
+        """
+
+    static let drops = "SELECT cause, count FROM queue_drops"
+
+}
+
+/// Why a record was given up: the rows of `queue_drops`.
+enum DropCause: String {
+    case oldest, refused, expired
+}
+
+extension QueueLimits {
+    /// Reads the limits a daemon recorded, or `nil` when none did (no row, or a file before schema 7). Values a
+    /// group member planted out of range are read as the safe ones: a negative size or age is no limit, an unknown
+    /// policy is `refuse` (it gives nothing up).
+    static func read(_ connection: Connection) throws(QueueError) -> (limits: QueueLimits, setAt: Int64)? {
+        let statement = try connection.statement(QueueLimitsSQL.read, operation: "reading the queue's limits")
+        defer { statement.reset() }
+        guard try statement.step() else { return nil }
+        let limits = QueueLimits(
+            maxQueueBytes: statement.int64(0), whenFull: WhenFull(rawValue: statement.text(1) ?? "") ?? .refuse,
+            maxAgeSeconds: statement.int64(2))
+        return (limits, statement.int64(3))
+    }
+}
+
+extension QueueDrops {
+    /// The counts in `queue_drops` (a missing row counts 0).
+    static func read(_ connection: Connection) throws(QueueError) -> QueueDrops {
+        let statement = try connection.statement(QueueLimitsSQL.drops, operation: "reading what the queue gave up")
+        defer { statement.reset() }
+        var drops = QueueDrops()
+        while try statement.step() {
+            let count = max(0, statement.int64(1))
+            switch statement.text(0) {
+            case "oldest": drops.oldest = count
+            case "refused": drops.refused = count
+            case "expired": drops.expired = count
+            default: break
+            }
+        }
+        return drops
+    }
+
+    /// Adds `count` records given up for `cause`, in the caller's transaction.
+    static func add(_ count: Int, cause: DropCause, _ connection: Connection) throws(QueueError) {
+        guard count > 0 else { return }
+        let statement = try connection.statement(QueueLimitsSQL.count, operation: "counting what the queue gave up")
+        statement.bind(1, cause.rawValue)
+        statement.bind(2, count)
+        try statement.run()
+    }
+}

@@ -1,0 +1,66 @@
+import EventQueue
+
+/// The daemon's limits (issue 30) from its flags, else its environment, else the system configuration file, else
+/// the defaults: the order the queue's own path follows (`QueueEnvironment`), so an installation sets them once in
+/// `/etc/eventqueue/eventqueue.conf`, which the unit also loads (`EnvironmentFile=`), and a daemon started by hand
+/// on that installation reads the same file.
+///
+/// | flag | variable | default |
+/// |---|---|---|
+/// | `--max-queue-bytes N` | `QUEUED_MAX_QUEUE_BYTES` | 0: no limit beyond the free-space reserve |
+/// | `--when-full refuse\|drop-oldest` | `QUEUED_WHEN_FULL` | refuse |
+/// | `--max-age-seconds N` | `QUEUED_MAX_AGE_SECONDS` | 604800 (one week); 0 keeps records forever |
+public enum LimitSettings {
+    public static let maxQueueBytesVariable = "QUEUED_MAX_QUEUE_BYTES"
+    public static let whenFullVariable = "QUEUED_WHEN_FULL"
+    public static let maxAgeSecondsVariable = "QUEUED_MAX_AGE_SECONDS"
+
+    /// The limits, each from the first of: the flag, the environment variable, the configuration file's line.
+    /// A variable or line that does not parse, or is out of range, is a configuration error naming it.
+    public static func resolve(
+        maxQueueBytes: Int64?, whenFull: QueueLimits.WhenFull?, maxAgeSeconds: Int64?,
+        configuration: SystemConfiguration? = SystemConfiguration.load()
+    ) throws(ConfigurationError) -> QueueLimits {
+        func setting(_ name: String) -> String? {
+            QueueEnvironment.variable(name) ?? configuration?.values[name].flatMap { $0.isEmpty ? nil : $0 }
+        }
+        var limits = QueueLimits.daemonDefault
+        if let bytes = maxQueueBytes {
+            limits.maxQueueBytes = bytes
+        } else if let text = setting(maxQueueBytesVariable) {
+            guard let value = Int64(text), problem(maxQueueBytes: value) == nil else {
+                throw ConfigurationError(variable: maxQueueBytesVariable, value: text, expected: expectedBytes)
+            }
+            limits.maxQueueBytes = value
+        }
+        if let whenFull {
+            limits.whenFull = whenFull
+        } else if let text = setting(whenFullVariable) {
+            guard let value = QueueLimits.WhenFull(rawValue: text) else {
+                throw ConfigurationError(variable: whenFullVariable, value: text, expected: "refuse or drop-oldest")
+            }
+            limits.whenFull = value
+        }
+        if let age = maxAgeSeconds {
+            limits.maxAgeSeconds = age
+        } else if let text = setting(maxAgeSecondsVariable) {
+            guard let value = Int64(text), OptionRange.maxAgeSeconds.contains(value) else {
+                throw ConfigurationError(
+                    variable: maxAgeSecondsVariable, value: text,
+                    expected: "seconds, 0 (forever) to \(OptionRange.maxAgeSeconds.upperBound)")
+            }
+            limits.maxAgeSeconds = value
+        }
+        return limits
+    }
+
+    static let expectedBytes =
+        "bytes, 0 (no limit) or \(QueueLimits.smallestMaxQueueBytes) to \(OptionRange.maxQueueBytes.upperBound)"
+
+    /// The problem with a size limit (`--max-queue-bytes`), or `nil`: 0, or 1 MiB to 1 PiB.
+    public static func problem(maxQueueBytes value: Int64) -> String? {
+        guard value != 0, !OptionRange.maxQueueBytes.contains(value) else { return nil }
+        return "--max-queue-bytes must be 0 (no limit) or \(QueueLimits.smallestMaxQueueBytes) to "
+            + "\(OptionRange.maxQueueBytes.upperBound) (got \(value))"
+    }
+}

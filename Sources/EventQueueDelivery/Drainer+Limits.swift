@@ -1,0 +1,66 @@
+import EventQueue
+import Logging
+
+/// The limits at a pass's edges (issue 30): at its start, which is a launch, and after it, the limits the daemon
+/// recorded in the file are enforced (`QueueAdmin.enforceLimits`: expiry, and drop-oldest for what writers that
+/// do not know the limit stored), so the file is back under its limit within a pass whoever wrote it. Once per
+/// pass, what the queue gave up since the pass before is logged at warning, one line per cause with its count:
+/// the totals live in the file, so this covers the records every writer process dropped or refused, not only the
+/// daemon's.
+extension Drainer {
+    /// Enforces the recorded limits; at a pass's start also begins watching the drop counts (once per consumer),
+    /// at its end logs what grew since the last pass.
+    func enforceLimits(atPassStart: Bool) async throws(QueueError) {
+        let clock = self.clock
+        let (enforcement, drops) = try await store.withConsumer {
+            consumer throws(QueueError) -> (LimitEnforcement, (total: QueueDrops, grown: QueueDrops)?) in
+            let admin = consumer.admin
+            if atPassStart { try admin.watchDrops() }
+            let enforcement = try admin.enforceLimits(now: clock.wallMilliseconds())
+            return (enforcement, atPassStart ? nil : try admin.dropsSinceLastLook())
+        }
+        if let drops { Self.logDrops(drops, limits: enforcement.limits, logger: logger) }
+        if !atPassStart, enforcement.overLimit, let limits = enforcement.limits {
+            let message =
+                limits.whenFull == .refuse
+                ? "the queue is above its size limit: writers of this release refuse records until deliveries "
+                    + "make room (--when-full refuse never drops what was accepted)"
+                : "the queue is above its size limit and nothing is left to drop (records in delivery, erasures, "
+                    + "remembered idempotency keys)"
+            logger.warning(
+                "\(message)",
+                metadata: [
+                    "queue_bytes": "\(enforcement.queueBytes)", "max_queue_bytes": "\(limits.maxQueueBytes)",
+                ])
+        }
+    }
+
+    /// One warning per cause that grew, with its count and the total since the file was created.
+    static func logDrops(_ drops: (total: QueueDrops, grown: QueueDrops), limits: QueueLimits?, logger: Logger) {
+        let maxBytes = "\(limits?.maxQueueBytes ?? 0)"
+        if drops.grown.oldest > 0 {
+            logger.warning(
+                "dropped the oldest records to keep the queue within its size limit (--when-full drop-oldest)",
+                metadata: [
+                    "count": "\(drops.grown.oldest)", "total": "\(drops.total.oldest)",
+                    "max_queue_bytes": "\(maxBytes)",
+                ])
+        }
+        if drops.grown.refused > 0 {
+            logger.warning(
+                "refused records at enqueue: the queue was at its size limit (--when-full refuse)",
+                metadata: [
+                    "count": "\(drops.grown.refused)", "total": "\(drops.total.refused)",
+                    "max_queue_bytes": "\(maxBytes)",
+                ])
+        }
+        if drops.grown.expired > 0 {
+            logger.warning(
+                "expired records pending longer than the max age: they are dead letters (queuectl dead list)",
+                metadata: [
+                    "count": "\(drops.grown.expired)", "total": "\(drops.total.expired)",
+                    "max_age_seconds": "\(limits?.maxAgeSeconds ?? 0)",
+                ])
+        }
+    }
+}
