@@ -209,7 +209,8 @@ import Testing
             Issue.record("a consumer of read level 1 must refuse a file that requires 2")
         } catch {
             guard
-                case .needsNewerRelease(_, .consumer, _, SchemaContract.readLevel + 1, SchemaContract.readLevel, "9.0.0") =
+                case .needsNewerRelease(
+                    _, .consumer, _, SchemaContract.readLevel + 1, SchemaContract.readLevel, "9.0.0") =
                     error
             else {
                 Issue.record("unexpected \(error)")
