@@ -23,4 +23,9 @@ public struct QueueStats: Sendable, Hashable {
     public var rememberedKeys: Int = 0
     /// An estimate of their size in the file (`RememberedKeys.estimatedBytes`).
     public var rememberedKeyBytes: Int64 = 0
+    /// Erasures (`forget` with a Braze delete) not sent yet: pending, or in flight. Filled in only when asked for
+    /// (`stats(includingErasures:)`): no index names them, so counting them reads the whole table.
+    public var erasuresPending: Int = 0
+    /// Erasures Braze refused for good (or that ran out of attempts): dead letters until `dead retry` or `purge`.
+    public var erasuresDead: Int = 0
 }
