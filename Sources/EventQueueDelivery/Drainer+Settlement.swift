@@ -102,6 +102,7 @@ extension Drainer {
             records: finished.delivery.records, report: finished.report, cancelled: finished.cancelled)
         let lease = finished.delivery.claim.lease
         if !settlement.delivered.isEmpty { pass.pendingAcks.append((settlement.delivered, lease)) }
+        pass.summary.erased += finished.erased(settlement)
         pass.unreported += 1
         if !settlement.rejected.isEmpty || !settlement.retries.isEmpty || !settlement.released.isEmpty {
             let attempts = Dictionary(
