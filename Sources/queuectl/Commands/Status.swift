@@ -20,8 +20,9 @@ struct Status: ParsableCommand {
     @Flag(
         help: """
             Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version, \
-            remembered_keys, remembered_key_bytes, writers_line (state, reason, busy, waiting, held_seconds, \
-            handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or null).
+            remembered_keys, remembered_key_bytes, erasures_pending, erasures_dead, writers_line (state, reason, \
+            busy, waiting, held_seconds, handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or \
+            null).
             """)
     var json = false
 
@@ -34,7 +35,9 @@ struct Status: ParsableCommand {
         let admin = try queue.openAdmin()
         defer { admin.close() }
         let now = WallClock.nowMilliseconds()
-        let stats = try withQueue { () throws(QueueError) in try admin.stats(now: now, includingKeys: true) }
+        let stats = try withQueue { () throws(QueueError) in
+            try admin.stats(now: now, includingKeys: true, includingErasures: true)
+        }
         let rate = daemonRateLimit(servingQueueAt: admin.path)
         let line = admin.writeLine
         if json {
@@ -60,6 +63,10 @@ struct Status: ParsableCommand {
         lines.append(
             "keys:           \(stats.rememberedKeys) remembered, about \(stats.rememberedKeyBytes) bytes "
                 + "(`queuectl keys prune --older-than 1d` forgets them sooner)")
+        if stats.erasuresPending + stats.erasuresDead > 0 {
+            lines.append(
+                "erasures:       \(stats.erasuresPending) waiting, \(stats.erasuresDead) dead (`queuectl peek`)")
+        }
         lines.append("writers' line:  \(line.summary)")
         if let rate = rate?.objectValue { lines.append("braze limit:    " + Self.describe(rate)) }
         writeStandardOutput(lines.joined(separator: "\n") + "\n")
