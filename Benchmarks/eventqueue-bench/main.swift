@@ -17,7 +17,7 @@ func usage() -> Never {
         """
         usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
                                 [--support-dir PATH] [--out FILE] [--static-writer PATH] [SCENARIO ...]
-        scenarios: \(allScenarios.joined(separator: " "))
+        scenarios: \(allScenarios.joined(separator: " ")) (default: all of these), \(optionalScenarios.joined(separator: " "))
         """)
     exit(64)
 }
@@ -35,7 +35,8 @@ func parseSettings() -> Settings {
         case "--support-dir": settings.supportDirectory = arguments.next() ?? settings.supportDirectory
         case "--out": settings.outputPath = arguments.next()
         case "--static-writer": settings.staticWriter = arguments.next()
-        case let name where allScenarios.contains(name): settings.scenarios.append(name)
+        case let name where allScenarios.contains(name) || optionalScenarios.contains(name):
+            settings.scenarios.append(name)
         default: usage()
         }
     }
@@ -72,6 +73,7 @@ do {
         case "legacy": try await runLegacyScenario(settings, results)
         case "peer": try runPeerScenario(settings, results)
         case "fleet": runFleetSimulation(settings, results)
+        case "scrub": try runScrubScenario(settings, results)
         default: usage()
         }
         log("   (\(scenario): \(format(seconds(since: scenarioStart), decimals: 1)) s)\n")
