@@ -97,8 +97,15 @@ extension LeasedDelivery {
         guard !erasures.isEmpty else { return await sink.deliver(batch) }
         let records = batch.filter { $0.erasure == nil }
         var report = records.isEmpty ? DeliveryReport() : await sink.deliver(records)
-        // A halted batch stops here: the erasures get no outcome and are handed back or retried with the rest.
-        guard report.halt == nil else { return report }
+        if let halt = report.halt {
+            // The sink stopped the batch: the erasures were not tried, so they cost no attempt (a configuration halt
+            // hands them back untouched, as it does records without an outcome).
+            guard halt.kind != .configuration else { return report }
+            for erasure in erasures {
+                report.outcomes[erasure.id] = .retry(reason: "not sent: \(halt.reason)", countsAsAttempt: false)
+            }
+            return report
+        }
         let waitsFor = erasures.flatMap(\.waitsFor)
         if waitsFor.contains(where: inFlight.isInFlight) {
             logger.info(

@@ -37,9 +37,10 @@ extension Drainer {
         let delivered = pending.reduce(0) { $0 + $1.ids.count }
         if acked < delivered {
             // The lease lapsed (a stall longer than the lease) and someone else holds those records now: this
-            // late ack changed nothing for them, and they will be delivered again by their new holder.
+            // late ack changed nothing for them, and they will be delivered again by their new holder. Or `forget`
+            // removed them while they were in flight: there is nothing left to ack.
             logger.warning(
-                "late ack discarded: the lease of some delivered records had lapsed",
+                "late ack discarded: the lease of some delivered records had lapsed, or they were forgotten",
                 metadata: ["acked": "\(acked)", "delivered": "\(delivered)"])
         }
         let reports = pass.unreported

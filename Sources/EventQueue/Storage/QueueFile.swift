@@ -24,8 +24,9 @@ final class QueueFile {
     /// Since when the upkeep after a pass has waited for writers to pause (`QueueAdmin.maintainAfterPass`).
     var upkeepDeferredSince: UInt64?
     /// Rows this connection deleted (acks, purges, pruned keys) since its last `VACUUM`: the upkeep scrubs their
-    /// bytes when there are any (`QueueScrub.vacuumAfterPass`).
-    var unscrubbedDeletions = 0
+    /// bytes when there are any (`QueueScrub.vacuumAfterPass`). Unknown at open (a process before this one may have
+    /// deleted rows and stopped before its upkeep), so the first upkeep scrubs.
+    var unscrubbedDeletions = 1
     /// Whether the file has per-user idempotency keys (schema 6 and later). A writer never migrates a served file,
     /// so on an older one it keeps the global keys of that schema (docs/SCHEMA.md, "Idempotency keys").
     private(set) var hasUserKeys = false
