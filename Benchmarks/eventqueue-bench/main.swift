@@ -13,7 +13,7 @@ import Foundation
 let allScenarios = ["enqueue", "cold", "drain", "http", "contention", "backlog", "legacy", "peer", "fleet"]
 /// Run only when named (not by scripts/bench): "shrink", the space after a backlog (issue 30 #7); "limits", what the
 /// size limit costs a writer (issue 30 #5).
-let namedScenarios = ["shrink", "limits"]
+let namedScenarios = ["shrink", "limits", "scrub"]
 
 func usage() -> Never {
     print(
@@ -79,6 +79,7 @@ do {
         case "fleet": runFleetSimulation(settings, results)
         case "shrink": try await runShrinkScenario(settings, results)
         case "limits": try runLimitCostScenario(settings, results)
+        case "scrub": try runScrubScenario(settings, results)
         default: usage()
         }
         log("   (\(scenario): \(format(seconds(since: scenarioStart), decimals: 1)) s)\n")

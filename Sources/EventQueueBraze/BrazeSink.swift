@@ -4,7 +4,7 @@ import EventQueueDelivery
 import Logging
 import NIOCore
 
-/// Delivers records to Braze's `POST /users/track`.
+/// Delivers records to Braze's `POST /users/track`, and erasures to `POST /users/delete` (`erase`).
 ///
 /// A batch becomes as few requests as Braze's limits and per-user ordering allow (see `BrazeBatcher`), sent one
 /// after another. Several batches are delivered at once (the drain loop's `maxInFlight`; they never share a
@@ -27,6 +27,8 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
     private let governor: BrazeRateGovernor
     private let observer: (any BrazeRequestObserver)?
     private let logger: Logger
+    /// `POST /users/delete`, paced in its own rate bucket (`erase`).
+    private let deleter: BrazeDeleteSender
     /// See `Sink.maxConcurrentDeliveries`: the drain loop's `--max-in-flight` is the cap.
     public let maxConcurrentDeliveries: Int
 
@@ -67,6 +69,8 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
             maxWindow: maxConcurrentDeliveries, maxRequestsPerSecond: maxRequestsPerSecond, logger: logger)
         self.observer = observer
         self.logger = logger
+        deleter = BrazeDeleteSender(
+            baseURL: base, sinkName: name, apiKey: apiKey, transport: transport, logger: logger)
     }
 
     /// One full request: 75 objects (an array's limit), or the combined limit when set.
@@ -112,6 +116,17 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
                 "records": "\(batch.count)", "requests": "\(delivery.requestsSent)",
                 "planned_requests": "\(requests.count)",
             ])
+        return DeliveryReport(outcomes: delivery.outcomes, halt: delivery.halt)
+    }
+
+    /// Deletes the users of `erasures` with `POST /users/delete`: one identifier type per request, at most 50 each,
+    /// paced in the deletions' own rate bucket (`BrazeDeleteSender`, `BrazeDeleteDelivery`).
+    public func erase(_ erasures: [OutgoingErasure]) async -> DeliveryReport {
+        if let baseURLError {
+            return DeliveryReport(halt: SinkHalt(kind: .configuration, reason: "\(baseURLError)"))
+        }
+        var delivery = BrazeDeleteDelivery(sender: deleter)
+        await delivery.run(erasures)
         return DeliveryReport(outcomes: delivery.outcomes, halt: delivery.halt)
     }
 

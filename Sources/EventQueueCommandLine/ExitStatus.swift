@@ -31,7 +31,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     public init(_ error: QueueError) {
         switch error {
         case .invalidRecord, .invalidIdempotencyKey, .idempotencyKeyReused: self = .invalidInput
-        case .notAQueueFile, .corrupt, .schemaTooNew, .needsNewerRelease, .unsafeQueueFile:
+        case .notAQueueFile, .corrupt, .schemaTooNew, .needsNewerRelease, .unsafeQueueFile, .erasureNeedsNewerSchema:
             self = .badQueueFileOrConfiguration
         case .cannotOpen, .readOnly: self = .cannotCreate
         case .busy: self = .busy

@@ -2,7 +2,10 @@ import EventQueue
 
 /// Counts of one drain pass, reported as it goes and at its end.
 public struct DrainSummary: Sendable, Hashable {
+    /// Records and erasures the sink took, acked (deleted from the queue).
     public var delivered = 0
+    /// Of those, erasures: users deleted at the destination (`forget` with a Braze delete).
+    public var erased = 0
     /// Records returned for a later retry (each time one is returned; one record can count twice in a pass
     /// only if its retry came due during the pass).
     public var retried = 0

@@ -39,9 +39,10 @@ extension Drainer {
         let delivered = pending.reduce(0) { $0 + $1.ids.count }
         if acked < delivered {
             // The lease lapsed (a stall longer than the lease) and someone else holds those records now: this
-            // late ack changed nothing for them, and they will be delivered again by their new holder.
+            // late ack changed nothing for them, and they will be delivered again by their new holder. Or `forget`
+            // removed them while they were in flight: there is nothing left to ack.
             logger.warning(
-                "late ack discarded: the lease of some delivered records had lapsed",
+                "late ack discarded: the lease of some delivered records had lapsed, or they were forgotten",
                 metadata: ["acked": "\(acked)", "delivered": "\(delivered)"])
         }
         let reports = pass.unreported
@@ -106,6 +107,7 @@ extension Drainer {
             records: finished.delivery.records, report: finished.report, cancelled: finished.cancelled)
         let lease = finished.delivery.claim.lease
         if !settlement.delivered.isEmpty { pass.pendingAcks.append((settlement.delivered, lease)) }
+        pass.summary.erased += finished.erased(settlement)
         pass.unreported += 1
         if !settlement.rejected.isEmpty || !settlement.retries.isEmpty || !settlement.released.isEmpty {
             let attempts = Dictionary(

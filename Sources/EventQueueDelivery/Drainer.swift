@@ -173,6 +173,7 @@ public struct Drainer: Sendable {
         let (sink, store, logger, clock) = (self.sink, self.store, self.logger, self.clock)
         let leaseMilliseconds = options.leaseMilliseconds
         let finished = FinishedDeliveries()
+        let inFlight = InFlightLeases()
         let failure: QueueError? = await withTaskGroup(of: Void.self) { group in
             do throws(QueueError) {
                 while true {
@@ -213,11 +214,12 @@ public struct Drainer: Sendable {
                         for delivery in deliveries {
                             pass.deliveriesInFlight += 1
                             pass.summary.inFlight += delivery.records.count
+                            inFlight.started(delivery.claim.lease.token)
                             group.addTask {
                                 finished.put(
                                     await delivery.run(
                                         sink: sink, store: store, leaseMilliseconds: leaseMilliseconds,
-                                        clock: clock, logger: logger))
+                                        clock: clock, logger: logger, inFlight: inFlight))
                             }
                         }
                     }

@@ -19,15 +19,19 @@ struct LeasedDelivery: Sendable {
         var cancelled: Bool
     }
 
+    /// `inFlight`: the pass's deliveries in flight; this one counts as ended once it returns, and its erasures wait
+    /// there for the deliveries they must follow (`LeasedDelivery.send`).
     func run(
-        sink: any Sink, store: QueueStore, leaseMilliseconds: Int64, clock: any DrainClock, logger: Logger
+        sink: any Sink, store: QueueStore, leaseMilliseconds: Int64, clock: any DrainClock, logger: Logger,
+        inFlight: InFlightLeases
     ) async -> Finished {
         let ids = records.map(\.id)
         let lease = claim.lease
+        defer { inFlight.ended(lease.token) }
         let batch = records
         let interval = max(1, leaseMilliseconds / 3)
         let report = await withTaskGroup(of: DeliveryReport?.self) { group in
-            group.addTask { await sink.deliver(batch) }
+            group.addTask { await Self.send(batch, to: sink, inFlight: inFlight, logger: logger) }
             group.addTask {
                 while !Task.isCancelled {
                     do {

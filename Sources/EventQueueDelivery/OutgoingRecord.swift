@@ -10,6 +10,10 @@ public struct OutgoingRecord: Sendable, Hashable {
     public var createdAtMilliseconds: Int64
     /// Failed attempts before this one.
     public var attempts: Int
+    /// Set when the claimed row is a user's erasure, not a record: the drain loop hands it to `Sink.erase`, never to
+    /// `Sink.deliver` (`object` is then the user's identifier alone). Kept inside the record so that leases, retries
+    /// and settlement treat an erasure as they treat a record.
+    public var erasure: OutgoingErasure?
 
     public init(
         id: Int64, kind: RecordKind, object: JSONObject, userKey: String, createdAtMilliseconds: Int64,
@@ -27,7 +31,13 @@ public struct OutgoingRecord: Sendable, Hashable {
     /// (any SQLite client) may have inserted something Braze would refuse, and that is dead-lettered with the
     /// reason rather than sent.
     /// Foreign writers may leave `time` out: the record's enqueue time is the interaction time (`StoredPayload`).
+    /// An erasure row is read as one (`OutgoingErasure.prepare`): its payload is the user's identifier alone.
     public static func prepare(_ claimed: ClaimedRecord) -> Result<OutgoingRecord, ValidationError> {
+        if let erasure = claimed.erasure {
+            return OutgoingErasure.prepare(claimed, erasure: erasure).mapError { problem in
+                ValidationError(field: "erasure", rule: problem.description)
+            }
+        }
         switch StoredPayload.check(
             claimed.payload, kind: claimed.kind, createdAtMilliseconds: claimed.createdAtMilliseconds)
         {

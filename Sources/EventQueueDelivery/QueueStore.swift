@@ -33,9 +33,14 @@ public actor QueueStore {
     }
 
     /// The queue's statistics; `now` (default: the current time) is the moment "next retry" is counted from.
-    /// `includingKeys` also counts the remembered idempotency keys (status and metrics; not every pass).
-    public func stats(now: Int64? = nil, includingKeys: Bool = false) throws(QueueError) -> QueueStats {
-        try consumer.admin.stats(now: now ?? WallClock.nowMilliseconds(), includingKeys: includingKeys)
+    /// `includingKeys` also counts the remembered idempotency keys, `includingErasures` the erasures (status and
+    /// metrics; not every pass).
+    public func stats(
+        now: Int64? = nil, includingKeys: Bool = false, includingErasures: Bool = false
+    ) throws(QueueError) -> QueueStats {
+        try consumer.admin.stats(
+            now: now ?? WallClock.nowMilliseconds(), includingKeys: includingKeys,
+            includingErasures: includingErasures)
     }
 
     public func close() {

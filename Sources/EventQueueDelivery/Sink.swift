@@ -11,6 +11,11 @@ public protocol Sink: Sendable {
     var name: String { get }
     /// Delivers records in the order given (oldest first; per-user order matters).
     func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport
+    /// Deletes users at the destination (`forget` with a Braze delete), reporting an outcome per erasure id as
+    /// `deliver` does per record. The drain loop calls it only once every request that carried a record of those
+    /// users has been answered, and never together with a later record of theirs. The default refuses every
+    /// erasure (dead letters that say so): a sink that drops them silently would leave users it was told to delete.
+    func erase(_ erasures: [OutgoingErasure]) async -> DeliveryReport
     /// Releases what the sink holds (connections, files) at shutdown. The default does nothing.
     func close() async
     /// Opens its files again before the next batch: the daemon's SIGHUP after a log rotation. The default does
@@ -27,6 +32,16 @@ public protocol Sink: Sendable {
 }
 
 extension Sink {
+    public func erase(_ erasures: [OutgoingErasure]) async -> DeliveryReport {
+        var outcomes: [Int64: DeliveryOutcome] = [:]
+        for erasure in erasures {
+            outcomes[erasure.id] = .rejected(
+                reason: "\(name) cannot delete users: the deletion of \(erasure.user.orderingKey) was not sent; "
+                    + "deliver it with a sink that can (braze:URL), then `queuectl dead retry`")
+        }
+        return DeliveryReport(outcomes: outcomes)
+    }
+
     public func close() async {}
     public func reopen() {}
     public var maxConcurrentDeliveries: Int { 1 }

@@ -13,6 +13,8 @@ struct FakeBrazeAction: Sendable {
     var status: Int
     var headers: [(String, String)] = []
     var body: [UInt8]
-    /// The `/users/track` request this answers (its number), to count it out of flight once answered.
+    /// The request this answers (its number on `endpoint`), to count it out of flight once answered.
     var request: Int?
+    /// `/users/track` or `/users/delete`.
+    var endpoint = "/users/track"
 }

@@ -3,7 +3,8 @@ import Foundation
 /// The admin endpoints, for driving a `fake-braze` process from another process (benchmarks, integration
 /// tests). They need no key: the fake binds to 127.0.0.1 only.
 extension FakeBrazeCore {
-    /// Answers `POST /_faults`, `GET /_received`, `POST /_reset` and `GET /_stats`; `nil` for other paths.
+    /// Answers `POST /_faults`, `GET /_received`, `GET /_deletions`, `GET /_timeline`, `POST /_reset` and
+    /// `GET /_stats`; `nil` for other paths.
     func admin(method: String, path: String, body: Data) -> FakeBrazeAction? {
         switch (method, path) {
         case ("POST", "/_faults"):
@@ -25,6 +26,22 @@ extension FakeBrazeCore {
                 lines.append(contentsOf: ",\"object\":".utf8)
                 lines.append(contentsOf: object.json.utf8)
                 lines.append(contentsOf: "}\n".utf8)
+            }
+            return FakeBrazeAction(status: 200, headers: [("Content-Type", "application/x-ndjson")], body: lines)
+        case ("GET", "/_deletions"):
+            let lines = deletions().flatMap { deletion in
+                Self.json(["request": deletion.request, "type": deletion.type, "identifiers": deletion.identifiers])
+                    + Array("\n".utf8)
+            }
+            return FakeBrazeAction(status: 200, headers: [("Content-Type", "application/x-ndjson")], body: lines)
+        case ("GET", "/_timeline"):
+            let lines = timeline().flatMap { event in
+                var object: [String: Any] = [
+                    "sequence": event.sequence, "endpoint": event.endpoint, "request": event.request,
+                    "phase": event.phase.rawValue, "users": event.users,
+                ]
+                if let status = event.status { object["status"] = status }
+                return Self.json(object) + Array("\n".utf8)
             }
             return FakeBrazeAction(status: 200, headers: [("Content-Type", "application/x-ndjson")], body: lines)
         case ("POST", "/_reset"):

@@ -6,7 +6,7 @@ import Synchronization
 final class FakeBrazeCore: Sendable {
     let apiKey: String
 
-    private struct State {
+    struct State {
         var faults: FakeBrazeFaults
         var generator: SplitMix64
         var rateLimitedLeft: Int
@@ -19,11 +19,19 @@ final class FakeBrazeCore: Sendable {
         /// them.
         var rateWindow = 0
         var requestsInRateWindow = 0
+        /// Both endpoints' requests, arriving and answered, in order (`FakeBrazeTimeline`).
+        var timeline = FakeBrazeTimeline()
+        /// `/users/delete`: its answered deletions, its request count, its own rate window and its failures to come.
+        var deletions: [ReceivedDeletion] = []
+        var deleteRequests = 0
+        var deleteRateWindow = 0
+        var deletesInRateWindow = 0
+        var deleteFailuresLeft: [Int] = []
     }
 
-    private let started = ContinuousClock.now
+    let started = ContinuousClock.now
 
-    private let state: Mutex<State>
+    let state: Mutex<State>
 
     /// The documented rate limit (3,000 requests per 3 seconds), for the `X-RateLimit-*` headers when no
     /// `workspaceLimit` is set.
@@ -34,7 +42,7 @@ final class FakeBrazeCore: Sendable {
         state = Mutex(
             State(
                 faults: faults, generator: SplitMix64(seed: faults.seed),
-                rateLimitedLeft: faults.rateLimitNextRequests))
+                rateLimitedLeft: faults.rateLimitNextRequests, deleteFailuresLeft: faults.deleteFailures))
     }
 
     func setFaults(_ faults: FakeBrazeFaults) {
@@ -42,6 +50,7 @@ final class FakeBrazeCore: Sendable {
             $0.faults = faults
             $0.generator = SplitMix64(seed: faults.seed)
             $0.rateLimitedLeft = faults.rateLimitNextRequests
+            $0.deleteFailuresLeft = faults.deleteFailures
         }
     }
 
@@ -50,6 +59,8 @@ final class FakeBrazeCore: Sendable {
             $0.stats = FakeBrazeStats()
             $0.received = []
             $0.inFlight.resetCounters()
+            $0.timeline = FakeBrazeTimeline()
+            $0.deletions = []
         }
     }
 
@@ -85,10 +96,16 @@ final class FakeBrazeCore: Sendable {
         }
     }
 
-    /// The handler answered (or dropped) request `number`: it is no longer in flight.
-    func finished(request number: Int) {
-        state.withLock { $0.inFlight.finished(request: number) }
+    /// The handler answered (or dropped: no `status`) request `number` of `endpoint`: it is no longer in flight.
+    func finished(request number: Int, endpoint: String, status: Int?) {
+        state.withLock { state in
+            state.inFlight.finished(request: endpoint == Self.deletePath ? -number : number)
+            state.timeline.record(endpoint: endpoint, request: number, phase: .answered, users: [], status: status)
+        }
     }
+
+    /// The timeline of both endpoints (`FakeBrazeEvent`).
+    func timeline() -> [FakeBrazeEvent] { state.withLock { $0.timeline.events } }
 
     /// A body over Braze's 4 MB limit: 413, nothing applied, counted under its status.
     func payloadTooLarge() -> FakeBrazeAction {
@@ -118,6 +135,8 @@ final class FakeBrazeCore: Sendable {
             state.requestsInRateWindow += 1
             let overLimit = state.faults.workspaceLimit != nil && state.requestsInRateWindow > limit
             state.inFlight.started(request: state.stats.requests, users: users, at: now)
+            state.timeline.record(
+                endpoint: "/users/track", request: state.stats.requests, phase: .started, users: users, status: nil)
             let faults = state.faults
             let drop = state.generator.roll(faults.dropConnectionRate)
             let reset = state.generator.roll(faults.resetMidResponseRate)

@@ -53,6 +53,13 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
     public var successPaddingBytes: Int = 0
     /// Every request is answered `301 Moved Permanently` with this `Location`.
     public var redirectLocation: String?
+    /// `/users/delete`: the next requests are answered with these statuses, one each, in order (`[503]`: one
+    /// transient failure; `[400]`: one refusal), before the contract is checked.
+    public var deleteFailures: [Int] = []
+    /// `/users/delete`: a request naming this identifier is answered 400 as a whole (what bisection finds).
+    public var deleteRejectIdentifier: String?
+    /// `/users/delete`: every answer is delayed this long.
+    public var deleteDelayMilliseconds: Int = 0
 
     public init() {}
 
@@ -64,6 +71,7 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
         case retryAfterSeconds, delayMilliseconds, dropConnectionRate, resetMidResponseRate, hangRate, rejectMarker
         case poisonMarker, unauthorizedAfterRequests, maxObjectsPerRequest, workspaceLimit, workspaceWindowSeconds
         case hostileStatus, hostileMessage, successPaddingBytes, redirectLocation
+        case deleteFailures, deleteRejectIdentifier, deleteDelayMilliseconds
     }
 
     public init(from decoder: any Decoder) throws {
@@ -93,6 +101,9 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
             try container.decodeIfPresent(String.self, forKey: .hostileMessage) ?? faults.hostileMessage
         faults.successPaddingBytes = try container.decodeIfPresent(Int.self, forKey: .successPaddingBytes) ?? 0
         faults.redirectLocation = try container.decodeIfPresent(String.self, forKey: .redirectLocation)
+        faults.deleteFailures = try container.decodeIfPresent([Int].self, forKey: .deleteFailures) ?? []
+        faults.deleteRejectIdentifier = try container.decodeIfPresent(String.self, forKey: .deleteRejectIdentifier)
+        faults.deleteDelayMilliseconds = try container.decodeIfPresent(Int.self, forKey: .deleteDelayMilliseconds) ?? 0
         self = faults
     }
 }

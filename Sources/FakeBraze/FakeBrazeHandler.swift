@@ -52,6 +52,10 @@ final class FakeBrazeHandler: ChannelInboundHandler, RemovableChannelHandler {
             action = core.track(
                 authorization: head.headers.first(name: "authorization"),
                 contentType: head.headers.first(name: "content-type"), body: bytes)
+        } else if head.method == .POST, path == FakeBrazeCore.deletePath {
+            action = core.delete(
+                authorization: head.headers.first(name: "authorization"),
+                contentType: head.headers.first(name: "content-type"), body: bytes)
         } else {
             action = FakeBrazeCore.message(404, "Not Found", [])
         }
@@ -70,7 +74,10 @@ final class FakeBrazeHandler: ChannelInboundHandler, RemovableChannelHandler {
         _ action: FakeBrazeAction, keepAlive: Bool, version: HTTPVersion, context: ChannelHandlerContext
     ) {
         // Out of flight as the answer starts (the client may send the user's next request once it has it).
-        if let request = action.request { core.finished(request: request) }
+        if let request = action.request {
+            core.finished(
+                request: request, endpoint: action.endpoint, status: action.kind == .drop ? nil : action.status)
+        }
         guard context.channel.isActive else { return }
         if case .drop = action.kind {
             context.close(promise: nil)

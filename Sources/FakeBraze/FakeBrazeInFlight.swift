@@ -2,7 +2,9 @@ import Foundation
 
 /// Watches the `/users/track` requests in flight (received, not yet answered): counts a user present in two
 /// of them at once (which would break per-user order: Braze applies concurrent requests in any order), the
-/// most requests in flight at once, and the most requests started within any 1 s window.
+/// most requests in flight at once, and the most requests started within any 1 s window. A `/users/delete` request
+/// is watched too, under its negated number, so a deletion in flight together with a record of its user counts as
+/// an overlap.
 struct FakeBrazeInFlight: Sendable {
     /// Users of each request in flight, by request number.
     private var usersByRequest: [Int: [String]] = [:]

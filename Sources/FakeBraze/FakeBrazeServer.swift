@@ -3,7 +3,7 @@ import NIOHTTP1
 import NIOPosix
 import Synchronization
 
-/// A local stand-in for Braze's `POST /users/track`: it enforces the documented contract on its own (with
+/// A local stand-in for Braze's `POST /users/track` and `POST /users/delete`: it enforces the documented contract on its own (with
 /// Foundation's JSON, not EventQueue's) and injects faults, so the sink can be tested over real HTTP and
 /// benchmarked without Braze. Runs on SwiftNIO's shared event loops; nothing blocks per request.
 public final class FakeBrazeServer: Sendable {
@@ -85,6 +85,12 @@ public final class FakeBrazeServer: Sendable {
 
     /// Request counters.
     public func stats() -> FakeBrazeStats { core.stats() }
+
+    /// Every `/users/delete` answered 2xx, in arrival order.
+    public func deletions() -> [ReceivedDeletion] { core.deletions() }
+
+    /// Both endpoints' requests, arriving and answered, in the order the fake saw them (`FakeBrazeEvent`).
+    public func timeline() -> [FakeBrazeEvent] { core.timeline() }
 
     /// Replaces the faults (and reseeds the generator).
     public func setFaults(_ faults: FakeBrazeFaults) { core.setFaults(faults) }

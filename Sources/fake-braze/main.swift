@@ -1,4 +1,4 @@
-// fake-braze: a local Braze `/users/track` for benchmarks and integration tests.
+// fake-braze: a local Braze `/users/track` and `/users/delete` for benchmarks and integration tests.
 //
 //   fake-braze --port N --api-key KEY [--faults JSON] [--max-seconds S]
 //

@@ -30,15 +30,19 @@ struct ControlRoutes: Sendable {
             try await status(writer)
         case (.GET, "/metrics"):
             try await scrape(writer)
-        case (_, "/launch"), (_, "/status"), (_, "/metrics"):
+        case (.POST, "/forget"):
+            try await forget(query: query, writer)
+        case (_, "/launch"), (_, "/status"), (_, "/metrics"), (_, "/forget"):
             try await writer.send(
                 status: .methodNotAllowed, contentType: "application/json",
-                body: DaemonJSON.failure("use POST /launch, GET /status or GET /metrics").serialized + "\n")
+                body: DaemonJSON.failure("use POST /launch, GET /status, GET /metrics or POST /forget").serialized
+                    + "\n")
         default:
             try await writer.send(
                 status: .notFound, contentType: "application/json",
-                body: DaemonJSON.failure("no such endpoint: use POST /launch, GET /status or GET /metrics")
-                    .serialized + "\n")
+                body: DaemonJSON.failure(
+                    "no such endpoint: use POST /launch, GET /status, GET /metrics or POST /forget"
+                ).serialized + "\n")
         }
     }
 
@@ -111,7 +115,7 @@ struct ControlRoutes: Sendable {
     private func status(_ writer: ResponseWriter) async throws {
         let snapshot = await coordinator.snapshot()
         do {
-            let stats = try await store.stats(includingKeys: true)
+            let stats = try await store.stats(includingKeys: true, includingErasures: true)
             let body = DaemonJSON.status(
                 stats, path: store.path, daemon: snapshot, sinkName: sink.name, sink: sink.currentHealth,
                 rate: await sink.rateStatus())
@@ -124,7 +128,10 @@ struct ControlRoutes: Sendable {
     }
 
     private func scrape(_ writer: ResponseWriter) async throws {
-        if let stats = try? await store.stats(includingKeys: true) { metrics.recordStats(stats) }
+        if let stats = try? await store.stats(includingKeys: true, includingErasures: true) {
+            metrics.recordStats(stats)
+            metrics.recordErasures(stats)
+        }
         let highest = try? await store.withConsumer { consumer throws(QueueError) in
             try consumer.admin.highestAssignedID()
         }

@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
 
-/// Serves the control socket: `POST /launch[?wait=true]`, `GET /status`, `GET /metrics`. One request per
+/// Serves the control socket: `POST /launch[?wait=true]`, `GET /status`, `GET /metrics`, `POST /forget`. One request per
 /// connection (`Connection: close`), which is all `curl` and `queuectl drain` need.
 struct ControlServer: Service {
     let socket: ControlSocket

@@ -24,6 +24,9 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let oldestPendingAge: Metrics.Gauge
     private let rememberedKeys: Metrics.Gauge
     private let rememberedKeyBytes: Metrics.Gauge
+    private let erasuresPending: Metrics.Gauge
+    private let erasuresDead: Metrics.Gauge
+    private let erasuresDelivered: Metrics.Counter
     private let recordsInFlight: Metrics.Gauge
     private let requestsInFlight: Metrics.Gauge
     private let sendWindow: Metrics.Gauge
@@ -83,6 +86,9 @@ final class DaemonMetrics: BrazeRequestObserver {
         oldestPendingAge = Metrics.Gauge(label: "eventqueue_oldest_pending_age_seconds")
         rememberedKeys = Metrics.Gauge(label: "eventqueue_remembered_keys")
         rememberedKeyBytes = Metrics.Gauge(label: "eventqueue_remembered_key_bytes")
+        erasuresPending = Metrics.Gauge(label: "eventqueue_erasures_pending")
+        erasuresDead = Metrics.Gauge(label: "eventqueue_erasures_dead")
+        erasuresDelivered = Metrics.Counter(label: "eventqueue_erasures_delivered_total")
         recordsInFlight = Metrics.Gauge(label: "eventqueue_records_in_flight")
         requestsInFlight = Metrics.Gauge(label: "eventqueue_braze_requests_in_flight")
         sendWindow = Metrics.Gauge(label: "eventqueue_braze_send_window")
@@ -168,6 +174,7 @@ final class DaemonMetrics: BrazeRequestObserver {
 
     func recordPass(_ summary: DrainSummary, duration: Duration) {
         delivered.increment(by: summary.delivered)
+        erasuresDelivered.increment(by: summary.erased)
         retried.increment(by: summary.retried)
         dead.increment(by: summary.dead)
         passes[summary.result]?.increment()
@@ -194,6 +201,13 @@ final class DaemonMetrics: BrazeRequestObserver {
         rememberedKeys.record(stats.rememberedKeys)
         rememberedKeyBytes.record(stats.rememberedKeyBytes)
         limits.record(stats)
+    }
+
+    /// Erasures waiting to be sent (pending or in flight) and dead ones, from stats that counted them (a scrape's;
+    /// a pass's stats do not, and must not zero these gauges).
+    func recordErasures(_ stats: QueueStats) {
+        erasuresPending.record(stats.erasuresPending)
+        erasuresDead.record(stats.erasuresDead)
     }
 
     /// Brings the enqueued counter up to the highest id ever assigned (read from the file at scrape time).

@@ -28,6 +28,11 @@ final class MeasuredSink: Sink {
 
     var currentHealth: SinkHealth { health.withLock { $0 } }
 
+    /// Erasures go to the configured sink's own `erase` (the protocol's default would refuse them all).
+    func erase(_ erasures: [OutgoingErasure]) async -> DeliveryReport {
+        await base.erase(erasures)
+    }
+
     func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {
         let clock = ContinuousClock()
         let start = clock.now

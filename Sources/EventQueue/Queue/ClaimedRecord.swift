@@ -12,10 +12,14 @@ public struct ClaimedRecord: Sendable, Hashable {
     public let createdAtMilliseconds: Int64
     /// Failed delivery attempts so far.
     public let attempts: Int
+    /// Set when the row is a user's erasure (`forget` with a Braze delete), not a record: it goes to the sink's
+    /// `erase`, never to `/users/track`.
+    public let erasure: Erasure?
 
     /// A claimed record as the claim statement read it (tests and sinks build them too).
     public init(
-        id: Int64, kind: RecordKind, payload: String, userKey: String, createdAtMilliseconds: Int64, attempts: Int
+        id: Int64, kind: RecordKind, payload: String, userKey: String, createdAtMilliseconds: Int64, attempts: Int,
+        erasure: Erasure? = nil
     ) {
         self.id = id
         self.kind = kind
@@ -23,6 +27,7 @@ public struct ClaimedRecord: Sendable, Hashable {
         self.userKey = userKey
         self.createdAtMilliseconds = createdAtMilliseconds
         self.attempts = attempts
+        self.erasure = erasure
     }
 }
 

@@ -8,7 +8,7 @@ extension QueueAdmin {
         return try connection.write("retrying dead letters") { () throws(QueueError) in
             let select = try connection.statement(
                 """
-                SELECT id, kind, payload, created_at_ms FROM records
+                SELECT id, kind, payload, created_at_ms, erasure FROM records
                 WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1))) ORDER BY id
                 """, operation: "retrying dead letters")
             select.bind(1, ids.map(RecordStateSQL.jsonArray))
@@ -19,7 +19,10 @@ extension QueueAdmin {
                 let kind = select.text(1).flatMap(RecordKind.init(rawValue:)) ?? .event
                 let reason: String?
                 if let payload = select.validatedText(2) {
-                    reason = Self.problem(payload: payload, kind: kind, createdAt: select.int64(3))
+                    reason =
+                        select.isNull(4)
+                        ? Self.problem(payload: payload, kind: kind, createdAt: select.int64(3))
+                        : Self.erasureProblem(payload: payload, column: select.validatedText(4))
                 } else {
                     reason = "payload is not valid UTF-8"
                 }
@@ -42,6 +45,17 @@ extension QueueAdmin {
                 try keep.run()
             }
             return DeadRetryReport(retried: valid, stillInvalid: invalid)
+        }
+    }
+
+    /// Why an erasure would be dead-lettered again at delivery (its column unreadable, or its payload not one valid
+    /// identifier of its type), or `nil`: an erasure is never checked as a Braze record (its payload is the user's
+    /// identifier alone, which no record may be).
+    static func erasureProblem(payload: String, column: String?) -> String? {
+        guard let erasure = column.flatMap(Erasure.init(json:)) else { return Erasure.unreadableColumnReason }
+        switch erasure.user(payload: payload) {
+        case .success: return nil
+        case .failure(let problem): return "erasure not sendable: \(problem)"
         }
     }
 

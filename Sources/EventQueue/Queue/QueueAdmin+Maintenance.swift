@@ -6,7 +6,8 @@ extension QueueAdmin {
     static let checkpointBusyTimeoutMilliseconds = 100
 
     /// Returns space after a drain: forgets expired idempotency keys (both tables, far-future dates clamped), frees
-    /// the pages of deleted records (`incremental_vacuum`), and truncates the WAL (`wal_checkpoint(TRUNCATE)`).
+    /// the pages of deleted records (a `VACUUM` that also scrubs their bytes when `QueueScrub` allows it, else
+    /// `incremental_vacuum`), and truncates the WAL (`wal_checkpoint(TRUNCATE)`).
     /// Long-lived readers starve checkpoints, and deleted rows never shrink a file by themselves; without this a
     /// queue only grows.
     @discardableResult
@@ -16,10 +17,15 @@ extension QueueAdmin {
         let databaseBefore = Self.fileSize(path)
         // Both key tables; a key dated beyond the clock horizon (planted, or a clock far ahead) is dated now first,
         // so that it expires after the retention instead of never (issue 22 #6).
-        _ = try connection.write("forgetting old idempotency keys") { () throws(QueueError) in
+        let pruned = try connection.write("forgetting old idempotency keys") { () throws(QueueError) in
             try RememberedKeys.prune(connection, before: now - Self.deliveredKeyRetentionMilliseconds, now: now)
         }
-        try vacuumInSteps()
+        file.unscrubbedDeletions += pruned.count
+        // Delivered records' bytes are scrubbed when the live rows are few enough; otherwise (and when the file
+        // is busy) pages are freed in steps, and the scrub waits for a later upkeep (QueueScrub).
+        if try !QueueScrub.vacuumAfterPass(file, busyMilliseconds: Self.checkpointBusyTimeoutMilliseconds) {
+            try vacuumInSteps()
+        }
         let complete = try truncateWAL()
         return MaintenanceResult(
             walBytesBefore: walBefore, walBytesAfter: Self.fileSize(path + "-wal"),

@@ -4,8 +4,10 @@
 
 extension QueueAdmin {
     /// Counts and sizes, read in one short read transaction (counts come from the partial indexes).
+    /// `includingKeys` also counts the remembered idempotency keys, `includingErasures` the erasures; each reads a
+    /// whole table (status and metrics ask for them, not every pass).
     public func stats(
-        now: Int64 = WallClock.nowMilliseconds(), includingKeys: Bool = false
+        now: Int64 = WallClock.nowMilliseconds(), includingKeys: Bool = false, includingErasures: Bool = false
     ) throws(QueueError) -> QueueStats {
         let connection = file.connection
         let operation = "reading queue statistics"
@@ -55,6 +57,9 @@ extension QueueAdmin {
             stats.rememberedKeys = keys.count
             stats.rememberedKeyBytes = keys.bytes
         }
+        if includingErasures {
+            (stats.erasuresPending, stats.erasuresDead) = try erasureCounts()
+        }
         return stats
     }
 
@@ -62,7 +67,8 @@ extension QueueAdmin {
     public func peek(limit: Int = 10) throws(QueueError) -> [QueuedRecord] {
         try list(
             """
-            SELECT id, kind, state, payload, attempts, created_at_ms, next_attempt_at_ms, last_error, dead_at_ms
+            SELECT id, kind, state, payload, attempts, created_at_ms, next_attempt_at_ms, last_error, dead_at_ms,
+                erasure
             FROM records WHERE state != 'dead' ORDER BY id LIMIT ?1
             """, limit: limit, operation: "peeking at the queue")
     }
@@ -71,7 +77,8 @@ extension QueueAdmin {
     public func deadLetters(limit: Int = Int(Int32.max)) throws(QueueError) -> [QueuedRecord] {
         try list(
             """
-            SELECT id, kind, state, payload, attempts, created_at_ms, next_attempt_at_ms, last_error, dead_at_ms
+            SELECT id, kind, state, payload, attempts, created_at_ms, next_attempt_at_ms, last_error, dead_at_ms,
+                erasure
             FROM records WHERE state = 'dead' ORDER BY id LIMIT ?1
             """, limit: limit, operation: "listing dead letters")
     }
@@ -79,7 +86,9 @@ extension QueueAdmin {
     /// Deletes dead records for good; `nil` means all of them. Returns the ids deleted.
     @discardableResult
     public func purgeDead(ids: [Int64]?) throws(QueueError) -> [Int64] {
-        try changeDead(RecordStateSQL.purgeDead, ids: ids, operation: "purging dead letters")
+        let purged = try changeDead(RecordStateSQL.purgeDead, ids: ids, operation: "purging dead letters")
+        file.unscrubbedDeletions += purged.count
+        return purged
     }
 
     private func changeDead(_ sql: String, ids: [Int64]?, operation: String) throws(QueueError) -> [Int64] {
@@ -109,7 +118,8 @@ extension QueueAdmin {
                     createdAtMilliseconds: statement.int64(5),
                     nextAttemptAtMilliseconds: statement.int64(6),
                     lastError: statement.text(7),
-                    deadAtMilliseconds: statement.optionalInt64(8)))
+                    deadAtMilliseconds: statement.optionalInt64(8),
+                    erasure: statement.text(9).flatMap(Erasure.init(json:))))
         }
         return records
     }

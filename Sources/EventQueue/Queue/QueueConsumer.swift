@@ -140,10 +140,18 @@ public final class QueueConsumer {
                 continue
             }
             guard let kind, let recordKind = RecordKind(rawValue: kind), let payload else { continue }
+            var erasure: Erasure?
+            if !statement.isNull(6) {
+                guard let parsed = statement.validatedText(6).flatMap(Erasure.init(json:)) else {
+                    poisoned.append((id, Erasure.unreadableColumnReason))
+                    continue
+                }
+                erasure = parsed
+            }
             records.append(
                 ClaimedRecord(
                     id: id, kind: recordKind, payload: payload, userKey: statement.validatedText(3) ?? "",
-                    createdAtMilliseconds: createdAt, attempts: Int(attempts)))
+                    createdAtMilliseconds: createdAt, attempts: Int(attempts), erasure: erasure))
         }
         if !poisoned.isEmpty {
             try deadLetterPoisoned(poisoned, lease: lease, now: now)
@@ -230,6 +238,7 @@ public final class QueueConsumer {
         delete.bind(1, list)
         delete.bind(2, lease.token)
         try delete.run()
+        file.unscrubbedDeletions += connection.changes
         return connection.changes
     }
 

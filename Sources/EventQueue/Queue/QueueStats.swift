@@ -32,4 +32,9 @@ public struct QueueStats: Sendable, Hashable {
     public var limitsSetAtMilliseconds: Int64?
     /// What the queue gave up, by cause, since the file was created.
     public var drops = QueueDrops()
+    /// Erasures (`forget` with a Braze delete) not sent yet: pending, or in flight. Filled in only when asked for
+    /// (`stats(includingErasures:)`): no index names them, so counting them reads the whole table.
+    public var erasuresPending: Int = 0
+    /// Erasures Braze refused for good (or that ran out of attempts): dead letters until `dead retry` or `purge`.
+    public var erasuresDead: Int = 0
 }

@@ -26,4 +26,7 @@ public struct QueuedRecord: Sendable, Hashable {
     public var lastError: String?
     /// When it became a dead letter (Unix ms); `nil` unless `state` is `dead`.
     public var deadAtMilliseconds: Int64?
+    /// Set when the row is a user's erasure (`forget` with a Braze delete) rather than a record: `payload` is then
+    /// the user's identifier alone, and what is sent is a `POST /users/delete`.
+    public var erasure: Erasure? = nil
 }

@@ -13,7 +13,7 @@
 ///   A lease that lapsed is claimable again (claim takes `leased` rows past their expiry); a lease held by a
 ///   process on this host that died is released at once (`takeOverDeadProcess`). Claim also sets aside rows it
 ///   cannot send (`deadLetterOversized`, `deadLetterOutOfRange`). Salvage copies rows into a new file in the state
-///   they had (`salvageInsert`).
+///   they had (`salvageInsert`). `forget` deletes every record of one user, whatever its state (`forgetUser`).
 enum RecordStateSQL {
     /// Claimable: pending and due, or leased with an expired lease. Blocked: an earlier live record of the same
     /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id
@@ -22,12 +22,16 @@ enum RecordStateSQL {
     /// and releasing never rewrite it (Migrations/0004); the probe reads state and times from the row.
     /// A due time or expiry beyond `?5` (now plus `ClockHorizon.longestWaitMilliseconds`) was written by a clock
     /// ahead of ours (a clock stepped back since): it counts as passed, so it neither parks nor blocks anything.
+    /// An erasure (`erasure` set: `forget` with a Braze delete, Migrations/0007) is a barrier in its user's stream:
+    /// it is claimed only once no earlier live row of its user is left, and a live erasure holds back every later
+    /// row of its user, claimable or not, so an erasure and the user's other rows are never in flight together
+    /// (nor in one claim: the subselect reads the rows as they were before the claim).
     static let claim = """
         UPDATE records
         SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
         WHERE id IN (
         \(claimCandidates))
-        RETURNING id, kind, payload, user_key, created_at_ms, attempts
+        RETURNING id, kind, payload, user_key, created_at_ms, attempts, erasure
         """
 
     /// The rows `claim` is about to take (its subselect, the same text and parameters ?3 to ?5), read without their
@@ -41,8 +45,11 @@ enum RecordStateSQL {
               AND NOT EXISTS (
                   SELECT 1 FROM records AS e INDEXED BY records_user_order
                   WHERE e.user_key = r.user_key AND e.id < r.id AND e.dead_at_ms IS NULL AND e.state != 'dead'
-                    AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
-                        BETWEEN ?3 + 1 AND ?5)
+                    AND ((CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
+                        BETWEEN ?3 + 1 AND ?5 OR e.erasure IS NOT NULL))
+              AND (r.erasure IS NULL OR NOT EXISTS (
+                  SELECT 1 FROM records AS b INDEXED BY records_user_order
+                  WHERE b.user_key = r.user_key AND b.id < r.id AND b.dead_at_ms IS NULL AND b.state != 'dead'))
             ORDER BY r.id
             LIMIT ?4
         """
@@ -146,15 +153,29 @@ enum RecordStateSQL {
         RETURNING id
         """
 
+    /// `forget`: every record of one user (`?1`, its `user_key`) in any state goes at once, in flight too (a late
+    /// ack, nack or renewal of it then finds nothing: it is neither delivered again nor retried). Erasures of an
+    /// earlier forget stay (`hasErasures`: the file has the column, schema 7 and later), so a second forget can never
+    /// take back a deletion Braze has not confirmed. Returns each row's state and lease, for the report and for the
+    /// erasure's `after` (`QueueForgetting`).
+    static func forgetUser(hasErasures: Bool) -> String {
+        """
+        DELETE FROM records WHERE user_key = ?1\(hasErasures ? " AND erasure IS NULL" : "")
+        RETURNING state, lease_owner
+        """
+    }
+
     /// Salvage: a readable row copied into the new file in the state it had (pending or dead; a lease is not
     /// carried over, so a leased row is pending again), with its per-user key and digest when the new file has
-    /// those columns (schema 6 and later).
-    static func salvageInsert(withUserKeys: Bool) -> String {
-        """
-        INSERT INTO records (id, kind, payload, created_at_ms, idempotency_key, state, attempts,
-            next_attempt_at_ms, last_error, dead_at_ms\(withUserKeys ? ", user_idempotency_key, record_digest" : ""))
-        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10\(withUserKeys ? ", ?11, ?12" : ""))
-        """
+    /// those columns (schema 6 and later), and its erasure when it has that one (schema 7 and later).
+    static func salvageInsert(withUserKeys: Bool, withErasures: Bool = false) -> String {
+        let erasure = withUserKeys && withErasures
+        return """
+            INSERT INTO records (id, kind, payload, created_at_ms, idempotency_key, state, attempts,
+                next_attempt_at_ms, last_error, dead_at_ms\(withUserKeys ? ", user_idempotency_key, record_digest" : "")\(
+                    erasure ? ", erasure" : ""))
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10\(withUserKeys ? ", ?11, ?12" : "")\(erasure ? ", ?13" : ""))
+            """
     }
 
     /// Ids as a JSON array, bound as one parameter and expanded with `json_each` in SQL: one statement per

@@ -25,6 +25,9 @@ struct SalvageCopier {
         var nextAttemptAt: Int64
         var lastError: String?
         var deadAt: Int64?
+        /// The erasure column of a user's erasure (schema 7), carried as stored: without it the row would be an
+        /// attribute record naming the user, the opposite of what it is.
+        var erasure: String?
     }
 
     static let baseColumns =
@@ -33,15 +36,23 @@ struct SalvageCopier {
     var columns: String {
         Self.baseColumns
             + (readerHasUserKeys ? ", user_idempotency_key, record_digest" : ", NULL AS user_idempotency_key, NULL")
+            + (readerHasErasures ? ", erasure" : ", NULL AS erasure")
     }
+    /// Whether the damaged file and the new one have `records.erasure` (schema 7 and later).
+    let readerHasErasures: Bool
+    let writerHasErasures: Bool
     /// Whether the damaged file has `user_idempotency_key` (schema 6 and later), found out once.
     let readerHasUserKeys: Bool
     /// Whether the new file has them (a build without migration 6 creates it at schema 5).
     let writerHasUserKeys: Bool
 
     private static func hasUserKeys(_ connection: Connection) -> Bool {
+        hasColumn("user_idempotency_key", connection)
+    }
+
+    private static func hasColumn(_ name: String, _ connection: Connection) -> Bool {
         (try? connection.scalarInt(
-            "SELECT count(*) FROM pragma_table_info('records') WHERE name = 'user_idempotency_key'",
+            "SELECT count(*) FROM pragma_table_info('records') WHERE name = '\(name)'",
             operation: "reading the schema")) == 1
     }
 
@@ -58,6 +69,8 @@ struct SalvageCopier {
         self.maxAttempts = maxAttempts
         readerHasUserKeys = Self.hasUserKeys(reader)
         writerHasUserKeys = Self.hasUserKeys(writer)
+        readerHasErasures = Self.hasColumn("erasure", reader)
+        writerHasErasures = writerHasUserKeys && Self.hasColumn("erasure", writer)
     }
 
     mutating func copyRecords(into report: inout SalvageReport) throws(QueueError) {
@@ -206,7 +219,15 @@ struct SalvageCopier {
         guard StoredRow.timeRange.contains(createdAt) else {
             return invalid("created_at_ms \(createdAt) is out of range (1970 to 9999)")
         }
-        guard Self.isValid(payload, kind: kind, createdAt: createdAt) else {
+        var erasure: String?
+        if !row.isNull(12) {
+            // An erasure is checked as one (its payload is an identifier alone, which no record may be).
+            guard let column = row.validatedText(12), let parsed = Erasure(json: column),
+                case .success = parsed.user(payload: payload)
+            else { return invalid("an erasure whose column or identifier cannot be read") }
+            guard writerHasErasures else { return invalid("an erasure, which the new file cannot hold") }
+            erasure = column
+        } else if !Self.isValid(payload, kind: kind, createdAt: createdAt) {
             return invalid("payload is not a valid \(kind.rawValue) for Braze")
         }
         let key: String?
@@ -240,7 +261,7 @@ struct SalvageCopier {
         let values = Values(
             id: id, kind: kind, payload: payload, createdAt: createdAt, key: key, userKey: userKey,
             digest: row.optionalInt64(11), dead: dead, attempts: attempts,
-            nextAttemptAt: nextAttemptAt, lastError: row.validatedText(8), deadAt: deadAt)
+            nextAttemptAt: nextAttemptAt, lastError: row.validatedText(8), deadAt: deadAt, erasure: erasure)
         guard StoredRow.idRange.contains(id) else {
             deferred.append(values)
             return
@@ -261,7 +282,8 @@ struct SalvageCopier {
 
     private func insert(_ values: Values) throws(QueueError) -> InsertResult {
         let insert = try writer.statement(
-            RecordStateSQL.salvageInsert(withUserKeys: writerHasUserKeys), operation: "salvaging records")
+            RecordStateSQL.salvageInsert(withUserKeys: writerHasUserKeys, withErasures: writerHasErasures),
+            operation: "salvaging records")
         if let id = values.id { insert.bind(1, id) } else { insert.bind(1, nil as String?) }
         insert.bind(2, values.kind.rawValue)
         insert.bind(3, values.payload)
@@ -275,6 +297,7 @@ struct SalvageCopier {
         if writerHasUserKeys {
             insert.bind(11, values.userKey)
             if let digest = values.digest { insert.bind(12, digest) } else { insert.bind(12, nil as String?) }
+            if writerHasErasures { insert.bind(13, values.erasure) }
         }
         do {
             try insert.run()

@@ -42,6 +42,10 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     /// cannot tolerate (an index that runs code inside its writes; docs/SCHEMA.md, "Compatibility"). Nothing was
     /// written.
     case unsafeQueueFile(path: String, reason: String)
+    /// `forget` with a Braze delete on a file older than schema 7 (a writer never migrates a served file): its
+    /// daemon, of a release before 1.4.0, would send the erasure to `/users/track` as an attribute record. Nothing
+    /// was written.
+    case erasureNeedsNewerSchema(path: String, fileVersion: Int)
     /// Any other SQLite failure, with SQLite's own message and the operation that failed.
     case sqlite(code: Int32, message: String, operation: String)
 
@@ -95,6 +99,11 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "key for a different record (the same record again with the same key is returned as \(existingID))"
         case .unsafeQueueFile(let path, let reason):
             return "queue file \(path) refused: \(reason) (nothing was written)"
+        case .erasureNeedsNewerSchema(let path, let version):
+            return "queue file \(path) has schema version \(version): a Braze delete needs schema 7 (EventQueue "
+                + "1.4.0), since the daemon serving an older file would send the erasure to /users/track and recreate "
+                + "the user; upgrade that daemon (it migrates the file at start) or run `queuectl migrate --db "
+                + "\(path)`, then forget again (nothing was written)"
         case .sqlite(let code, let message, let operation):
             return "SQLite error \(code) during \(operation): \(message)"
         }

@@ -23,6 +23,10 @@ final class QueueFile {
     let schemaCheck: SchemaCheck
     /// Since when the upkeep after a pass has waited for writers to pause (`QueueAdmin.maintainAfterPass`).
     var upkeepDeferredSince: UInt64?
+    /// Rows this connection deleted (acks, purges, pruned keys) since its last `VACUUM`: the upkeep scrubs their
+    /// bytes when there are any (`QueueScrub.vacuumAfterPass`). Unknown at open (a process before this one may have
+    /// deleted rows and stopped before its upkeep), so the first upkeep scrubs.
+    var unscrubbedDeletions = 1
     /// Whether the file has per-user idempotency keys (schema 6 and later). A writer never migrates a served file,
     /// so on an older one it keeps the global keys of that schema (docs/SCHEMA.md, "Idempotency keys").
     private(set) var hasUserKeys = false
@@ -129,6 +133,9 @@ final class QueueFile {
             check, try connection.scalarInt("PRAGMA schema_version", operation: "reading the schema cookie")
         )
         if schemaCheck == .full {
+            // Consumers and admins delete records: SQLite zeroes what they delete (Debian's build does by default,
+            // another may not), so no deleted cell or freed page keeps a record's bytes (QueueScrub).
+            try connection.execute("PRAGMA secure_delete = ON", operation: "turning on secure deletion")
             // A row a foreign writer stored with its checks turned off fails them again on any UPDATE, so the
             // consumer could never lease or dead-letter it, and every claim would fail. The consumer's own
             // updates keep every value in range by construction (StoredRow); the table's checks are for writers.

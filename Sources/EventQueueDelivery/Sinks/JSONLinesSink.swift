@@ -7,7 +7,8 @@ import Synchronization
 #endif
 
 /// Appends one JSON line per record to a file or to stdout:
-/// `{"id": <record id>, "type": "event"|"attribute"|"purchase", "object": <the Braze object>}`.
+/// `{"id": <record id>, "type": "event"|"attribute"|"purchase", "object": <the Braze object>}`, and one per
+/// erasure (`erase`): `{"id": <id>, "type": "erasure", "erasure": "<identifier type>", "object": <the identifier>}`.
 ///
 /// A batch is written with one `write` and then `fsync`ed before any record is reported delivered, so a record
 /// acked (deleted from the queue) is always in the file, even after a power loss. On a pipe or terminal
@@ -89,19 +90,43 @@ public final class JSONLinesSink: Sink {
             record.object.serialize(into: &buffer)
             buffer.append(contentsOf: "}\n".utf8)
         }
-        let bytes = buffer
+        return await writeLines(buffer, ids: batch.map(\.id))
+    }
+
+    /// One line per erasure, in the records' stream: `{"id": <id>, "type": "erasure", "erasure": "external_ids",
+    /// "object": {"external_id": "u1"}}`, so whoever reads the file deletes the user where the records went, after
+    /// the lines of the user's earlier records and before those of later ones.
+    public func erase(_ erasures: [OutgoingErasure]) async -> DeliveryReport {
+        var buffer: [UInt8] = []
+        for erasure in erasures {
+            buffer.append(contentsOf: #"{"id":"#.utf8)
+            buffer.append(contentsOf: String(erasure.id).utf8)
+            buffer.append(contentsOf: #","type":"erasure","erasure":""#.utf8)
+            buffer.append(contentsOf: erasure.identifierType.rawValue.utf8)
+            buffer.append(contentsOf: #"","object":"#.utf8)
+            JSONObject(members: [erasure.user.brazeMember]).serialize(into: &buffer)
+            buffer.append(contentsOf: "}\n".utf8)
+        }
+        return await writeLines(buffer, ids: erasures.map(\.id))
+    }
+
+    /// Writes and syncs `bytes` on the sink's queue: every id delivered, or all retried without counting an attempt.
+    private func writeLines(_ bytes: [UInt8], ids: [Int64]) async -> DeliveryReport {
         let failure: LocalFailure? = await withCheckedContinuation { continuation in
             io.async {
                 continuation.resume(returning: self.writeAndSync(bytes))
             }
         }
+        var outcomes: [Int64: DeliveryOutcome] = [:]
         if let failure {
             let reason = "\(name): \(failure.message)"
+            for id in ids { outcomes[id] = .retry(reason: reason, cause: .destination) }
             return DeliveryReport(
-                .retry(reason: reason, cause: .destination), for: batch,
+                outcomes: outcomes,
                 halt: SinkHalt(kind: .unavailable, reason: reason + " (the records are kept; no attempt was counted)"))
         }
-        return DeliveryReport(.delivered, for: batch)
+        for id in ids { outcomes[id] = .delivered }
+        return DeliveryReport(outcomes: outcomes)
     }
 
     /// Writes `bytes` and fsyncs, on the sink's queue; on failure the file is left as it was.

@@ -33,7 +33,9 @@ func printRecords(_ records: [QueuedRecord], json: Bool, none: String) {
     if records.isEmpty { writeStandardError("queuectl: \(none)\n") }
     var text = ""
     for record in records {
-        text += "\(record.id)\t\(record.kind.rawValue)\t\(record.state.rawValue)\tattempts=\(record.attempts)\t"
+        // An erasure shows as one, with its identifier type: what goes out is a deletion, not this payload.
+        let kind = record.erasure.map { "erasure(\($0.type.rawValue))" } ?? record.kind.rawValue
+        text += "\(record.id)\t\(kind)\t\(record.state.rawValue)\tattempts=\(record.attempts)\t"
         // The payload and last_error were written by other users or came from the sink: escaped, so no control
         // sequence reaches the terminal.
         text += ISO8601.format(unixMilliseconds: record.createdAtMilliseconds) + "\t"

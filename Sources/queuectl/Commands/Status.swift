@@ -21,10 +21,10 @@ struct Status: ParsableCommand {
     @Flag(
         help: """
             Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version, \
-            remembered_keys, remembered_key_bytes, writers_line (state, reason, busy, waiting, held_seconds, \
-            handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or null), sink (the daemon's: state, \
-            since, last_error, next_probe_at, probes; or null), queue_bytes, limits (max_queue_bytes, when_full, \
-            max_age_seconds, set_at), dropped (oldest, refused, expired).
+            remembered_keys, remembered_key_bytes, erasures_pending, erasures_dead, writers_line (state, reason, \
+            busy, waiting, held_seconds, handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or \
+            null), sink (the daemon's: state, since, last_error, next_probe_at, probes; or null), queue_bytes, \
+            limits (max_queue_bytes, when_full, max_age_seconds, set_at), dropped (oldest, refused, expired).
             """)
     var json = false
 
@@ -37,7 +37,9 @@ struct Status: ParsableCommand {
         let admin = try queue.openAdmin()
         defer { admin.close() }
         let now = WallClock.nowMilliseconds()
-        let stats = try withQueue { () throws(QueueError) in try admin.stats(now: now, includingKeys: true) }
+        let stats = try withQueue { () throws(QueueError) in
+            try admin.stats(now: now, includingKeys: true, includingErasures: true)
+        }
         let daemonSink = daemonSink(servingQueueAt: admin.path)
         let rate = daemonSink?["rate_limit"].flatMap { $0 == .null ? nil : $0 }
         let sink = daemonSink.flatMap(Self.availability)
@@ -67,6 +69,10 @@ struct Status: ParsableCommand {
         lines.append(
             "keys:           \(stats.rememberedKeys) remembered, about \(stats.rememberedKeyBytes) bytes "
                 + "(`queuectl keys prune --older-than 1d` forgets them sooner)")
+        if stats.erasuresPending + stats.erasuresDead > 0 {
+            lines.append(
+                "erasures:       \(stats.erasuresPending) waiting, \(stats.erasuresDead) dead (`queuectl peek`)")
+        }
         lines.append("writers' line:  \(line.summary)")
         if let rate = rate?.objectValue { lines.append("braze limit:    " + Self.describe(rate)) }
         if let sink { lines.append("sink:           " + Self.describe(sink: sink)) }

@@ -18,6 +18,11 @@ enum JSONOutput {
             "last_error": record.lastError.map(JSONValue.string) ?? .null,
         ]
         if record.state == .dead { object["dead_at"] = time(record.deadAtMilliseconds) }
+        if let erasure = record.erasure {
+            // A user's erasure: what is sent is POST /users/delete for the identifier in "object".
+            object["type"] = "erasure"
+            object["identifier_type"] = .string(erasure.type.rawValue)
+        }
         object["object"] = (try? JSONValue.parse(record.payload)) ?? .string(record.payload)
         return .object(object)
     }

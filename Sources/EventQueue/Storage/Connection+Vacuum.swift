@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The scrub's two statements that cannot run inside the write door's transaction: `VACUUM` and the `TRUNCATE`
+/// checkpoint that has to follow it (`QueueScrub`).
+extension Connection {
+    /// `VACUUM`, in this connection's turn in the writers' line: every page of the file is written again from the
+    /// rows that exist, so nothing of a deleted row survives in a page (SQLite's secure deletion zeroes a deleted
+    /// cell, but not the stale copy a b-tree balance can leave in a page's unallocated gap; `rebuildPage` does not
+    /// clear it). Checks the schema first, as a write does (a planted index would run its expressions inside the
+    /// rebuild). `inMemory`: the rebuilt copy is kept in memory (a temporary file otherwise, bounded by the disk).
+    func vacuum(operation: String, inMemory: Bool) throws(QueueError) {
+        try read(operation) { () throws(QueueError) in }
+        if !inMemory { try execute("PRAGMA temp_store = FILE", operation: operation) }
+        defer {
+            if !inMemory { try? execute("PRAGMA temp_store = MEMORY", operation: operation) }
+        }
+        gate.enter()
+        defer { gate.leave() }
+        try execute("VACUUM", operation: operation)
+    }
+
+    /// `wal_checkpoint(TRUNCATE)` until it succeeds or `deadlineNanoseconds` (monotonic) passes, each try waiting at
+    /// most `tryMilliseconds` for readers of older snapshots (a TRUNCATE checkpoint holds new writers back while it
+    /// waits, so each wait stays short and writers get the lock between tries). Returns true once the WAL is empty.
+    func truncateWAL(tryMilliseconds: Int, deadlineNanoseconds: UInt64, operation: String) throws(QueueError) -> Bool {
+        let checkpoint = try statement("PRAGMA wal_checkpoint(TRUNCATE)", operation: operation)
+        while true {
+            let done = try withBusyTimeout(milliseconds: tryMilliseconds) { () throws(QueueError) -> Bool in
+                defer { checkpoint.reset() }
+                guard try checkpoint.step() else { return false }
+                return checkpoint.int64(0) == 0
+            }
+            if done { return true }
+            guard WriteGate.monotonicNanoseconds() < deadlineNanoseconds else { return false }
+            var pause = timespec(tv_sec: 0, tv_nsec: 20_000_000)
+            nanosleep(&pause, nil)
+        }
+    }
+
+    /// Pages in use (the file's pages less its free ones) times the page size: what a `VACUUM` copies.
+    func liveBytes(operation: String) throws(QueueError) -> Int64 {
+        let pages = try scalarInt("PRAGMA page_count", operation: operation)
+        let free = try scalarInt("PRAGMA freelist_count", operation: operation)
+        let size = try scalarInt("PRAGMA page_size", operation: operation)
+        return max(0, pages - free) * size
+    }
+}

@@ -1,0 +1,49 @@
+import EventQueue
+
+/// A claimed erasure, read and checked, ready for a sink's `erase`: delete `user` at the destination (Braze's
+/// `POST /users/delete`). The drain loop hands it over only once every delivery under a lease in `waitsFor` that is
+/// in flight in its pass has ended, so the destination has answered every request that carried a record of the
+/// user first (`forget` deleted those records; their leases are the erasure's `after`).
+public struct OutgoingErasure: Sendable, Hashable {
+    /// The erasure's record id: outcomes are reported under it, as for a record.
+    public var id: Int64
+    /// The user to delete.
+    public var user: UserIdentity
+    /// Failed attempts before this one.
+    public var attempts: Int
+    /// When `forget` queued it (UTC Unix milliseconds).
+    public var createdAtMilliseconds: Int64
+    /// Lease tokens of the records of the user that were in flight when `forget` ran.
+    public var waitsFor: [String]
+
+    /// An erasure of `user` under record id `id` (tests and sinks build them too).
+    public init(
+        id: Int64, user: UserIdentity, attempts: Int = 0, createdAtMilliseconds: Int64 = 0, waitsFor: [String] = []
+    ) {
+        self.id = id
+        self.user = user
+        self.attempts = attempts
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.waitsFor = waitsFor
+    }
+
+    /// The identifier type that names the user at `POST /users/delete` (one type per request).
+    public var identifierType: Erasure.IdentifierType { Erasure.IdentifierType(user) }
+
+    /// Reads a claimed erasure row: its payload must be one valid identifier of the column's type, else the row
+    /// is dead-lettered with the reason (a foreign writer may have stored anything), never sent anywhere.
+    static func prepare(_ claimed: ClaimedRecord, erasure: Erasure) -> Result<OutgoingRecord, ErasureProblem> {
+        switch erasure.user(payload: claimed.payload) {
+        case .failure(let problem): return .failure(problem)
+        case .success(let user):
+            var record = OutgoingRecord(
+                id: claimed.id, kind: claimed.kind, object: JSONObject(members: [user.brazeMember]),
+                userKey: claimed.userKey, createdAtMilliseconds: claimed.createdAtMilliseconds,
+                attempts: claimed.attempts)
+            record.erasure = OutgoingErasure(
+                id: claimed.id, user: user, attempts: claimed.attempts,
+                createdAtMilliseconds: claimed.createdAtMilliseconds, waitsFor: erasure.after)
+            return .success(record)
+        }
+    }
+}

@@ -1,0 +1,42 @@
+import EventQueue
+import EventQueueCommandLine
+import EventQueueDelivery
+
+/// `POST /forget?external_id=u1&braze_delete=true` (`ForgetRequest`): `queuectl forget` sent to the daemon that
+/// serves the queue. The daemon forgets on its own connection, on the store's executor, between the statements of a
+/// pass in flight: the user's records in flight are deleted there too, and the erasure waits for their deliveries
+/// in this very pass (`InFlightLeases`). With a Braze delete it launches a pass, so the deletion goes out now.
+extension ControlRoutes {
+    func forget(query: String, _ writer: ResponseWriter) async throws {
+        let request: ForgetRequest
+        do {
+            request = try ForgetRequest(parsing: query)
+        } catch {
+            try await writer.send(
+                status: .badRequest, contentType: "application/json",
+                body: DaemonJSON.failure(error.description, exitStatus: .usage).serialized + "\n")
+            return
+        }
+        let user = request.user
+        let brazeDelete = request.brazeDelete
+        do {
+            let report = try await store.withConsumer { consumer throws(QueueError) in
+                try consumer.admin.forget(user, brazeDelete: brazeDelete)
+            }
+            if report.erasureID != nil { coordinator.launch() }
+            try await writer.send(
+                status: .ok, contentType: "application/json",
+                body: JSONValue.object(ForgetReportJSON.json(report, by: .daemon)).serialized + "\n")
+        } catch let error as QueueError {
+            let status = ExitStatus(error)
+            try await writer.send(
+                status: status == .invalidInput
+                    ? .badRequest
+                    : status == .busy
+                        ? .serviceUnavailable
+                        : .internalServerError,
+                contentType: "application/json",
+                body: DaemonJSON.failure(error.description, exitStatus: status).serialized + "\n")
+        }
+    }
+}

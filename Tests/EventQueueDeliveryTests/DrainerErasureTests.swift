@@ -1,0 +1,148 @@
+import EventQueue
+import Foundation
+import Synchronization
+import Testing
+
+@testable import EventQueueDelivery
+
+/// Erasures in the drain loop (issue 31): routed to `Sink.erase`, after every earlier record of the user and
+/// before any later one, held back while a delivery of the user's forgotten records is in flight, retried and
+/// dead-lettered like records.
+@Suite(.timeLimit(.minutes(2)))
+struct DrainerErasureTests {
+    let directory = Scratch()
+    var path: String { directory.queuePath }
+
+    /// A sink that logs every call (`deliver` entered and returned, `erase` entered) in order, holds the batches
+    /// of users named in `holding` until their signal fires, and answers erasures with `eraseOutcome`.
+    final class LoggingSink: Sink {
+        let name = "logging"
+        let maxConcurrentDeliveries: Int
+        let log = Mutex<[String]>([])
+        let holding: [String: Signal]
+        let entered: [String: Signal]
+        let eraseOutcome: @Sendable (_ call: Int) -> DeliveryOutcome
+        private let eraseCalls = Mutex(0)
+
+        init(
+            concurrency: Int = 1, holding: [String: Signal] = [:], entered: [String: Signal] = [:],
+            eraseOutcome: @escaping @Sendable (Int) -> DeliveryOutcome = { _ in .delivered }
+        ) {
+            maxConcurrentDeliveries = concurrency
+            self.holding = holding
+            self.entered = entered
+            self.eraseOutcome = eraseOutcome
+        }
+
+        func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {
+            let users = batch.map { $0.userKey.replacing("external_id:", with: "") }
+            let names = batch.compactMap { $0.object["name"]?.stringValue }.joined(separator: ",")
+            log.withLock { $0.append("deliver \(names)") }
+            for user in Set(users) {
+                entered[user]?.fire()
+                if let signal = holding[user] { await signal.wait() }
+            }
+            log.withLock { $0.append("returned \(names)") }
+            return DeliveryReport(.delivered, for: batch)
+        }
+
+        func erase(_ erasures: [OutgoingErasure]) async -> DeliveryReport {
+            let call = eraseCalls.withLock { calls in
+                defer { calls += 1 }
+                return calls
+            }
+            log.withLock { $0.append("erase " + erasures.map(\.user.orderingKey).joined(separator: ",")) }
+            var outcomes: [Int64: DeliveryOutcome] = [:]
+            for erasure in erasures { outcomes[erasure.id] = eraseOutcome(call) }
+            return DeliveryReport(outcomes: outcomes)
+        }
+
+        var events: [String] { log.withLock { $0 } }
+
+        func index(of event: String) -> Int? { events.firstIndex(of: event) }
+    }
+
+    private func forget(_ user: String, brazeDelete: Bool = true) throws -> ForgetReport {
+        let admin = try QueueAdmin(path: path)
+        defer { admin.close() }
+        return try admin.forget(.externalID(user), brazeDelete: brazeDelete)
+    }
+
+    @Test func anErasureIsSentAfterTheUsersEarlierRecordsAndBeforeLaterOnes() async throws {
+        _ = try enqueue([testEvent("u2-first", user: "u2")], at: path)
+        _ = try forget("u1")
+        _ = try enqueue([testEvent("u1-later", user: "u1"), testEvent("u2-later", user: "u2")], at: path)
+        let sink = LoggingSink()
+        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 10))
+        let summary = try await drainOnce(drainer)
+        #expect(summary.delivered == 4 && summary.erased == 1 && summary.result == .allDelivered)
+        let erased = try #require(sink.index(of: "erase external_id:u1"), "\(sink.events)")
+        let later = try #require(sink.events.firstIndex { $0.hasPrefix("deliver") && $0.contains("u1-later") })
+        #expect(erased < later, "the later record waits for the erasure's ack: \(sink.events)")
+        #expect(sink.events.first == "deliver u2-first,u2-later", "other users are not held: \(sink.events)")
+    }
+
+    /// The checker's case in-process: u1's record is in a request when the forget runs; the pass claims the erasure
+    /// meanwhile (another batch settled), and sends it only once that request has returned.
+    @Test func anErasureWaitsForTheRequestInFlightThatCarriedTheUsersRecord() async throws {
+        _ = try enqueue(
+            [testEvent("u1-a", user: "u1"), testEvent("u2-a", user: "u2"), testEvent("u3-a", user: "u3")], at: path)
+        let (u1Entered, u1Proceed, u2Entered, u2Proceed) = (Signal(), Signal(), Signal(), Signal())
+        let sink = LoggingSink(
+            concurrency: 3, holding: ["u1": u1Proceed, "u2": u2Proceed], entered: ["u1": u1Entered, "u2": u2Entered])
+        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 1, maxInFlight: 3))
+        let pass = Task { try await drainOnce(drainer) }
+        await u1Entered.wait()
+        await u2Entered.wait()
+        let report = try forget("u1")
+        #expect(report.leased == 1 && report.waitsFor.count == 1)
+        let erasureID = try #require(report.erasureID)
+        u2Proceed.fire()
+        // u2's batch settled, so the pass claimed again: the erasure, which now waits for u1's request.
+        try await waitFor("the erasure claimed while u1's request is in flight") {
+            try liveRecords(path)[erasureID]?.state != .pending  // leased, or (without the hold) sent and acked
+        }
+        #expect(sink.index(of: "erase external_id:u1") == nil, "sent while u1's request was in flight: \(sink.events)")
+        u1Proceed.fire()
+        let summary = try await pass.value
+        let returned = try #require(sink.index(of: "returned u1-a"))
+        let erased = try #require(sink.index(of: "erase external_id:u1"), "\(sink.events)")
+        #expect(returned < erased, "\(sink.events)")
+        #expect(summary.erased == 1 && summary.delivered == 3, "u1's late ack deleted nothing: \(summary)")
+        #expect(try liveRecords(path).isEmpty && deadRecords(path).isEmpty)
+    }
+
+    @Test func anErasureRetriedAfterATransientFailureStillHoldsBackTheUsersLaterRecords() async throws {
+        _ = try forget("u1")
+        _ = try enqueue([testEvent("u1-later", user: "u1")], at: path)
+        let sink = LoggingSink { call in
+            call == 0 ? .retry(reason: "HTTP 503", afterMilliseconds: 60_000, cause: .record) : .delivered
+        }
+        let first = try await drainOnce(try makeDrainer(path, sink: sink))
+        #expect(first.retried == 1 && first.delivered == 0)
+        #expect(!sink.events.contains { $0.hasPrefix("deliver") }, "the later record waited: \(sink.events)")
+        let live = try liveRecords(path).values.sorted { $0.id < $1.id }
+        #expect(live.map(\.attempts) == [1, 0] && live.first?.erasure != nil)
+    }
+
+    @Test func aSinkThatCannotEraseDeadLettersTheErasureWithTheReason() async throws {
+        _ = try forget("u1")
+        let sink = ScriptedSink.acceptingEverything()
+        let summary = try await drainOnce(try makeDrainer(path, sink: sink))
+        #expect(summary.dead == 1 && summary.erased == 0 && sink.callCount == 0)
+        let dead = try #require(try deadRecords(path).values.first)
+        #expect(dead.erasure?.type == .externalIDs)
+        #expect(dead.lastError?.contains("cannot delete users") == true, "\(dead)")
+    }
+
+    @Test func theNullSinkAndAFileTakeErasures() async throws {
+        _ = try forget("u1")
+        #expect(try await drainOnce(try makeDrainer(path, sink: NullSink())).erased == 1)
+        _ = try forget("u1")
+        let lines = directory.file("out.jsonl")
+        let summary = try await drainOnce(try makeDrainer(path, sink: try JSONLinesSink(path: lines)))
+        #expect(summary.erased == 1)
+        let text = try String(contentsOfFile: lines, encoding: .utf8)
+        #expect(text.hasSuffix(#","type":"erasure","erasure":"external_ids","object":{"external_id":"u1"}}"# + "\n"))
+    }
+}
