@@ -99,7 +99,10 @@ import Testing
             _ = try consumer.release(
                 claim.records.filter { $0.userKey != "external_id:victim" }.map(\.id), lease: claim.lease)
             if round == 0 {
-                _ = try consumer.nack(victim, lease: claim.lease, reason: "HTTP 503 from Braze", retryAt: 0)
+                _ = try consumer.nack(
+                    victim, lease: claim.lease,
+                    reason: "HTTP 503 from Braze: " + String(repeating: "upstream connect error; ", count: 8),
+                    retryAt: 0)
             } else {
                 inFlight += victim.count
             }
