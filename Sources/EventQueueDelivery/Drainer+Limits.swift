@@ -37,29 +37,28 @@ extension Drainer {
 
     /// One warning per cause that grew, with its count and the total since the file was created.
     static func logDrops(_ drops: (total: QueueDrops, grown: QueueDrops), limits: QueueLimits?, logger: Logger) {
-        let maxBytes = "\(limits?.maxQueueBytes ?? 0)"
-        if drops.grown.oldest > 0 {
-            logger.warning(
+        let maxBytes: (String, String) = ("max_queue_bytes", "\(limits?.maxQueueBytes ?? 0)")
+        let causes: [(grown: Int64, total: Int64, message: Logger.Message, limit: (String, String))] = [
+            (
+                drops.grown.oldest, drops.total.oldest,
                 "dropped the oldest records to keep the queue within its size limit (--when-full drop-oldest)",
-                metadata: [
-                    "count": "\(drops.grown.oldest)", "total": "\(drops.total.oldest)",
-                    "max_queue_bytes": "\(maxBytes)",
-                ])
-        }
-        if drops.grown.refused > 0 {
-            logger.warning(
-                "refused records at enqueue: the queue was at its size limit (--when-full refuse)",
-                metadata: [
-                    "count": "\(drops.grown.refused)", "total": "\(drops.total.refused)",
-                    "max_queue_bytes": "\(maxBytes)",
-                ])
-        }
-        if drops.grown.expired > 0 {
-            logger.warning(
+                maxBytes
+            ),
+            (
+                drops.grown.refused, drops.total.refused,
+                "refused records at enqueue: the queue was at its size limit (--when-full refuse)", maxBytes
+            ),
+            (
+                drops.grown.expired, drops.total.expired,
                 "expired records pending longer than the max age: they are dead letters (queuectl dead list)",
+                ("max_age_seconds", "\(limits?.maxAgeSeconds ?? 0)")
+            ),
+        ]
+        for cause in causes where cause.grown > 0 {
+            logger.warning(
+                cause.message,
                 metadata: [
-                    "count": "\(drops.grown.expired)", "total": "\(drops.total.expired)",
-                    "max_age_seconds": "\(limits?.maxAgeSeconds ?? 0)",
+                    "count": "\(cause.grown)", "total": "\(cause.total)", cause.limit.0: "\(cause.limit.1)",
                 ])
         }
     }
