@@ -32,6 +32,8 @@ struct WeekLongOutageTests {
     final class OutageSink: Sink {
         let name = "outage"
         let maxConcurrentDeliveries = 4
+        /// A probe is one request's worth: one record, the cheapest probe, so that thousands of them cost little
+        /// (what a probe takes is `DrainerOutageTests`' business).
         let recordsPerRequest: Int? = 1
         let clock: ManualClock
         let recoversAt: Int64
