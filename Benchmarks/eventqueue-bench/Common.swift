@@ -47,7 +47,7 @@ func freshPath(_ settings: Settings, _ label: String) -> String {
 }
 
 func removeDatabase(_ path: String) {
-    for suffix in ["", "-wal", "-shm"] { unlink(path + suffix) }
+    for suffix in ["", "-wal", "-shm", "-turn"] { unlink(path + suffix) }
 }
 
 func median(_ values: [Double]) -> Double {
@@ -73,15 +73,15 @@ func format(_ value: Double, decimals: Int = 0) -> String {
     String(format: "%.\(decimals)f", value)
 }
 
-func makeRecord(_ index: Int) -> Record {
+func makeRecord(_ index: Int, users: Int = 50) -> Record {
     Record.event(
-        "song_liked", user: .externalID("user-\(index % 50)"),
+        "song_liked", user: .externalID("user-\(index % users)"),
         properties: ["song": .string("song-\(index)"), "position": .number(JSONNumber(index))])
 }
 
 /// The payload the library would store for `makeRecord(index)` (with `time` filled in).
-func makePayload(_ index: Int, time: String) -> String {
-    var object = makeRecord(index).object
+func makePayload(_ index: Int, time: String, users: Int = 50) -> String {
+    var object = makeRecord(index, users: users).object
     object["time"] = .string(time)
     return object.serialized
 }
@@ -225,8 +225,8 @@ func rawPrepare(_ db: OpaquePointer, _ sql: String) throws -> OpaquePointer {
 }
 
 /// Fills a fresh queue file with `count` pending records quickly (synchronous OFF, 10,000 per transaction), with
-/// the same payloads the library would write. Used to build backlogs; not a measured path.
-func fillQueue(path: String, count: Int, startIndex: Int = 0) throws {
+/// the same payloads the library would write, spread over `users` users. Used to build backlogs; not a measured path.
+func fillQueue(path: String, count: Int, startIndex: Int = 0, users: Int = 50) throws {
     try QueueWriter(path: path, options: QueueOptions(minimumFreeBytes: 0)).close()
     var handle: OpaquePointer?
     guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
@@ -246,7 +246,7 @@ func fillQueue(path: String, count: Int, startIndex: Int = 0) throws {
         try rawExec(db, "BEGIN IMMEDIATE")
         let end = min(count, index + 10_000)
         while index < end {
-            let payload = makePayload(startIndex + index, time: time)
+            let payload = makePayload(startIndex + index, time: time, users: users)
             sqlite3_bind_text(insert, 1, payload, -1, transient)
             sqlite3_bind_int64(insert, 2, nowMs)
             guard sqlite3_step(insert) == SQLITE_DONE else {

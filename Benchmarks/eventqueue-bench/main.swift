@@ -12,8 +12,9 @@ import Foundation
 
 let allScenarios = ["enqueue", "cold", "drain", "http", "contention", "backlog", "legacy", "peer", "fleet"]
 /// Run only when named (not by scripts/bench): "shrink", the space after a backlog (issue 30 #7); "limits", what the
-/// size limit costs a writer (issue 30 #5).
-let namedScenarios = ["shrink", "limits", "scrub"]
+/// size limit costs a writer (issue 30 #5); "recovery", a 1,000,000-record backlog after an outage drained to the
+/// fake Braze at a scaled workspace limit (issue 30 #9).
+let namedScenarios = ["shrink", "limits", "scrub", "recovery"]
 
 func usage() -> Never {
     print(
@@ -80,6 +81,7 @@ do {
         case "shrink": try await runShrinkScenario(settings, results)
         case "limits": try runLimitCostScenario(settings, results)
         case "scrub": try runScrubScenario(settings, results)
+        case "recovery": try await runRecoveryScenario(settings, results)
         default: usage()
         }
         log("   (\(scenario): \(format(seconds(since: scenarioStart), decimals: 1)) s)\n")
