@@ -210,9 +210,9 @@ extension QueueAdmin {
             let count = try connection.write("dropping the oldest records to make room") { () throws(QueueError) in
                 let used = try SpaceKeeper.usedBytes(connection).used
                 guard used > maxBytes else { return 0 }
-                let count = try SpaceKeeper.dropOldest(
+                let (count, uncounted) = try SpaceKeeper.dropOldest(
                     connection, below: Int64.max, atMost: pace.next(over: used - maxBytes))
-                try QueueDrops.add(count, cause: .oldest, connection)
+                try QueueDrops.add(uncounted, cause: .oldest, connection)
                 pace.record(dropped: count, freed: used - (try SpaceKeeper.usedBytes(connection).used))
                 return count
             }

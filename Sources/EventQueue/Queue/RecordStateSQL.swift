@@ -201,10 +201,13 @@ enum RecordStateSQL {
 ///     dead, pending ─ drop-oldest (the file at its size limit) ─► (deleted)
 extension RecordStateSQL {
     /// The oldest dead letters (not erasures), at most `?1` of them, below id `?2`: what drop-oldest gives up first.
+    /// Returns, per row, whether expiry made it a dead letter: that record was counted `expired` when it was given
+    /// up, and is not counted again as `oldest`.
     static let dropOldestDead = """
         DELETE FROM records WHERE id IN (
             SELECT id FROM records INDEXED BY records_dead
             WHERE state = 'dead' AND id < ?2 AND erasure IS NULL ORDER BY id LIMIT ?1)
+        RETURNING coalesce(substr(last_error, 1, 8) = 'expired:', 0)
         """
 
     /// Then the oldest pending records (never leased, never erasures), at most `?1`, below id `?2`.

@@ -164,9 +164,10 @@ final class SpaceKeeper {
         if policy == .dropOldest {
             var pace = DropPace()
             while used > maxBytes {
-                let dropped = try Self.dropOldest(connection, below: id, atMost: pace.next(over: used - maxBytes))
+                let (dropped, uncounted) = try Self.dropOldest(
+                    connection, below: id, atMost: pace.next(over: used - maxBytes))
                 guard dropped > 0 else { break }
-                try QueueDrops.add(dropped, cause: .oldest, connection)
+                try QueueDrops.add(uncounted, cause: .oldest, connection)
                 let now = try Self.usedPages(connection) &* pageSize
                 pace.record(dropped: dropped, freed: used - now)
                 used = now
@@ -190,17 +191,29 @@ final class SpaceKeeper {
     }
 
     /// Deletes up to `count` of the oldest dead letters below `id`, else of the oldest pending records below it
-    /// (never leased ones, never erasures); returns how many.
-    static func dropOldest(_ connection: Connection, below id: Int64, atMost count: Int) throws(QueueError) -> Int {
-        for sql in [RecordStateSQL.dropOldestDead, RecordStateSQL.dropOldestPending] {
-            let statement = try connection.statement(sql, operation: "dropping the oldest records to make room")
-            statement.bind(1, count)
-            statement.bind(2, id)
-            try statement.run()
-            let dropped = connection.changes
-            if dropped > 0 { return dropped }
+    /// (never leased ones, never erasures). Returns how many, and how many of them to count as `oldest`: every
+    /// one but the dead letters expiry made (already counted `expired`), so that each record given up is counted
+    /// once, under the cause that gave it up first.
+    static func dropOldest(
+        _ connection: Connection, below id: Int64, atMost count: Int
+    ) throws(QueueError) -> (dropped: Int, uncounted: Int) {
+        let operation = "dropping the oldest records to make room"
+        let dead = try connection.statement(RecordStateSQL.dropOldestDead, operation: operation)
+        dead.bind(1, count)
+        dead.bind(2, id)
+        var dropped = 0
+        var expired = 0
+        while try dead.step() {
+            dropped += 1
+            if dead.int64(0) != 0 { expired += 1 }
         }
-        return 0
+        dead.reset()
+        if dropped > 0 { return (dropped, dropped - expired) }
+        let pending = try connection.statement(RecordStateSQL.dropOldestPending, operation: operation)
+        pending.bind(1, count)
+        pending.bind(2, id)
+        try pending.run()
+        return (connection.changes, connection.changes)
     }
 
     /// Ends the transaction's limited part. Within the limit: keeps everything. Refused: rolls back to the
