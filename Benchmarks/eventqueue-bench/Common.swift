@@ -117,6 +117,8 @@ struct ChildResult {
     /// Peak RSS of the child (ru_maxrss), bytes.
     var peakRSSBytes: Int64
     var output: String
+    /// CPU time of the child, user + system (the operating system's accounting, which load barely moves).
+    var cpuSeconds: Double = 0
 }
 
 /// Spawns `path` with `arguments`, waits, and returns its exit status, wall time, peak RSS and stdout.
@@ -158,7 +160,9 @@ final class ChildHandle: Sendable {
         let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return ChildResult(
             status: exitStatus, wallSeconds: elapsed, peakRSSBytes: Int64(usage.ru_maxrss) * 1024,
-            output: String(decoding: output, as: UTF8.self))
+            output: String(decoding: output, as: UTF8.self),
+            cpuSeconds: Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+                + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6)
     }
 }
 

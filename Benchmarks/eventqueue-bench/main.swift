@@ -2,7 +2,7 @@
 //
 // Usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
 //                         [--support-dir PATH] [--out results.json] [--static-writer PATH] [SCENARIO ...]
-// Scenarios: enqueue cold drain http contention backlog legacy peer fleet (default: all). scripts/bench runs them
+// Scenarios: enqueue ndjson cold drain http contention backlog legacy peer fleet (default: all). scripts/bench runs them
 // all and renders docs/PERFORMANCE.md from the JSON.
 import Foundation
 
@@ -10,7 +10,7 @@ import Foundation
     import Glibc
 #endif
 
-let allScenarios = ["enqueue", "cold", "drain", "http", "contention", "backlog", "legacy", "peer", "fleet"]
+let allScenarios = ["enqueue", "ndjson", "cold", "drain", "http", "contention", "backlog", "legacy", "peer", "fleet"]
 /// Run only when named (not by scripts/bench): "shrink", the space after a backlog (issue 30 #7); "limits", what the
 /// size limit costs a writer (issue 30 #5).
 let namedScenarios = ["shrink", "limits", "scrub"]
@@ -69,6 +69,7 @@ do {
         let scenarioStart = now()
         switch scenario {
         case "enqueue": try runEnqueueScenarios(settings, results)
+        case "ndjson": try runBulkEnqueueScenario(settings, results)
         case "cold": try runColdPathScenario(settings, results)
         case "drain": try await runDrainScenario(settings, results)
         case "http": try await runHTTPScenario(settings, results)
