@@ -21,6 +21,11 @@ struct Settings: Sendable {
     var outputPath: String?
     /// The minimal writer built with `-static-stdlib` (scripts/bench builds it), shown beside the default build.
     var staticWriter: String?
+    /// `queuectl` built with `-static-stdlib`, as the Debian package ships it (scripts/bench builds it): the cold
+    /// path's `queuectl enqueue` as operators run it (issue 34).
+    var staticQueuectl: String?
+    /// Examples/c/writer.c built with `cc -O2` (scripts/bench builds it): the cold path's C-API writer.
+    var cWriter: String?
     var scenarios: [String] = []
     /// Arguments after the scenario name (child modes).
     var rest: [String] = []

@@ -1,7 +1,8 @@
 // eventqueue-bench: every performance scenario of EventQueue, each measured against its baseline in one run.
 //
 // Usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
-//                         [--support-dir PATH] [--out results.json] [--static-writer PATH] [SCENARIO ...]
+//                         [--support-dir PATH] [--out results.json] [--static-writer PATH]
+//                         [--static-queuectl PATH] [--c-writer PATH] [SCENARIO ...]
 // Scenarios: enqueue ndjson cold drain http contention backlog legacy peer fleet (default: all). scripts/bench runs them
 // all and renders docs/PERFORMANCE.md from the JSON.
 import Foundation
@@ -19,7 +20,8 @@ func usage() -> Never {
     print(
         """
         usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
-                                [--support-dir PATH] [--out FILE] [--static-writer PATH] [SCENARIO ...]
+                                [--support-dir PATH] [--out FILE] [--static-writer PATH]
+                                [--static-queuectl PATH] [--c-writer PATH] [SCENARIO ...]
         scenarios: \(allScenarios.joined(separator: " ")) (default: all); also \(namedScenarios.joined(separator: " "))
         """)
     exit(64)
@@ -38,6 +40,8 @@ func parseSettings() -> Settings {
         case "--support-dir": settings.supportDirectory = arguments.next() ?? settings.supportDirectory
         case "--out": settings.outputPath = arguments.next()
         case "--static-writer": settings.staticWriter = arguments.next()
+        case "--static-queuectl": settings.staticQueuectl = arguments.next()
+        case "--c-writer": settings.cWriter = arguments.next()
         case let name where allScenarios.contains(name) || namedScenarios.contains(name):
             settings.scenarios.append(name)
         default: usage()
