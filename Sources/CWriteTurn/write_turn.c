@@ -165,6 +165,10 @@ static void eq_serve(struct eq_turn_page *page, uint32_t ticket) {
         ticket += 1;
     }
     atomic_fetch_add(&page->wake[ticket % EQ_TURN_SLOTS], 1);
+    // Nobody has drawn the ticket served yet: whoever draws it does so after `serving` moved (both orders are
+    // sequentially consistent) and finds it served at its first look, so there is no one to wake. A writer alone
+    // saves a system call per write (issue 34).
+    if (atomic_load(&page->next) == ticket) return;
     eq_futex_wake(&page->wake[ticket % EQ_TURN_SLOTS]);
 }
 
