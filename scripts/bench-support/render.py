@@ -477,12 +477,13 @@ def bulk_enqueue_section(bulk, w):
       "inserting the same payloads 100 per transaction, synchronous=FULL, in the same rounds "
       f"({bulk['rounds']}, rotated); ratio of medians. CPU per record: user + system time of the process (wait4).")
     w("")
-    w("| program | rec/s | ratio | CPU µs/record | target |")
-    w("|---|---|---|---|---|")
-    w(f"| raw C API, 100 per transaction | {n(bulk['floor_per_s'])} | 1 | {n(bulk['floor_cpu_us_per_record'], 1)} | |")
+    w("| program | rec/s | ratio | CPU µs/record | peak RSS MB | target |")
+    w("|---|---|---|---|---|---|")
+    w(f"| raw C API, 100 per transaction | {n(bulk['floor_per_s'])} | 1 | {n(bulk['floor_cpu_us_per_record'], 1)} "
+      "| | |")
     for row in bulk["programs"]:
         w(f"| {row['name']} | {n(row['per_s'])} | {row['ratio']:.2f} | {n(row['cpu_us_per_record'], 1)} | "
-          f"≥ {row['target']} {met(row['met'])} |")
+          f"{n(row['peak_rss_mb'], 1)} | ≥ {row['target']} {met(row['met'])} |")
     w("")
 
 
