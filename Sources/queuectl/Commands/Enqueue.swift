@@ -5,6 +5,7 @@ import EventQueueCommandLine
 
 struct Enqueue: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "enqueue",
         abstract:
             "Append records: one event, attribute or purchase, or a whole NDJSON file (checked in full first).",
         discussion: """
