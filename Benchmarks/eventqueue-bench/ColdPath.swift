@@ -37,13 +37,28 @@ func runColdPathScenario(_ settings: Settings, _ results: Results) throws {
         programs.insert(
             ("eventqueue-minimal-writer, -static-stdlib", staticWriter, [path, "cold_start", "cold-user"]), at: 1)
     }
+    // Issue 34: `queuectl` as the package ships it (-static-stdlib), against the minimal writer built the same way,
+    // and the C example writer (one keyed INSERT through libsqlite3; its key is new each run, see `keyedArguments`).
+    if let staticQueuectl = settings.staticQueuectl {
+        programs.append(
+            (
+                "queuectl enqueue, -static-stdlib (shipped)", staticQueuectl,
+                ["enqueue", "event", "cold_start", "--external-id", "cold-user", "--db", path]
+            ))
+    }
+    if let cWriter = settings.cWriter {
+        programs.append(("C-API writer (Examples/c, cc -O2)", cWriter, [path, "cold-user", "cold_start"]))
+    }
     let rssFile = "\(settings.directory)/eventqueue-bench-\(getpid())-rss.txt"
     defer { unlink(rssFile) }
     var times: [[Double]] = Array(repeating: [], count: programs.count)
     var rss: [[Double]] = Array(repeating: [], count: programs.count)
     log("== 2. cold path: a new process per record, \(iterations) runs each, interleaved")
-    for _ in 0..<iterations {
-        for (index, program) in programs.enumerated() {
+    for iteration in 0..<iterations {
+        for (index, entry) in programs.enumerated() {
+            var program = entry
+            // The C writer's record carries an idempotency key: a new one each run, or it would write nothing.
+            if program.path == settings.cWriter { program.arguments.append("cold-\(getpid())-\(iteration)") }
             // Wall time: spawned directly. Peak RSS: through GNU time in a second run, because a process spawned
             // from this (large) one inherits its high-water mark at exec (Linux folds the old mm's hiwater into
             // ru_maxrss); GNU time is small and forks its child itself.
@@ -54,7 +69,9 @@ func runColdPathScenario(_ settings: Settings, _ results: Results) throws {
             times[index].append(result.wallSeconds * 1000)
             if rss[index].count < 10 {
                 let measured = try runChild(
-                    "/usr/bin/time", ["-f", "%M", "-o", rssFile, program.path] + program.arguments)
+                    "/usr/bin/time",
+                    ["-f", "%M", "-o", rssFile, program.path]
+                        + program.arguments.map { $0.hasPrefix("cold-\(getpid())") ? $0 + "-rss" : $0 })
                 let text = (try? String(contentsOfFile: rssFile, encoding: .utf8)) ?? ""
                 guard measured.status == 0, let kilobytes = Double(text.trimmingCharacters(in: .whitespacesAndNewlines))
                 else { throw BenchError("/usr/bin/time \(program.name): \(text)") }
@@ -80,6 +97,22 @@ func runColdPathScenario(_ settings: Settings, _ results: Results) throws {
         if index == 0 {
             row["rss_target_mb"] = 15.0
             row["met"] = peak < 15.0
+        }
+        if program.path == settings.staticQueuectl, let staticWriter = settings.staticWriter,
+            let minimal = programs.firstIndex(where: { $0.path == staticWriter })
+        {
+            // Issue 34: the shipped queuectl within 1.5x of the minimal writer built the same way, under 15 MB.
+            let ratio = med / median(times[minimal])
+            row["time_ratio_vs_minimal_writer"] = ratio
+            row["rss_target_mb"] = 15.0
+            row["met"] = ratio <= 1.5 && peak < 15.0
+            if let cWriter = programs.firstIndex(where: { $0.path == settings.cWriter }) {
+                row["time_ratio_vs_c_writer"] = med / median(times[cWriter])
+            }
+            log(
+                "queuectl enqueue (-static-stdlib, as shipped) / minimal writer (-static-stdlib): "
+                    + "\(format(ratio, decimals: 2))x (target <= 1.5x), peak RSS \(format(peak, decimals: 1)) MB "
+                    + "(target < 15 MB)")
         }
         if program.name == "queuectl enqueue" {
             // Issue 15: a writer's `queuectl enqueue` within 1.5x of the minimal writer and under 15 MB.

@@ -21,6 +21,11 @@ struct Settings: Sendable {
     var outputPath: String?
     /// The minimal writer built with `-static-stdlib` (scripts/bench builds it), shown beside the default build.
     var staticWriter: String?
+    /// `queuectl` built with `-static-stdlib`, as the Debian package ships it (scripts/bench builds it): the cold
+    /// path's `queuectl enqueue` as operators run it (issue 34).
+    var staticQueuectl: String?
+    /// Examples/c/writer.c built with `cc -O2` (scripts/bench builds it): the cold path's C-API writer.
+    var cWriter: String?
     var scenarios: [String] = []
     /// Arguments after the scenario name (child modes).
     var rest: [String] = []
@@ -117,6 +122,8 @@ struct ChildResult {
     /// Peak RSS of the child (ru_maxrss), bytes.
     var peakRSSBytes: Int64
     var output: String
+    /// CPU time of the child, user + system (the operating system's accounting, which load barely moves).
+    var cpuSeconds: Double = 0
 }
 
 /// Spawns `path` with `arguments`, waits, and returns its exit status, wall time, peak RSS and stdout.
@@ -158,7 +165,9 @@ final class ChildHandle: Sendable {
         let exitStatus: Int32 = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return ChildResult(
             status: exitStatus, wallSeconds: elapsed, peakRSSBytes: Int64(usage.ru_maxrss) * 1024,
-            output: String(decoding: output, as: UTF8.self))
+            output: String(decoding: output, as: UTF8.self),
+            cpuSeconds: Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+                + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6)
     }
 }
 

@@ -29,8 +29,20 @@ func makeRecord(_ index: Int, keyed: Bool) -> Record {
     return record
 }
 
+/// One timed run: records per second, and the CPU per record (user + system, this thread): load moves the wall-clock
+/// rates of the FULL scenarios a lot (every fsync waits for the shared disk), the CPU a record costs much less.
+struct EnqueueRun {
+    var perSecond: Double
+    var cpuMicroseconds: Double
+
+    init(records: Int, since start: UInt64, cpuSince cpuStart: Double) {
+        perSecond = Double(records) / seconds(since: start)
+        cpuMicroseconds = (threadCPUSeconds() - cpuStart) * 1e6 / Double(records)
+    }
+}
+
 /// The library: build a record, validate, serialize, insert (what a writer does per record).
-func runLibrary(_ scenario: EnqueueScenario, path: String) throws -> Double {
+func runLibrary(_ scenario: EnqueueScenario, path: String) throws -> EnqueueRun {
     let writer = try QueueWriter(
         path: path, options: QueueOptions(durability: scenario.durability, minimumFreeBytes: 0))
     defer { writer.close() }
@@ -40,6 +52,7 @@ func runLibrary(_ scenario: EnqueueScenario, path: String) throws -> Double {
         admin.close()
     }
     let start = WallClock.monotonicNanoseconds()
+    let cpuStart = threadCPUSeconds()
     if scenario.recordsPerTransaction == 1 {
         for index in 0..<scenario.records { try writer.enqueue(makeRecord(index, keyed: scenario.keyed)) }
     } else {
@@ -50,12 +63,12 @@ func runLibrary(_ scenario: EnqueueScenario, path: String) throws -> Double {
             index += count
         }
     }
-    return Double(scenario.records) / seconds(since: start)
+    return EnqueueRun(records: scenario.records, since: start, cpuSince: cpuStart)
 }
 
 /// The floor: the same schema (created by the library, then closed), the same pragmas, one prepared INSERT,
 /// and payloads serialized before the clock starts.
-func runRaw(_ scenario: EnqueueScenario, path: String) throws -> Double {
+func runRaw(_ scenario: EnqueueScenario, path: String) throws -> EnqueueRun {
     try QueueWriter(path: path, options: QueueOptions(durability: scenario.durability, minimumFreeBytes: 0)).close()
     var handle: OpaquePointer?
     guard sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
@@ -95,6 +108,7 @@ func runRaw(_ scenario: EnqueueScenario, path: String) throws -> Double {
     defer { sqlite3_finalize(insert) }
     let transient = eventqueue_sqlite_transient()
     let start = WallClock.monotonicNanoseconds()
+    let cpuStart = threadCPUSeconds()
     var index = 0
     while index < scenario.records {
         let count = min(scenario.recordsPerTransaction, scenario.records - index)
@@ -118,7 +132,7 @@ func runRaw(_ scenario: EnqueueScenario, path: String) throws -> Double {
         if scenario.recordsPerTransaction > 1 || scenario.keyed { try exec("COMMIT") }
         index += count
     }
-    return Double(scenario.records) / seconds(since: start)
+    return EnqueueRun(records: scenario.records, since: start, cpuSince: cpuStart)
 }
 
 func runEnqueueScenarios(_ settings: Settings, _ results: Results) throws {
@@ -147,16 +161,20 @@ func runEnqueueScenarios(_ settings: Settings, _ results: Results) throws {
     for scenario in scenarios {
         var raw: [Double] = []
         var library: [Double] = []
+        var rawCPU: [Double] = []
+        var libraryCPU: [Double] = []
         for round in 0..<settings.rounds {
             let rawPath = freshPath(settings, "raw-\(round)")
             let libraryPath = freshPath(settings, "lib-\(round)")
             // Alternate which goes first so neither always gets the warmer cache.
-            if round % 2 == 0 {
-                raw.append(try runRaw(scenario, path: rawPath))
-                library.append(try runLibrary(scenario, path: libraryPath))
-            } else {
-                library.append(try runLibrary(scenario, path: libraryPath))
-                raw.append(try runRaw(scenario, path: rawPath))
+            for side in round % 2 == 0 ? [0, 1] : [1, 0] {
+                if side == 0 {
+                    let run = try runRaw(scenario, path: rawPath)
+                    (raw, rawCPU) = (raw + [run.perSecond], rawCPU + [run.cpuMicroseconds])
+                } else {
+                    let run = try runLibrary(scenario, path: libraryPath)
+                    (library, libraryCPU) = (library + [run.perSecond], libraryCPU + [run.cpuMicroseconds])
+                }
             }
             removeDatabase(rawPath)
             removeDatabase(libraryPath)
@@ -166,11 +184,13 @@ func runEnqueueScenarios(_ settings: Settings, _ results: Results) throws {
         rows.append([
             "name": scenario.name, "raw_per_s": median(raw), "library_per_s": median(library), "ratio": ratio,
             "target": scenario.target, "met": met, "records": scenario.records, "raw_rounds": raw,
-            "library_rounds": library,
+            "library_rounds": library, "raw_cpu_us": median(rawCPU), "library_cpu_us": median(libraryCPU),
         ])
         log(
             pad(scenario.name, 38) + pad(format(median(raw)), 12) + pad(format(median(library)), 15)
-                + pad(format(ratio, decimals: 2), 8) + ">= \(scenario.target) \(met ? "met" : "NOT MET")")
+                + pad(format(ratio, decimals: 2), 8) + pad(">= \(scenario.target) \(met ? "met" : "NOT MET")", 17)
+                + "CPU µs/rec raw \(format(median(rawCPU), decimals: 1)), library "
+                + format(median(libraryCPU), decimals: 1))
     }
     results.scenarios["enqueue"] = rows
 }
@@ -202,7 +222,7 @@ func runLimitCostScenario(_ settings: Settings, _ results: Results) throws {
                     name: shape.name, durability: shape.durability, recordsPerTransaction: shape.perTransaction,
                     records: shape.records, target: 0, limits: variants[index].limits)
                 let path = freshPath(settings, "limits-\(round)-\(index)")
-                rates[index].append(try runLibrary(scenario, path: path))
+                rates[index].append(try runLibrary(scenario, path: path).perSecond)
                 removeDatabase(path)
             }
         }

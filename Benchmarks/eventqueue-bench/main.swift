@@ -1,8 +1,9 @@
 // eventqueue-bench: every performance scenario of EventQueue, each measured against its baseline in one run.
 //
 // Usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
-//                         [--support-dir PATH] [--out results.json] [--static-writer PATH] [SCENARIO ...]
-// Scenarios: enqueue cold drain http contention backlog legacy peer fleet (default: all). scripts/bench runs them
+//                         [--support-dir PATH] [--out results.json] [--static-writer PATH]
+//                         [--static-queuectl PATH] [--c-writer PATH] [SCENARIO ...]
+// Scenarios: enqueue ndjson cold drain http contention backlog legacy peer fleet (default: all). scripts/bench runs them
 // all and renders docs/PERFORMANCE.md from the JSON.
 import Foundation
 
@@ -10,7 +11,7 @@ import Foundation
     import Glibc
 #endif
 
-let allScenarios = ["enqueue", "cold", "drain", "http", "contention", "backlog", "legacy", "peer", "fleet"]
+let allScenarios = ["enqueue", "ndjson", "cold", "drain", "http", "contention", "backlog", "legacy", "peer", "fleet"]
 /// Run only when named (not by scripts/bench): "shrink", the space after a backlog (issue 30 #7); "limits", what the
 /// size limit costs a writer (issue 30 #5); "recovery", a 1,000,000-record backlog after an outage drained to the
 /// fake Braze at a scaled workspace limit (issue 30 #9).
@@ -20,7 +21,8 @@ func usage() -> Never {
     print(
         """
         usage: eventqueue-bench [--quick] [--rounds N] [--dir PATH] [--bin-dir PATH] [--python PATH]
-                                [--support-dir PATH] [--out FILE] [--static-writer PATH] [SCENARIO ...]
+                                [--support-dir PATH] [--out FILE] [--static-writer PATH]
+                                [--static-queuectl PATH] [--c-writer PATH] [SCENARIO ...]
         scenarios: \(allScenarios.joined(separator: " ")) (default: all); also \(namedScenarios.joined(separator: " "))
         """)
     exit(64)
@@ -39,6 +41,8 @@ func parseSettings() -> Settings {
         case "--support-dir": settings.supportDirectory = arguments.next() ?? settings.supportDirectory
         case "--out": settings.outputPath = arguments.next()
         case "--static-writer": settings.staticWriter = arguments.next()
+        case "--static-queuectl": settings.staticQueuectl = arguments.next()
+        case "--c-writer": settings.cWriter = arguments.next()
         case let name where allScenarios.contains(name) || namedScenarios.contains(name):
             settings.scenarios.append(name)
         default: usage()
@@ -70,6 +74,7 @@ do {
         let scenarioStart = now()
         switch scenario {
         case "enqueue": try runEnqueueScenarios(settings, results)
+        case "ndjson": try runBulkEnqueueScenario(settings, results)
         case "cold": try runColdPathScenario(settings, results)
         case "drain": try await runDrainScenario(settings, results)
         case "http": try await runHTTPScenario(settings, results)

@@ -165,6 +165,10 @@ static void eq_serve(struct eq_turn_page *page, uint32_t ticket) {
         ticket += 1;
     }
     atomic_fetch_add(&page->wake[ticket % EQ_TURN_SLOTS], 1);
+    // Nobody has drawn the ticket served yet: whoever draws it does so after `serving` moved (both orders are
+    // sequentially consistent) and finds it served at its first look, so there is no one to wake. A writer alone
+    // saves a system call per write (issue 34).
+    if (atomic_load(&page->next) == ticket) return;
     eq_futex_wake(&page->wake[ticket % EQ_TURN_SLOTS]);
 }
 
@@ -283,8 +287,12 @@ int eq_turn_acquire(eq_turn *turn, int64_t timeout_ns, int64_t stale_ns) {
     int looked = 0;
     uint32_t looked_serving = 0;
     uint32_t looked_live = 0;
+    // The page was checked above, a system call ago: look again only after a wait. An fstat per look was a third of
+    // an uncontended write's checks, about 1 us of a NORMAL enqueue's 50 (issue 34).
+    int checked = 1;
     for (;;) {
-        page = eq_page(turn, 0);
+        page = checked ? page : eq_page(turn, 0);
+        checked = 0;
         if (page == NULL) {
             eq_ticket_lock(turn->descriptor, ticket, F_UNLCK, F_OFD_SETLK);
             return EQ_TURN_UNUSABLE;

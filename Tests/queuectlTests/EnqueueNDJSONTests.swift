@@ -86,6 +86,40 @@ import EventQueueTestSupport
         #expect(piped.stdout.split(separator: "\n").count == 5000)
     }
 
+    /// The check pass keeps what it encoded within a budget; past it, the write pass reads the rest of the input
+    /// again from the first line it did not keep: every line once, in order, the dead letters in their places.
+    @Test(arguments: ["0", "600", "100000000"])
+    func linesPastTheCheckPassBudgetAreReadAgain(_ budget: String) async throws {
+        let scratch = Scratch()
+        let path = scratch.file("in.ndjson")
+        var lines = (0..<40).map { #"{"type":"event","external_id":"u\#($0 % 3)","name":"n\#($0)"}"# }
+        lines[5] = Self.numericTime
+        lines[30] = Self.numericTime
+        let keyed = [10, 35].map {
+            #"{"type":"event","external_id":"k","name":"n\#($0)","idempotency_key":"key-\#($0)"}"#
+        }
+        (lines[10], lines[35]) = (keyed[0], keyed[1])
+        lines.insert("", at: 20)
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: path))
+        let result = try await queuectl(
+            ["enqueue", "--ndjson", path, "--dead-letter-invalid"], db: scratch.queuePath,
+            environment: ["EVENTQUEUE_TEST_NDJSON_KEPT_BYTES": budget], in: scratch)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.split(separator: "\n").compactMap { Int($0) } == Array(1...40))
+        #expect(result.stderr.contains("line 6:") && result.stderr.contains("line 32:"), "\(result.stderr)")
+        let out = scratch.file("out.jsonl")
+        let drain = try await queuectl(
+            ["drain", "--local", "--sink", "jsonl:\(out)"], db: scratch.queuePath, in: scratch)
+        #expect(drain.status == 0, "\(drain.stderr)")
+        let names = (0..<40).filter { $0 != 5 && $0 != 30 }.map { "n\($0)" }
+        #expect(try DeliveredLine.parse(file: out).map { $0.object["name"] as? String } == names)
+        // The keys were stored with the kept records as with the reread ones: the same lines again write nothing.
+        let again = try await queuectl(
+            ["enqueue", "--ndjson", "-"], db: scratch.queuePath, stdin: keyed.joined(separator: "\n"),
+            environment: ["EVENTQUEUE_TEST_NDJSON_KEPT_BYTES": budget], in: scratch)
+        #expect(again.stdout == "11\n36\n", "\(again.stderr)")
+    }
+
     struct Refusal: CustomTestStringConvertible, Sendable {
         var arguments: [String]
         var status: Int32

@@ -271,6 +271,8 @@ def markdown(results, made, args):
             w(f"| {row['name']} | {n(row['raw_per_s'])} | {n(row['library_per_s'])} | {row['ratio']:.2f} | "
               f"≥ {row['target']} {met(row['met'])} |")
         w("")
+    if "bulk_enqueue" in s:
+        bulk_enqueue_section(s["bulk_enqueue"], w)
     if "cold_path" in s:
         w("## 2. The extension's cold path")
         w("")
@@ -295,6 +297,16 @@ def markdown(results, made, args):
               f"`-static-stdlib` (`swift build -c release -Xswiftc -static-stdlib`; only SQLite, libc and the C++ runtime "
               f"stay shared) starts {gain:.2f}x as fast and peaks at {n(static[0]['peak_rss_mb'], 1)} MB: the way "
               f"to build an extension-side writer where every millisecond of the cold path counts.")
+            w("")
+        shipped = [row for row in s["cold_path"] if "time_ratio_vs_c_writer" in row or
+                   ("static-stdlib" in row["name"] and "time_ratio_vs_minimal_writer" in row)]
+        if shipped:
+            row = shipped[0]
+            versus_c = (f", {row['time_ratio_vs_c_writer']:.2f}x the C-API writer's"
+                        if "time_ratio_vs_c_writer" in row else "")
+            w(f"`queuectl enqueue` as the Debian package ships it (`-static-stdlib`): {row['time_ratio_vs_minimal_writer']:.2f}x "
+              f"the minimal writer's time built the same way{versus_c}, peak RSS {n(row['peak_rss_mb'], 1)} MB "
+              f"(issue 34: at most 1.5x and under 15 MB {met(row['met'])}).")
             w("")
     if "drain" in s:
         w("## 3. Drain against a raw claim-and-delete loop")
@@ -454,6 +466,25 @@ def markdown(results, made, args):
             w(handle.read().rstrip())
             w("")
     return "\n".join(out) + "\n"
+
+
+def bulk_enqueue_section(bulk, w):
+    """`eventqueue-bench ndjson` (issue 34): queuectl enqueue --ndjson against the raw C API, 100 per transaction."""
+    w("### Bulk: `queuectl enqueue --ndjson`")
+    w("")
+    w(f"`queuectl enqueue --ndjson FILE` of {n(bulk['records'])} events (a process of its own: start, the check pass "
+      "over the whole file, the write in transactions of 1,000, the ids printed) against the raw C-API loop "
+      "inserting the same payloads 100 per transaction, synchronous=FULL, in the same rounds "
+      f"({bulk['rounds']}, rotated); ratio of medians. CPU per record: user + system time of the process (wait4).")
+    w("")
+    w("| program | rec/s | ratio | CPU µs/record | peak RSS MB | target |")
+    w("|---|---|---|---|---|---|")
+    w(f"| raw C API, 100 per transaction | {n(bulk['floor_per_s'])} | 1 | {n(bulk['floor_cpu_us_per_record'], 1)} "
+      "| | |")
+    for row in bulk["programs"]:
+        w(f"| {row['name']} | {n(row['per_s'])} | {row['ratio']:.2f} | {n(row['cpu_us_per_record'], 1)} | "
+          f"{n(row['peak_rss_mb'], 1)} | ≥ {row['target']} {met(row['met'])} |")
+    w("")
 
 
 def main():

@@ -38,8 +38,14 @@ public final class QueueBatch {
     /// Checks and appends one record (as `QueueWriter.enqueue`). A rule broken throws `invalidRecord`; the caller
     /// decides whether that ends the batch.
     public func enqueue(_ record: Record) throws(QueueError) -> BatchOutcome {
-        let encoded = try QueueWriter.encode(record, now: now)
-        return try insert(
+        try enqueue(QueueWriter.encode(record, now: now))
+    }
+
+    /// Appends a record `QueueBatch.encodeOrCheck` already checked and encoded, stamped with this batch's time
+    /// (`created_at_ms`): `queuectl enqueue --ndjson` keeps what its check pass encoded rather than parse and
+    /// encode every line again (the `time` it filled in is the check's).
+    package func enqueue(_ encoded: EncodedRecord) throws(QueueError) -> BatchOutcome {
+        try insert(
             kind: encoded.kind, payload: encoded.payload, key: encoded.idempotencyKey, scope: encoded.keyScope,
             deadReason: nil)
     }
@@ -101,8 +107,16 @@ public final class QueueBatch {
     /// anything and without a transaction: what a caller that writes its input in several transactions runs over
     /// the whole input first, so that input which would be refused is refused before any of it is written.
     public static func check(_ record: Record, orDeadLetter: Bool, context: String = "") throws(QueueError) {
+        _ = try encodeOrCheck(record, orDeadLetter: orDeadLetter, context: context, now: WallClock.nowMilliseconds())
+    }
+
+    /// `check`, returning what it encoded: the record as `enqueue(_: EncodedRecord)` appends it, or `nil` when
+    /// (with `orDeadLetter`) it breaks a rule and would be kept as a dead letter.
+    package static func encodeOrCheck(
+        _ record: Record, orDeadLetter: Bool, context: String = "", now: Int64
+    ) throws(QueueError) -> EncodedRecord? {
         do {
-            _ = try QueueWriter.encode(record, now: WallClock.nowMilliseconds())
+            return try QueueWriter.encode(record, now: now)
         } catch {
             guard orDeadLetter else { throw error }
             switch error {
@@ -116,6 +130,7 @@ public final class QueueBatch {
             default:
                 throw error
             }
+            return nil
         }
     }
 

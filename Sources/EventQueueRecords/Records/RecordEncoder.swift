@@ -11,6 +11,17 @@ package struct EncodedRecord: Sendable {
     // The file derives `user_key` from the payload (Migrations/0001_init.sql), for this writer and foreign ones
     // alike. Only a keyed record works it out here too (`keyScope`, the same derivation in Swift), to look its key
     // up among the user's keys in the INSERT; an unkeyed record carries no user.
+
+    /// A record encoded earlier and kept apart (`queuectl enqueue --ndjson` keeps its check pass's payloads).
+    package init(
+        kind: RecordKind, payload: [UInt8], createdAtMilliseconds: Int64, idempotencyKey: String?, keyScope: KeyScope?
+    ) {
+        self.kind = kind
+        self.payload = payload
+        self.createdAtMilliseconds = createdAtMilliseconds
+        self.idempotencyKey = idempotencyKey
+        self.keyScope = keyScope
+    }
 }
 
 /// What a keyed record's key is checked against: whose key it is and which record it names.

@@ -5,6 +5,7 @@ import EventQueueCommandLine
 
 struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "check",
         abstract:
             "Check a queue file without changing it: integrity, schema version, pragmas, permissions, the writers' line.",
         discussion: "Exit status 0 when healthy, 1 when a problem was found (each printed on its own line).")

@@ -6,6 +6,7 @@ import Logging
 
 struct Drain: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "drain",
         abstract: "Ask the queued daemon to drain (or, with --local, deliver in this process).",
         discussion: """
             Without --local the launch goes to the daemon's control socket: --socket, else $EVENTQUEUE_SOCKET, \

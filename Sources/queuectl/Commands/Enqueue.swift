@@ -5,6 +5,7 @@ import EventQueueCommandLine
 
 struct Enqueue: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "enqueue",
         abstract:
             "Append records: one event, attribute or purchase, or a whole NDJSON file (checked in full first).",
         discussion: """
@@ -49,13 +50,13 @@ struct Enqueue: ParsableCommand {
         }
         let input = try NDJSONInput(path: ndjson)
         // Every line is checked before the queue is opened: refused input creates no queue file.
-        try NDJSONEnqueue.check(input, deadLetterInvalid: deadLetterInvalid)
+        let checked = try NDJSONEnqueue.check(input, deadLetterInvalid: deadLetterInvalid)
         let writer = try queue.openWriter()
         defer { writer.close() }
         let result: NDJSONEnqueue.Result
         do {
             result = try NDJSONEnqueue.run(
-                input: input, writer: writer, deadLetterInvalid: deadLetterInvalid,
+                input: input, checked: checked, writer: writer, deadLetterInvalid: deadLetterInvalid,
                 recordsPerTransaction: oneTransaction ? Int.max : NDJSONEnqueue.recordsPerTransaction)
         } catch let error as QueueError {
             throw fail(error)

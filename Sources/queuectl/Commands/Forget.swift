@@ -9,6 +9,7 @@ import EventQueueDelivery
 
 struct Forget: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "forget",
         abstract: "Erase one user from the queue (and, with --braze-delete, at Braze, after their records).",
         discussion: """
             Removes every record of the user from the queue file in one transaction: pending, in flight (not \

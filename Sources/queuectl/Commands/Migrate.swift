@@ -6,6 +6,7 @@ import EventQueueDelivery
 /// never do; the daemon does at start).
 struct Migrate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "migrate",
         abstract: "Bring a queue file's schema up to this release's (the daemon also does at start).",
         discussion: """
             Writers never migrate an existing file. Lists each migration applied, or with --dry-run the ones \

@@ -70,19 +70,29 @@ enum NDJSONEnqueue {
     static let pauseBetweenTransactionsMicroseconds: UInt32 = 1000
 
     /// Reads and checks every line without writing anything (nor opening the queue), so input that would be
-    /// refused is refused with nothing enqueued (as when it was one transaction); then rewinds the input for `run`.
-    static func check(_ input: NDJSONInput, deadLetterInvalid: Bool) throws {
+    /// refused is refused with nothing enqueued (as when it was one transaction). Returns what it encoded, within
+    /// `NDJSONCheckedLines.budgetBytes`, for `run` to write without parsing those lines again.
+    static func check(_ input: NDJSONInput, deadLetterInvalid: Bool) throws -> NDJSONCheckedLines {
+        var checked = NDJSONCheckedLines()
+        let now = WallClock.nowMilliseconds()
+        var position = input.position
         while let (line, text) = try input.next() {
             let record = try parse(text, line: line, deadLetterInvalid: deadLetterInvalid)
-            try located(line: line) { () throws(QueueError) in
-                try QueueBatch.check(record, orDeadLetter: deadLetterInvalid, context: "line \(line): ")
+            let encoded = try located(line: line) { () throws(QueueError) in
+                try QueueBatch.encodeOrCheck(
+                    record, orDeadLetter: deadLetterInvalid, context: "line \(line): ", now: now)
+            }
+            if checked.keeping {
+                checked.keep(line: line, encoded: encoded, text: text, startingAt: position)
+                position = input.position
             }
         }
-        try input.rewind()
+        return checked
     }
 
-    /// Enqueues the whole input, checked by `check` first: reads it again and appends it in transactions of
-    /// `recordsPerTransaction` records (the default, or all of them with `--one-transaction`).
+    /// Enqueues the whole input, checked by `check` first: the lines it kept as they were encoded, then (past its
+    /// budget) the rest read again, in transactions of `recordsPerTransaction` records (the default, or all of
+    /// them with `--one-transaction`).
     ///
     /// What this keeps of "all or nothing": a line that breaks a rule (or names no user) refuses the whole input,
     /// nothing written. What it does not: a failure while writing (the disk fills, the process is killed, another
@@ -90,11 +100,30 @@ enum NDJSONEnqueue {
     /// error then says how many records and which lines were enqueued, and their ids are printed as usual. Records
     /// with idempotency keys can simply be enqueued again (the keys already queued are not written twice).
     static func run(
-        input: NDJSONInput, writer: QueueWriter, deadLetterInvalid: Bool, recordsPerTransaction: Int
+        input: NDJSONInput, checked: NDJSONCheckedLines, writer: QueueWriter, deadLetterInvalid: Bool,
+        recordsPerTransaction: Int
     ) throws -> Result {
         var result = Result()
         var lastLine = 0
         var atEnd = false
+        var keptIndex = 0
+        var readingInput = false
+        /// The next line to write: a kept one while there are any, then the input from where the check stopped
+        /// keeping. `nil` at the end.
+        func nextLine() throws -> (line: Int, encoded: EncodedRecord?, text: String)? {
+            if !readingInput {
+                if keptIndex < checked.count {
+                    let entry = checked.entry(keptIndex)
+                    keptIndex += 1
+                    return (entry.line, entry.encoded, entry.deadLetterText ?? "")
+                }
+                guard let resume = checked.resumeAt else { return nil }
+                try input.seek(to: resume)
+                readingInput = true
+            }
+            guard let (line, text) = try input.next() else { return nil }
+            return (line, nil, text)
+        }
         while !atEnd {
             // A chunk's ids count only once it commits: a chunk that fails is rolled back whole.
             var chunk = Result()
@@ -102,15 +131,20 @@ enum NDJSONEnqueue {
                 lastLine = try writer.batch { batch in
                     var (count, last) = (0, lastLine)
                     while count < recordsPerTransaction {
-                        guard let (line, text) = try input.next() else {
+                        guard let (line, encoded, text) = try nextLine() else {
                             atEnd = true
                             break
                         }
-                        let record = try parse(text, line: line, deadLetterInvalid: deadLetterInvalid)
-                        let outcome = try located(line: line) { () throws(QueueError) -> BatchOutcome in
-                            deadLetterInvalid
-                                ? try batch.enqueueOrDeadLetter(record, context: "line \(line): ")
-                                : try batch.enqueue(record)
+                        let outcome: BatchOutcome
+                        if let encoded {
+                            outcome = try located(line: line) { () throws(QueueError) in try batch.enqueue(encoded) }
+                        } else {
+                            let record = try parse(text, line: line, deadLetterInvalid: deadLetterInvalid)
+                            outcome = try located(line: line) { () throws(QueueError) -> BatchOutcome in
+                                deadLetterInvalid
+                                    ? try batch.enqueueOrDeadLetter(record, context: "line \(line): ")
+                                    : try batch.enqueue(record)
+                            }
                         }
                         chunk.append(outcome.id)
                         if case .deadLettered(let id, let reason) = outcome {

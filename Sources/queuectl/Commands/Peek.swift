@@ -5,6 +5,7 @@ import EventQueueCommandLine
 
 struct Peek: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "peek",
         abstract: "Show the next records to be delivered, without claiming them.")
 
     @Option(help: "How many records.") var limit: Int = 10

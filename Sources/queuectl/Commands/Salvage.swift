@@ -5,6 +5,7 @@ import EventQueueCommandLine
 
 struct Salvage: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "salvage",
         abstract: "Copy every readable record of a damaged queue file into a new queue file.",
         discussion: """
             OLD is opened read-only and never modified (stop the daemon and writers on it first). NEW must not \

@@ -9,6 +9,7 @@ import EventQueueCommandLine
 
 struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract:
             "Counts of pending, leased and dead records, the oldest pending record's age, file sizes, the writers' line.",
         discussion: """

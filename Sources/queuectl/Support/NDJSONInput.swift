@@ -27,6 +27,17 @@ final class NDJSONInput {
     private(set) var lineNumber = 0
     /// Where the input starts in `fd` (stdin redirected from a file may start anywhere): what `rewind` goes back to.
     private var startOffset: off_t = 0
+    /// Where `buffer[0]` is in `fd`: with `start`, where the next line begins (`position`).
+    private var bufferOffset: off_t = 0
+
+    /// A place in the input to come back to with `seek(to:)`: where a line begins, and how many lines came before.
+    struct Position {
+        fileprivate let offset: off_t
+        fileprivate let lineNumber: Int
+    }
+
+    /// Where the next line (blank or not) begins.
+    var position: Position { Position(offset: bufferOffset + off_t(start), lineNumber: lineNumber) }
 
     /// Opens `path` (`-`: stdin), spooling non-regular input first (checking line lengths as it goes).
     init(path: String) throws {
@@ -45,6 +56,7 @@ final class NDJSONInput {
         if fstat(source, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
             fd = source
             startOffset = max(0, lseek(source, 0, SEEK_CUR))
+            bufferOffset = startOffset
             return
         }
         defer { if source != STDIN_FILENO { close(source) } }
@@ -57,10 +69,15 @@ final class NDJSONInput {
 
     /// Goes back to the first line, to read the input a second time (it is a regular file or a spool).
     func rewind() throws {
-        guard lseek(fd, startOffset, SEEK_SET) >= 0 else {
+        try seek(to: Position(offset: startOffset, lineNumber: 0))
+    }
+
+    /// Goes back (or on) to `position`, taken from this input: the next line read is the one that began there.
+    func seek(to position: Position) throws {
+        guard lseek(fd, position.offset, SEEK_SET) >= 0 else {
             throw fail("cannot reread \(path): \(String(cString: strerror(errno)))", status: ExitStatus.inputMissing)
         }
-        (start, end, atEOF, lineNumber) = (0, 0, false, 0)
+        (start, end, atEOF, lineNumber, bufferOffset) = (0, 0, false, position.lineNumber, position.offset)
     }
 
     /// The next non-blank line (without its `\n` or `\r\n`) with its 1-based number, or `nil` at the end. What a
@@ -102,6 +119,7 @@ final class NDJSONInput {
                     guard let base = pointer.baseAddress else { return }
                     memmove(base, base + start, end - start)
                 }
+                bufferOffset += off_t(start)
                 end -= start
                 start = 0
             }
