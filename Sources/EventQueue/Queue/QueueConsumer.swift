@@ -53,8 +53,10 @@ public final class QueueConsumer {
         // Not durable: losing a claim to a power cut only makes its records claimable again, which is what an
         // expired lease does anyway, and the next durable commit (the ack) syncs the WAL up to and including it, so
         // a batch costs one sync instead of two, and nothing an ack made durable can depend on a lost claim.
-        let records = try connection.write("claiming records", durable: false) { () throws(QueueError) in
-            try claimRows(lease: lease, limit: limit, now: now).records
+        let records = try connection.write("claiming records", durable: false) {
+            () throws(QueueError) -> [ClaimedRecord] in
+            guard let ids = try walkClaimable(claims: 1, limit: limit, now: now).first else { return [] }
+            return try claimRows(ids, lease: lease, now: now)
         }
         return Claim(lease: lease, records: records)
     }
@@ -76,9 +78,9 @@ public final class QueueConsumer {
     /// (docs/PERFORMANCE.md section 9). Every ack still lands before the next claim, as soon as the connection is
     /// free, so the crash bound is unchanged: in flight plus delivered-not-acked is at most the batches handed out.
     ///
-    /// Each claim has its own lease and runs after the acks and after the claims before it, whose rows are then
-    /// leased, so no two batches of one call hold the same user: they can be delivered concurrently. Claiming
-    /// stops at the first claim that comes back short of `limit` (the walk reached the end of what is claimable).
+    /// Each claim has its own lease and runs after the acks; no two batches of one call hold the same user, so they
+    /// can be delivered concurrently. One walk finds the rows of every batch (`walkClaimable`), so fewer batches
+    /// come back when the walk reaches the end of what is claimable.
     /// Without acks the transaction is not synced, as `claim`'s is not.
     public func ackAndClaim(
         _ delivered: [(ids: [Int64], lease: Lease)], claims: Int, limit: Int, leaseMilliseconds: Int64,
@@ -91,11 +93,10 @@ public final class QueueConsumer {
                 acked += try ackRows(batch.ids, lease: batch.lease, now: now)
             }
             var result: [Claim] = []
-            while result.count < claims {
+            for ids in try walkClaimable(claims: claims, limit: limit, now: now) {
                 let lease = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
-                let (records, rows) = try claimRows(lease: lease, limit: limit, now: now)
+                let records = try claimRows(ids, lease: lease, now: now)
                 if !records.isEmpty { result.append(Claim(lease: lease, records: records)) }
-                if rows < limit { break }
             }
             return (acked, result)
         }
@@ -108,24 +109,17 @@ public final class QueueConsumer {
             expiresAtMilliseconds: now + ClockHorizon.clamp(leaseMilliseconds))
     }
 
-    /// The claim statement; the caller holds the write transaction. Returns the records to deliver and how many
-    /// rows the claim took (those with values out of range are dead-lettered, not returned).
-    private func claimRows(
-        lease: Lease, limit: Int, now: Int64
-    ) throws(QueueError) -> (records: [ClaimedRecord], rows: Int) {
-        try refuseOversizedCandidates(limit: limit, now: now)
-        let statement = try file.connection.statement(RecordStateSQL.claim, operation: "claiming records")
+    /// Leases the rows `ids` (one batch of `walkClaimable`'s) under `lease`; the caller holds the write transaction.
+    /// Returns the records to deliver (those with values out of range are dead-lettered, not returned).
+    private func claimRows(_ ids: [Int64], lease: Lease, now: Int64) throws(QueueError) -> [ClaimedRecord] {
+        let statement = try file.connection.statement(RecordStateSQL.claimByIDs, operation: "claiming records")
         statement.bind(1, lease.token)
         statement.bind(2, lease.expiresAtMilliseconds)
-        statement.bind(3, now)
-        statement.bind(4, max(0, limit))
-        statement.bind(5, ClockHorizon.latestPlausible(after: now))
+        statement.bind(3, RecordStateSQL.jsonArray(ids))
         var records: [ClaimedRecord] = []
-        records.reserveCapacity(max(0, min(limit, 1_000)))
+        records.reserveCapacity(min(ids.count, 1_000))
         var poisoned: [(id: Int64, reason: String)] = []
-        var rows = 0
         while try statement.step() {
-            rows += 1
             // Every value is input from another user (see StoredRow): checked here, before anything computes
             // with it. Text is read strictly: invalid UTF-8 is never turned into U+FFFD and sent.
             let id = statement.int64(0)
@@ -157,11 +151,12 @@ public final class QueueConsumer {
             try deadLetterPoisoned(poisoned, lease: lease, now: now)
             deadLetteredAtClaim += poisoned.count
         }
-        return (records.sorted { $0.id < $1.id }, rows)
+        return records.sorted { $0.id < $1.id }
     }
 
-    /// Dead-letters the rows the claim is about to take whose payload is larger than any valid record can be
-    /// (`StoredRow.maximumPayloadBytes`), before the claim's UPDATE loads them; the caller holds the transaction.
+    /// Dead-letters the rows the claim is about to take (`ids`, from its walk) whose payload is larger than any
+    /// valid record can be (`StoredRow.maximumPayloadBytes`), before the claim's UPDATE loads them; the caller holds
+    /// the transaction. Returns whether it dead-lettered any (the walk is then done again).
     ///
     /// Why here and so: a group member can insert a 200 MB payload with any SQLite client. The claim's UPDATE
     /// rewrites the row and recomputes its stored `user_key` from the whole payload (a 100 MB row: 516 MB RSS;
@@ -169,21 +164,14 @@ public final class QueueConsumer {
     /// header (`Connection.storedBytes`, 15 MB RSS and 1 ms for that row), and the dead-lettering UPDATE replaces
     /// the payload with a small stub, so it never loads the old one either (it only frees its pages). The stub
     /// names no valid user (`external_id` ""), so `dead retry` leaves it dead; the reason keeps the size.
-    private func refuseOversizedCandidates(limit: Int, now: Int64) throws(QueueError) {
+    func refuseOversized(_ ids: [Int64], now: Int64) throws(QueueError) -> Bool {
         let connection = file.connection
-        let candidates = try connection.statement(RecordStateSQL.claimCandidates, operation: "claiming records")
-        candidates.bind(3, now)
-        candidates.bind(4, max(0, limit))
-        candidates.bind(5, ClockHorizon.latestPlausible(after: now))
-        var ids: [Int64] = []
-        while try candidates.step() { ids.append(candidates.int64(0)) }
-        candidates.reset()
         let sizes = connection.storedBytes(table: "records", column: "payload", rowids: ids)
         let oversized = ids.compactMap { id -> (id: Int64, bytes: Int)? in
             guard let bytes = sizes[id], bytes > StoredRow.maximumPayloadBytes else { return nil }
             return (id, bytes)
         }
-        guard !oversized.isEmpty else { return }
+        guard !oversized.isEmpty else { return false }
         let statement = try connection.statement(
             RecordStateSQL.deadLetterOversized, operation: "dead-lettering records too large to be read")
         for (id, bytes) in oversized {
@@ -199,6 +187,7 @@ public final class QueueConsumer {
             statement.reset()
         }
         deadLetteredAtClaim += oversized.count
+        return true
     }
 
     /// Dead-letters claimed rows whose stored values are out of range, in the claim's transaction, with the
