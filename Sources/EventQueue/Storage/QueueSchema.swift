@@ -238,24 +238,22 @@ public enum QueueSchema {
     /// Names (and types) of the tables and indexes the migrations up to `version` create, read from their text.
     static func expectedNames(version: Int) -> [String: String] {
         var names: [String: String] = [:]
+        // In the order the statements run: migration 7 drops an index and creates it again under its name.
         for migration in Migrations.embedded where migration.version <= version {
             for line in migration.sql.split(separator: "\n") {
                 let words = line.split(separator: " ", omittingEmptySubsequences: true)
-                guard words.count >= 3, words[0] == "CREATE" else { continue }
-                let rest = words[1] == "UNIQUE" ? words.dropFirst(2) : words.dropFirst(1)
-                guard let type = rest.first, type == "TABLE" || type == "INDEX", rest.count >= 2 else { continue }
-                let name = rest[rest.index(after: rest.startIndex)]
-                names[String(name.prefix { $0 != "(" })] = type.lowercased()
-            }
-            for line in migration.sql.split(separator: "\n") where line.hasPrefix("DROP ") {
-                let words = line.split(separator: " ")
-                if let last = words.last { names[String(last.prefix { $0 != ";" })] = nil }
-            }
-            for line in migration.sql.split(separator: "\n") where line.hasPrefix("ALTER TABLE ") {
-                let words = line.split(separator: " ")
-                if words.count == 6, words[3] == "RENAME", words[4] == "TO", let type = names[String(words[2])] {
-                    names[String(words[2])] = nil
-                    names[String(words[5].prefix { $0 != ";" })] = type
+                if line.hasPrefix("DROP "), let last = words.last {
+                    names[String(last.prefix { $0 != ";" })] = nil
+                } else if line.hasPrefix("ALTER TABLE ") {
+                    if words.count == 6, words[3] == "RENAME", words[4] == "TO", let type = names[String(words[2])] {
+                        names[String(words[2])] = nil
+                        names[String(words[5].prefix { $0 != ";" })] = type
+                    }
+                } else if words.count >= 3, words[0] == "CREATE" {
+                    let rest = words[1] == "UNIQUE" ? words.dropFirst(2) : words.dropFirst(1)
+                    guard let type = rest.first, type == "TABLE" || type == "INDEX", rest.count >= 2 else { continue }
+                    let name = rest[rest.index(after: rest.startIndex)]
+                    names[String(name.prefix { $0 != "(" })] = type.lowercased()
                 }
             }
         }

@@ -86,7 +86,7 @@ import Testing
     }
 
     @Test func forgetLeavesNoByteOfTheUsersRecordsInTheFileOrItsWAL() throws {
-        try fill(150, user: "victim")
+        try fill(300, user: "victim")
         try fill(150, canary: "keeper")
         let consumer = try QueueConsumer(path: path)
         defer { consumer.close() }
@@ -108,7 +108,7 @@ import Testing
         #expect(!(try canariesWithoutTheScrubAfterDeleting("victim")).isEmpty, "the scenario leaves stale copies")
 
         let report = try consumer.admin.forget(.externalID("victim"))
-        #expect(report.removed == 150 && report.leased > 0, "\(report)")
+        #expect(report.removed == 300 && report.leased > 0, "\(report)")
         #expect(report.scrub.bytesGone)
         let after = try canaries("canary", in: [path, path + "-wal"])
         #expect(after.isEmpty, "readable after forget: \(after.sorted().prefix(5))")
