@@ -72,12 +72,14 @@ enum RecordStateSQL {
         """
 
     /// Leases exactly the rows `claimWalk` found for one batch (`?3`: their ids, a JSON array), in the walk's
-    /// transaction, so they are still as the walk saw them: claimable and in order for their users.
+    /// transaction, so they are still as the walk saw them: claimable and in order for their users. The last
+    /// column says whether the row carries an idempotency key: a batch without one skips the key tables at its ack.
     static let claimByIDs = """
         UPDATE records
         SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
         WHERE id IN (SELECT value FROM json_each(?3)) AND state != 'dead'
-        RETURNING id, kind, payload, user_key, created_at_ms, attempts, erasure
+        RETURNING id, kind, payload, user_key, created_at_ms, attempts, erasure,
+            idempotency_key IS NOT NULL OR user_idempotency_key IS NOT NULL
         """
 
     /// The global keys (older writers' records) for older writers, who look only there (Migrations/0001).

@@ -94,7 +94,7 @@ import Testing
         // some sent back for a retry, the rest still in flight when the forget runs; the others are handed back.
         var inFlight = 0
         for round in 0..<3 {
-            let claim = try consumer.claim(limit: 100, leaseMilliseconds: 60_000)
+            let claim = try consumer.claim(limit: 1_000, leaseMilliseconds: 60_000)
             let victim = claim.records.filter { $0.userKey == "external_id:victim" }.map(\.id)
             _ = try consumer.release(
                 claim.records.filter { $0.userKey != "external_id:victim" }.map(\.id), lease: claim.lease)
