@@ -39,4 +39,17 @@ CREATE TABLE queue_drops (
 ) STRICT, WITHOUT ROWID;
 INSERT INTO queue_drops (cause, count) VALUES ('oldest', 0), ('refused', 0), ('expired', 0);
 
+-- The per-user probe's index holds only the rows that can hold back a later row of their user (issue 34): leased,
+-- waiting for a retry (next_attempt_at_ms > 0: a nack; a writer and `dead retry` write 0), or an erasure. A record
+-- that is simply pending (nearly all of a backlog) has no entry: a writer inserts none, and its ack deletes none.
+-- Before, every record had one, on a page of its own user's, so a batch of 75 records for 75 users dirtied about 75
+-- pages of this index at the ack (and again at the enqueue): three quarters of the pages a drain wrote. The index
+-- now holds about what is in flight or waiting, a few pages, so a claim's and an ack's entries share them. The
+-- claim's probe names this condition (RecordStateSQL.claimCandidates: SQLite uses a partial index only for a query
+-- that implies its WHERE) and the erasure's own probe, for any earlier live row, walks records_live instead.
+-- The same name and columns: a 1.1.0-1.3.0 writer checks names and types and never reads this index.
+DROP INDEX records_user_order;
+CREATE INDEX records_user_order ON records (user_key, id)
+    WHERE dead_at_ms IS NULL AND (state = 'leased' OR next_attempt_at_ms > 0 OR erasure IS NOT NULL);
+
 INSERT INTO schema_levels (version, write_level, read_level, release) VALUES (7, 1, 2, '1.4.0');

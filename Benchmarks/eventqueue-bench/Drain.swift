@@ -12,7 +12,9 @@ import Logging
     import Glibc
 #endif
 
-/// The library's claim statement as it was before erasures (issue 31): the floor of a queue that has none. The
+/// The library's claim statement as it was before erasures (issue 31), with the probe naming the condition of the
+/// narrower `records_user_order` of issue 34 (SQLite uses a partial index only then): the floor of a queue that has
+/// none. The
 /// library's claim also makes an erasure a barrier in its user's stream (RecordStateSQL.claimCandidates); the cost
 /// of those terms is part of what the ratio measures.
 let claimSQL = """
@@ -26,6 +28,7 @@ let claimSQL = """
           AND NOT EXISTS (
               SELECT 1 FROM records AS e INDEXED BY records_user_order
               WHERE e.user_key = r.user_key AND e.id < r.id AND e.dead_at_ms IS NULL AND e.state != 'dead'
+                AND (e.state = 'leased' OR e.next_attempt_at_ms > 0 OR e.erasure IS NOT NULL)
                 AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
                     BETWEEN ?3 + 1 AND ?5)
         ORDER BY r.id
@@ -46,11 +49,12 @@ let claimSQLWithErasures = """
           AND NOT EXISTS (
               SELECT 1 FROM records AS e INDEXED BY records_user_order
               WHERE e.user_key = r.user_key AND e.id < r.id AND e.dead_at_ms IS NULL AND e.state != 'dead'
+                AND (e.state = 'leased' OR e.next_attempt_at_ms > 0 OR e.erasure IS NOT NULL)
                 AND ((CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
                     BETWEEN ?3 + 1 AND ?5 OR e.erasure IS NOT NULL))
           AND (r.erasure IS NULL OR NOT EXISTS (
-              SELECT 1 FROM records AS b INDEXED BY records_user_order
-              WHERE b.user_key = r.user_key AND b.id < r.id AND b.dead_at_ms IS NULL AND b.state != 'dead'))
+              SELECT 1 FROM records AS b INDEXED BY records_live
+              WHERE b.state != 'dead' AND b.id < r.id AND b.user_key = r.user_key AND b.dead_at_ms IS NULL))
         ORDER BY r.id
         LIMIT ?4)
     RETURNING id, kind, payload, user_key, created_at_ms, attempts, erasure

@@ -69,12 +69,12 @@ import Testing
         #expect(try await pending() == written + 40, "\(attack): a record is missing", sourceLocation: sourceLocation)
     }
 
-    func pwriteTurn<T>(_ value: T, at offset: off_t) throws {
+    func pwriteTurn<T: BitwiseCopyable>(_ value: T, at offset: off_t) throws {
         let descriptor = open(turnPath, O_RDWR)
         try #require(descriptor >= 0)
         defer { close(descriptor) }
-        var value = value
-        try #require(pwrite(descriptor, &value, MemoryLayout<T>.size, offset) == MemoryLayout<T>.size)
+        let written = withUnsafeBytes(of: value) { pwrite(descriptor, $0.baseAddress, $0.count, offset) }
+        try #require(written == MemoryLayout<T>.size)
     }
 
     /// Finding 1: one 4-byte write moved `serving` 2^30 tickets behind `next`. Before: every enqueue took 1 s.

@@ -22,6 +22,12 @@ public final class QueueConsumer {
     /// since it was opened: the drain loop counts the difference across a claim as dead in its pass. (A claim
     /// whose transaction rolls back throws, so its count is never used.)
     public private(set) var deadLetteredAtClaim = 0
+    /// Leases whose rows carry no idempotency key (nearly all: keys are optional), seen at their claim: their ack
+    /// skips the two statements that remember keys, which found nothing to remember and cost a quarter of an
+    /// ack's SQLite work (issue 34). A row's keys never change while it is leased. Forgotten at the lease's ack,
+    /// nack, reject or release; a lease never settled (its consumer lost it) stays until `keylessLeaseLimit`.
+    private var keylessLeases: Set<String> = []
+    private static let keylessLeaseLimit = 10_000
 
     /// Opens the queue at `path` as a consumer: the full schema check (a planted trigger is refused), then the
     /// page cache a claim over a big backlog needs. `consumerID` names this consumer in leases and the drain
@@ -53,8 +59,10 @@ public final class QueueConsumer {
         // Not durable: losing a claim to a power cut only makes its records claimable again, which is what an
         // expired lease does anyway, and the next durable commit (the ack) syncs the WAL up to and including it, so
         // a batch costs one sync instead of two, and nothing an ack made durable can depend on a lost claim.
-        let records = try connection.write("claiming records", durable: false) { () throws(QueueError) in
-            try claimRows(lease: lease, limit: limit, now: now).records
+        let records = try connection.write("claiming records", durable: false) {
+            () throws(QueueError) -> [ClaimedRecord] in
+            guard let ids = try walkClaimable(claims: 1, limit: limit, now: now).first else { return [] }
+            return try claimRows(ids, lease: lease, now: now)
         }
         return Claim(lease: lease, records: records)
     }
@@ -76,9 +84,9 @@ public final class QueueConsumer {
     /// (docs/PERFORMANCE.md section 9). Every ack still lands before the next claim, as soon as the connection is
     /// free, so the crash bound is unchanged: in flight plus delivered-not-acked is at most the batches handed out.
     ///
-    /// Each claim has its own lease and runs after the acks and after the claims before it, whose rows are then
-    /// leased, so no two batches of one call hold the same user: they can be delivered concurrently. Claiming
-    /// stops at the first claim that comes back short of `limit` (the walk reached the end of what is claimable).
+    /// Each claim has its own lease and runs after the acks; no two batches of one call hold the same user, so they
+    /// can be delivered concurrently. One walk finds the rows of every batch (`walkClaimable`), so fewer batches
+    /// come back when the walk reaches the end of what is claimable.
     /// Without acks the transaction is not synced, as `claim`'s is not.
     public func ackAndClaim(
         _ delivered: [(ids: [Int64], lease: Lease)], claims: Int, limit: Int, leaseMilliseconds: Int64,
@@ -91,11 +99,10 @@ public final class QueueConsumer {
                 acked += try ackRows(batch.ids, lease: batch.lease, now: now)
             }
             var result: [Claim] = []
-            while result.count < claims {
+            for ids in try walkClaimable(claims: claims, limit: limit, now: now) {
                 let lease = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
-                let (records, rows) = try claimRows(lease: lease, limit: limit, now: now)
+                let records = try claimRows(ids, lease: lease, now: now)
                 if !records.isEmpty { result.append(Claim(lease: lease, records: records)) }
-                if rows < limit { break }
             }
             return (acked, result)
         }
@@ -108,24 +115,19 @@ public final class QueueConsumer {
             expiresAtMilliseconds: now + ClockHorizon.clamp(leaseMilliseconds))
     }
 
-    /// The claim statement; the caller holds the write transaction. Returns the records to deliver and how many
-    /// rows the claim took (those with values out of range are dead-lettered, not returned).
-    private func claimRows(
-        lease: Lease, limit: Int, now: Int64
-    ) throws(QueueError) -> (records: [ClaimedRecord], rows: Int) {
-        try refuseOversizedCandidates(limit: limit, now: now)
-        let statement = try file.connection.statement(RecordStateSQL.claim, operation: "claiming records")
+    /// Leases the rows `ids` (one batch of `walkClaimable`'s) under `lease`; the caller holds the write transaction.
+    /// Returns the records to deliver (those with values out of range are dead-lettered, not returned).
+    private func claimRows(_ ids: [Int64], lease: Lease, now: Int64) throws(QueueError) -> [ClaimedRecord] {
+        let statement = try file.connection.statement(RecordStateSQL.claimByIDs, operation: "claiming records")
         statement.bind(1, lease.token)
         statement.bind(2, lease.expiresAtMilliseconds)
-        statement.bind(3, now)
-        statement.bind(4, max(0, limit))
-        statement.bind(5, ClockHorizon.latestPlausible(after: now))
+        statement.bind(3, RecordStateSQL.jsonArray(ids))
         var records: [ClaimedRecord] = []
-        records.reserveCapacity(max(0, min(limit, 1_000)))
+        records.reserveCapacity(min(ids.count, 1_000))
         var poisoned: [(id: Int64, reason: String)] = []
-        var rows = 0
+        var keyed = false
         while try statement.step() {
-            rows += 1
+            if statement.int64(7) != 0 { keyed = true }
             // Every value is input from another user (see StoredRow): checked here, before anything computes
             // with it. Text is read strictly: invalid UTF-8 is never turned into U+FFFD and sent.
             let id = statement.int64(0)
@@ -157,11 +159,16 @@ public final class QueueConsumer {
             try deadLetterPoisoned(poisoned, lease: lease, now: now)
             deadLetteredAtClaim += poisoned.count
         }
-        return (records.sorted { $0.id < $1.id }, rows)
+        if !keyed {
+            if keylessLeases.count >= Self.keylessLeaseLimit { keylessLeases.removeAll() }
+            keylessLeases.insert(lease.token)
+        }
+        return records.sorted { $0.id < $1.id }
     }
 
-    /// Dead-letters the rows the claim is about to take whose payload is larger than any valid record can be
-    /// (`StoredRow.maximumPayloadBytes`), before the claim's UPDATE loads them; the caller holds the transaction.
+    /// Dead-letters the rows the claim is about to take (`ids`, from its walk) whose payload is larger than any
+    /// valid record can be (`StoredRow.maximumPayloadBytes`), before the claim's UPDATE loads them; the caller holds
+    /// the transaction. Returns whether it dead-lettered any (the walk is then done again).
     ///
     /// Why here and so: a group member can insert a 200 MB payload with any SQLite client. The claim's UPDATE
     /// rewrites the row and recomputes its stored `user_key` from the whole payload (a 100 MB row: 516 MB RSS;
@@ -169,21 +176,14 @@ public final class QueueConsumer {
     /// header (`Connection.storedBytes`, 15 MB RSS and 1 ms for that row), and the dead-lettering UPDATE replaces
     /// the payload with a small stub, so it never loads the old one either (it only frees its pages). The stub
     /// names no valid user (`external_id` ""), so `dead retry` leaves it dead; the reason keeps the size.
-    private func refuseOversizedCandidates(limit: Int, now: Int64) throws(QueueError) {
+    func refuseOversized(_ ids: [Int64], now: Int64) throws(QueueError) -> Bool {
         let connection = file.connection
-        let candidates = try connection.statement(RecordStateSQL.claimCandidates, operation: "claiming records")
-        candidates.bind(3, now)
-        candidates.bind(4, max(0, limit))
-        candidates.bind(5, ClockHorizon.latestPlausible(after: now))
-        var ids: [Int64] = []
-        while try candidates.step() { ids.append(candidates.int64(0)) }
-        candidates.reset()
         let sizes = connection.storedBytes(table: "records", column: "payload", rowids: ids)
         let oversized = ids.compactMap { id -> (id: Int64, bytes: Int)? in
             guard let bytes = sizes[id], bytes > StoredRow.maximumPayloadBytes else { return nil }
             return (id, bytes)
         }
-        guard !oversized.isEmpty else { return }
+        guard !oversized.isEmpty else { return false }
         let statement = try connection.statement(
             RecordStateSQL.deadLetterOversized, operation: "dead-lettering records too large to be read")
         for (id, bytes) in oversized {
@@ -199,6 +199,7 @@ public final class QueueConsumer {
             statement.reset()
         }
         deadLetteredAtClaim += oversized.count
+        return true
     }
 
     /// Dead-letters claimed rows whose stored values are out of range, in the claim's transaction, with the
@@ -222,6 +223,21 @@ public final class QueueConsumer {
     private func ackRows(_ ids: [Int64], lease: Lease, now: Int64) throws(QueueError) -> Int {
         let connection = file.connection
         let list = RecordStateSQL.jsonArray(ids)
+        if keylessLeases.remove(lease.token) == nil {
+            try rememberKeys(list, lease: lease, now: now)
+        }
+        let delete = try connection.statement(RecordStateSQL.ack, operation: "acking records")
+        delete.bind(1, list)
+        delete.bind(2, lease.token)
+        try delete.run()
+        file.unscrubbedDeletions += connection.changes
+        return connection.changes
+    }
+
+    /// The idempotency keys of the rows `list` (a JSON array of ids) still held under `lease`, remembered for the
+    /// writers' later retries; the caller holds the write transaction.
+    private func rememberKeys(_ list: String, lease: Lease, now: Int64) throws(QueueError) {
+        let connection = file.connection
         let keys = try connection.statement(RecordStateSQL.rememberKeys, operation: "acking records")
         keys.bind(1, list)
         keys.bind(2, lease.token)
@@ -234,12 +250,6 @@ public final class QueueConsumer {
             userKeys.bind(3, now)
             try userKeys.run()
         }
-        let delete = try connection.statement(RecordStateSQL.ack, operation: "acking records")
-        delete.bind(1, list)
-        delete.bind(2, lease.token)
-        try delete.run()
-        file.unscrubbedDeletions += connection.changes
-        return connection.changes
     }
 
     /// Returns records for a later retry at `retryAt` (Unix ms, at most `ClockHorizon` ahead of `now`). With `countsAsAttempt` the attempt count
@@ -251,6 +261,7 @@ public final class QueueConsumer {
         maxAttempts: Int = 10, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> NackResult {
         guard !ids.isEmpty else { return NackResult() }
+        keylessLeases.remove(lease.token)
         let connection = file.connection
         return try connection.write("returning records for retry") { () throws(QueueError) in
             let statement = try connection.statement(RecordStateSQL.nack, operation: "returning records for retry")
@@ -281,7 +292,8 @@ public final class QueueConsumer {
     public func reject(
         _ ids: [Int64], lease: Lease, reason: String, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Int {
-        try updateLeased(RecordStateSQL.reject, "dead-lettering records", ids: ids, lease: lease) { statement in
+        keylessLeases.remove(lease.token)
+        return try updateLeased(RecordStateSQL.reject, "dead-lettering records", ids: ids, lease: lease) { statement in
             statement.bind(3, reason)
             statement.bind(4, now)
         }
@@ -306,7 +318,8 @@ public final class QueueConsumer {
     /// Gives records back without counting an attempt (a clean shutdown), so they are claimable at once.
     @discardableResult
     public func release(_ ids: [Int64], lease: Lease) throws(QueueError) -> Int {
-        try updateLeased(RecordStateSQL.release, "releasing records", ids: ids, lease: lease, durable: false)
+        keylessLeases.remove(lease.token)
+        return try updateLeased(RecordStateSQL.release, "releasing records", ids: ids, lease: lease, durable: false)
     }
 
     /// Runs one of `RecordStateSQL`'s statements over the rows `ids` still held under `lease` (?1 the ids as a JSON

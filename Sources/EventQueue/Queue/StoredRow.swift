@@ -15,7 +15,7 @@ public enum StoredRow {
     /// The largest payload a record can have, in bytes: the encoder refuses any serialized record larger
     /// (`RecordEncoder.maximumPayloadBytes`, 256 KiB, which also bounds every part the validator measures), so a
     /// larger stored payload was written around the library. The daemon never reads one (see
-    /// `QueueConsumer.refuseOversizedCandidates`). A foreign writer's whitespace counts: its JSON must fit too.
+    /// `QueueConsumer.refuseOversized`). A foreign writer's whitespace counts: its JSON must fit too.
     public static let maximumPayloadBytes = RecordEncoder.maximumPayloadBytes
 
     /// Why a claimed row cannot be delivered as it is, or `nil` when every value is in range. `payload` and `kind`

@@ -239,27 +239,26 @@ public enum QueueSchema {
     static func expectedNames(version: Int) -> [String: String] {
         var names: [String: String] = [:]
         for migration in Migrations.embedded where migration.version <= version {
-            // Lines cut on the bytes, and only a statement's first line split into words: cutting every line of
+            // Lines cut on the bytes, and only the lines that name an object split into words: cutting every line of
             // every migration into words, Character by Character, was a sixth of a cold `queuectl enqueue`'s CPU
-            // (issue 34). (The migrations' line ends are "\n": Migrations/*.sql.)
-            let lines = migration.sql.utf8.split(separator: UInt8(ascii: "\n")).map { Substring($0) }
-            for line in lines where line.drop(while: { $0 == " " }).hasPrefix("CREATE ") {
-                let words = line.split(separator: " ", omittingEmptySubsequences: true)
-                guard words.count >= 3, words[0] == "CREATE" else { continue }
-                let rest = words[1] == "UNIQUE" ? words.dropFirst(2) : words.dropFirst(1)
-                guard let type = rest.first, type == "TABLE" || type == "INDEX", rest.count >= 2 else { continue }
-                let name = rest[rest.index(after: rest.startIndex)]
-                names[String(name.prefix { $0 != "(" })] = type.lowercased()
-            }
-            for line in lines where line.hasPrefix("DROP ") {
-                let words = line.split(separator: " ")
-                if let last = words.last { names[String(last.prefix { $0 != ";" })] = nil }
-            }
-            for line in lines where line.hasPrefix("ALTER TABLE ") {
-                let words = line.split(separator: " ")
-                if words.count == 6, words[3] == "RENAME", words[4] == "TO", let type = names[String(words[2])] {
-                    names[String(words[2])] = nil
-                    names[String(words[5].prefix { $0 != ";" })] = type
+            // (issue 34). (The migrations' line ends are "\n": Migrations/*.sql.) In the order the statements run:
+            // migration 7 drops an index and creates it again under its name.
+            for line in migration.sql.utf8.split(separator: UInt8(ascii: "\n")).map({ Substring($0) }) {
+                if line.hasPrefix("DROP ") {
+                    if let last = line.split(separator: " ").last { names[String(last.prefix { $0 != ";" })] = nil }
+                } else if line.hasPrefix("ALTER TABLE ") {
+                    let words = line.split(separator: " ")
+                    if words.count == 6, words[3] == "RENAME", words[4] == "TO", let type = names[String(words[2])] {
+                        names[String(words[2])] = nil
+                        names[String(words[5].prefix { $0 != ";" })] = type
+                    }
+                } else if line.drop(while: { $0 == " " }).hasPrefix("CREATE ") {
+                    let words = line.split(separator: " ", omittingEmptySubsequences: true)
+                    guard words.count >= 3 else { continue }
+                    let rest = words[1] == "UNIQUE" ? words.dropFirst(2) : words.dropFirst(1)
+                    guard let type = rest.first, type == "TABLE" || type == "INDEX", rest.count >= 2 else { continue }
+                    let name = rest[rest.index(after: rest.startIndex)]
+                    names[String(name.prefix { $0 != "(" })] = type.lowercased()
                 }
             }
         }

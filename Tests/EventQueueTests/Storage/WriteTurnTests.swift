@@ -61,10 +61,10 @@ import Testing
     }
 
     /// Writes `value` at `offset` of the page, as a group member can.
-    func poke<T>(_ value: T, at offset: Int) {
+    func poke<T: BitwiseCopyable>(_ value: T, at offset: Int) {
         let descriptor = open(turnPath, O_RDWR)
-        var value = value
-        #expect(pwrite(descriptor, &value, MemoryLayout<T>.size, off_t(offset)) == MemoryLayout<T>.size)
+        let written = withUnsafeBytes(of: value) { pwrite(descriptor, $0.baseAddress, $0.count, off_t(offset)) }
+        #expect(written == MemoryLayout<T>.size)
         close(descriptor)
     }
 
