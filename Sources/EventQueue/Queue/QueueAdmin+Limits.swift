@@ -14,6 +14,7 @@ public struct LimitEnforcement: Sendable, Hashable {
     /// drop (records in delivery, erasures, remembered keys).
     public var overLimit = false
 
+    /// Nothing done yet: every count 0.
     public init() {}
 }
 

@@ -16,6 +16,7 @@ public struct QueueLimits: Sendable, Hashable {
     /// The most bytes of pages in use the file may hold (`SpaceKeeper`, `usedBytes`); 0: no limit beyond the
     /// writers' free-space reserve.
     public var maxQueueBytes: Int64
+    /// What a writer does with a record that does not fit under `maxQueueBytes`: refuse it, or drop the oldest.
     public var whenFull: WhenFull
     /// A pending record enqueued longer ago than this becomes a dead letter whose reason begins with `expired`;
     /// 0 keeps records forever.
@@ -27,6 +28,7 @@ public struct QueueLimits: Sendable, Hashable {
     /// and indexes), so a limit near that would refuse or drop everything.
     public static let smallestMaxQueueBytes: Int64 = 1 << 20
 
+    /// Limits as the daemon records them; negative values are taken as 0 (no limit).
     public init(maxQueueBytes: Int64 = 0, whenFull: WhenFull = .refuse, maxAgeSeconds: Int64 = 0) {
         self.maxQueueBytes = max(0, maxQueueBytes)
         self.whenFull = whenFull
@@ -47,6 +49,7 @@ public struct QueueDrops: Sendable, Hashable {
     /// Dead-lettered for the age limit (`--max-age-seconds`).
     public var expired: Int64
 
+    /// Counts by cause (all 0: nothing given up).
     public init(oldest: Int64 = 0, refused: Int64 = 0, expired: Int64 = 0) {
         self.oldest = oldest
         self.refused = refused
