@@ -36,29 +36,9 @@ let claimSQL = """
     RETURNING id, kind, payload, user_key, created_at_ms, attempts
     """
 
-/// The library's claim statement since issue 31, verbatim (RecordStateSQL.claim): the raw loop runs it too, so that
-/// the price of its erasure terms is measured on its own, raw against raw.
-let claimSQLWithErasures = """
-    UPDATE records
-    SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
-    WHERE id IN (
-        SELECT r.id FROM records AS r INDEXED BY records_live
-        WHERE r.state != 'dead'
-          AND ((CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
-            OR (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) > ?5)
-          AND NOT EXISTS (
-              SELECT 1 FROM records AS e INDEXED BY records_user_order
-              WHERE e.user_key = r.user_key AND e.id < r.id AND e.dead_at_ms IS NULL AND e.state != 'dead'
-                AND (e.state = 'leased' OR e.next_attempt_at_ms > 0 OR e.erasure IS NOT NULL)
-                AND ((CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
-                    BETWEEN ?3 + 1 AND ?5 OR e.erasure IS NOT NULL))
-          AND (r.erasure IS NULL OR NOT EXISTS (
-              SELECT 1 FROM records AS b INDEXED BY records_live
-              WHERE b.state != 'dead' AND b.id < r.id AND b.user_key = r.user_key AND b.dead_at_ms IS NULL))
-        ORDER BY r.id
-        LIMIT ?4)
-    RETURNING id, kind, payload, user_key, created_at_ms, attempts, erasure
-    """
+/// The library's claim statement itself (`RecordStateSQL.claim`, package access): the raw loop runs it too, so
+/// that the price of its erasure terms is measured on its own, raw against raw, and cannot drift from the library's.
+let claimSQLWithErasures = RecordStateSQL.claim
 
 let quietLogger: Logger = {
     var logger = Logger(label: "eventqueue-bench")

@@ -33,12 +33,7 @@ final class BrazeDeleteSender: BrazeDeleteRequestSender {
 
     /// Sends one request once the governor lets it start, and again after every 429; `nil` when cancelled first.
     func sendDelete(_ body: BrazeDeleteBody) async -> BrazeAnswer? {
-        while true {
-            guard let ticket = await governor.acquire() else { return nil }
-            let answer = await send(body, ticket: ticket)
-            if case .rateLimited = answer { continue }
-            return answer
-        }
+        await governor.sendUntilNotRateLimited { ticket in await self.send(body, ticket: ticket) }
     }
 
     /// One try: the answer classified as `/users/track`'s are (`BrazeAnswer.interpret`), the rate fed back.

@@ -76,3 +76,19 @@ actor BrazeRateGovernor {
         BrazeRatePolicy.Moment(monotonic: clock.monotonic(), wallMilliseconds: clock.wallMilliseconds())
     }
 }
+
+extension BrazeRateGovernor {
+    /// Runs `attempt` once the governor lets a request start, and again after every 429 (the governor has been
+    /// told of it and paces the next try); `nil` when cancelled before a start. The one loop of both endpoints'
+    /// senders (`BrazeSink.send`, `BrazeDeleteSender.sendDelete`).
+    nonisolated func sendUntilNotRateLimited(
+        _ attempt: (BrazeRatePolicy.Ticket) async -> BrazeAnswer
+    ) async -> BrazeAnswer? {
+        while true {
+            guard let ticket = await acquire() else { return nil }
+            let answer = await attempt(ticket)
+            if case .rateLimited = answer { continue }
+            return answer
+        }
+    }
+}

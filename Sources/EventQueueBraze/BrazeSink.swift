@@ -134,12 +134,7 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
     /// failure: the records keep their lease, which `LeasedDelivery` renews, and no attempt is spent); `nil` when
     /// the delivery was cancelled before an answer came.
     func send(_ body: BrazeRequestBody) async -> BrazeAnswer? {
-        while true {
-            guard let ticket = await governor.acquire() else { return nil }
-            let answer = await send(body, ticket: ticket)
-            if case .rateLimited = answer { continue }
-            return answer
-        }
+        await governor.sendUntilNotRateLimited { ticket in await self.send(body, ticket: ticket) }
     }
 
     /// One try of one request; tells the governor what the answer said about the rate.

@@ -14,7 +14,7 @@
 ///   process on this host that died is released at once (`takeOverDeadProcess`). Claim also sets aside rows it
 ///   cannot send (`deadLetterOversized`, `deadLetterOutOfRange`). Salvage copies rows into a new file in the state
 ///   they had (`salvageInsert`). `forget` deletes every record of one user, whatever its state (`forgetUser`).
-enum RecordStateSQL {
+package enum RecordStateSQL {
     /// Claimable: pending and due, or leased with an expired lease. Blocked: an earlier live record of the same
     /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id
     /// order and `records_user_order` answers the per-user probe, so a claim costs O(log n) per candidate.
@@ -30,7 +30,7 @@ enum RecordStateSQL {
     /// (nor in one claim: the subselect reads the rows as they were before the claim). "Any earlier live row" is
     /// not in the narrow index: that probe walks `records_live` up to the erasure, which the claim's walk has just
     /// walked anyway, and runs only for an erasure that is a candidate (rare: `forget` deletes the user's rows).
-    static let claim = """
+    package static let claim = """
         UPDATE records
         SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
         WHERE id IN (
