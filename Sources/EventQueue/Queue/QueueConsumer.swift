@@ -118,10 +118,15 @@ public final class QueueConsumer {
     /// Leases the rows `ids` (one batch of `walkClaimable`'s) under `lease`; the caller holds the write transaction.
     /// Returns the records to deliver (those with values out of range are dead-lettered, not returned).
     private func claimRows(_ ids: [Int64], lease: Lease, now: Int64) throws(QueueError) -> [ClaimedRecord] {
-        let statement = try file.connection.statement(RecordStateSQL.claimByIDs, operation: "claiming records")
+        let idList = RecordStateSQL.jsonArray(ids)
+        let leasing = try file.connection.statement(RecordStateSQL.claimByIDs, operation: "claiming records")
+        leasing.bind(1, lease.token)
+        leasing.bind(2, lease.expiresAtMilliseconds)
+        leasing.bind(3, idList)
+        try leasing.run()
+        let statement = try file.connection.statement(RecordStateSQL.claimedRows, operation: "reading claimed records")
         statement.bind(1, lease.token)
-        statement.bind(2, lease.expiresAtMilliseconds)
-        statement.bind(3, RecordStateSQL.jsonArray(ids))
+        statement.bind(2, idList)
         var records: [ClaimedRecord] = []
         records.reserveCapacity(min(ids.count, 1_000))
         var poisoned: [(id: Int64, reason: String)] = []

@@ -72,14 +72,24 @@ package enum RecordStateSQL {
         """
 
     /// Leases exactly the rows `claimWalk` found for one batch (`?3`: their ids, a JSON array), in the walk's
-    /// transaction, so they are still as the walk saw them: claimable and in order for their users. The last
-    /// column says whether the row carries an idempotency key: a batch without one skips the key tables at its ack.
+    /// transaction, so they are still as the walk saw them: claimable and in order for their users.
+    /// `claimedRows` then reads them. Not one `UPDATE ... RETURNING`: SQLite's RETURNING stores every returned row
+    /// (the payload with it) in a temporary table before handing out the first, and the two statements cost 0.9 µs
+    /// less per record than the one (5.2 against 4.3 µs, issue 34).
     static let claimByIDs = """
         UPDATE records
         SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
         WHERE id IN (SELECT value FROM json_each(?3)) AND state != 'dead'
-        RETURNING id, kind, payload, user_key, created_at_ms, attempts, erasure,
+        """
+
+    /// The rows `claimByIDs` just leased (`?1`: the lease's token, which no other row carries; `?2`: their ids), in
+    /// its transaction. The last column says whether the row carries an idempotency key: a batch without one skips
+    /// the key tables at its ack.
+    static let claimedRows = """
+        SELECT id, kind, payload, user_key, created_at_ms, attempts, erasure,
             idempotency_key IS NOT NULL OR user_idempotency_key IS NOT NULL
+        FROM records
+        WHERE id IN (SELECT value FROM json_each(?2)) AND state = 'leased' AND lease_owner = ?1
         """
 
     /// The global keys (older writers' records) for older writers, who look only there (Migrations/0001).
