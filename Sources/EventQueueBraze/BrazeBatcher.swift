@@ -52,28 +52,34 @@ public struct BrazeBatcher: Sendable, Hashable {
         var current: [OutgoingRecord] = []
         var perArray = [0, 0, 0]
         var bytes = BrazeRequestBody.envelopeBytes
-        var lastRankOfUser: [String: Int] = [:]
         for record in records {
             let rank = Self.rank(record.kind)
             let size = encoded.size(of: record) + 1
             let fits =
                 perArray[rank] < maxObjectsPerArray
                 && current.count < (maxObjectsPerRequest ?? Int.max)
-                && (lastRankOfUser[record.userKey] ?? 0) <= rank
                 && bytes + size <= maxRequestBytes
+                && !Self.userGoesBackwards(record, rank: rank, in: current, perArray: perArray)
             if !fits, !current.isEmpty {
                 requests.append(current)
                 current = []
                 perArray = [0, 0, 0]
                 bytes = BrazeRequestBody.envelopeBytes
-                lastRankOfUser = [:]
             }
             current.append(record)
             perArray[rank] += 1
             bytes += size
-            lastRankOfUser[record.userKey] = rank
         }
         if !current.isEmpty { requests.append(current) }
         return requests
+    }
+
+    /// Whether `request` holds a record of `record`'s user of a higher rank, which Braze would apply after it.
+    /// Only a request with a record of a higher rank at all is searched, so a batch of one kind costs no lookup.
+    private static func userGoesBackwards(
+        _ record: OutgoingRecord, rank: Int, in request: [OutgoingRecord], perArray: [Int]
+    ) -> Bool {
+        guard perArray[(rank + 1)...].contains(where: { $0 > 0 }) else { return false }
+        return request.contains { $0.userKey == record.userKey && Self.rank($0.kind) > rank }
     }
 }

@@ -15,8 +15,9 @@ struct BrazeRequestBody: Sendable {
     /// (counted apart).
     static let envelopeBytes = 64
 
-    /// Serializes `records` with the core's JSON writer (the bytes stored are the bytes sent); `encoded` holds
-    /// objects serialized already (`BrazeEncodedObjects`), so a batch split by size is not serialized twice.
+    /// Puts `records` together: each record's stored payload when it spells the object (the bytes stored are the
+    /// bytes sent), else the object serialized by the core's JSON writer; `encoded` holds objects serialized
+    /// already (`BrazeEncodedObjects`), so a batch split by size is not serialized twice.
     init(_ records: [OutgoingRecord], encoded: BrazeEncodedObjects? = nil) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(records.count * 256 + 48)
@@ -34,10 +35,10 @@ struct BrazeRequestBody: Sendable {
                 } else {
                     bytes.append(UInt8(ascii: ","))
                 }
-                if let json = encoded?.json[record.id] {
-                    bytes.append(contentsOf: json)
+                if let encoded {
+                    encoded.append(record, to: &bytes)
                 } else {
-                    record.object.serialize(into: &bytes)
+                    record.serializeObject(into: &bytes)
                 }
                 idsByArray[kind.brazeArray, default: []].append(record.id)
             }

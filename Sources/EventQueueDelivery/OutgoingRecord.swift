@@ -5,7 +5,12 @@ public struct OutgoingRecord: Sendable, Hashable {
     public var id: Int64
     public var kind: RecordKind
     /// The Braze object to send.
-    public var object: JSONObject
+    public var object: JSONObject {
+        didSet { storedJSON = nil }
+    }
+    /// The stored payload, when it spells `object` exactly (nothing was filled in when it was read back): sinks
+    /// send these bytes instead of serializing the object again (`serializeObject`). Cleared when `object` is set.
+    public private(set) var storedJSON: String?
     public var userKey: String
     public var createdAtMilliseconds: Int64
     /// Failed attempts before this one.
@@ -38,15 +43,27 @@ public struct OutgoingRecord: Sendable, Hashable {
                 ValidationError(field: "erasure", rule: problem.description)
             }
         }
-        switch StoredPayload.check(
+        switch StoredPayload.checkForSending(
             claimed.payload, kind: claimed.kind, createdAtMilliseconds: claimed.createdAtMilliseconds)
         {
         case .failure(let problem): return .failure(problem.validationError)
-        case .success(let object):
-            return .success(
-                OutgoingRecord(
-                    id: claimed.id, kind: claimed.kind, object: object, userKey: claimed.userKey,
-                    createdAtMilliseconds: claimed.createdAtMilliseconds, attempts: claimed.attempts))
+        case .success(let checked):
+            var record = OutgoingRecord(
+                id: claimed.id, kind: claimed.kind, object: checked.object, userKey: claimed.userKey,
+                createdAtMilliseconds: claimed.createdAtMilliseconds, attempts: claimed.attempts)
+            if checked.payloadIsObject { record.storedJSON = claimed.payload }
+            return .success(record)
+        }
+    }
+
+    /// The object as JSON, appended to `buffer`: the stored payload when it spells the object, else serialized.
+    /// For a request body, where whitespace between tokens is allowed; not for a JSON Lines file (a foreign
+    /// writer's payload may span lines).
+    public func serializeObject(into buffer: inout [UInt8]) {
+        if let storedJSON {
+            buffer.append(contentsOf: storedJSON.utf8)
+        } else {
+            object.serialize(into: &buffer)
         }
     }
 }

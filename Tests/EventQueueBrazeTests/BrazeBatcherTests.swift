@@ -99,6 +99,23 @@ import Testing
         }
     }
 
+    @Test func requestBodyCarriesStoredPayloadsAsTheyAreAndSizesCountThem() throws {
+        let spelled = #"{ "external_id": "a", "name": "x", "time": "2026-01-02T03:04:05.678Z" }"#
+        let stored = try OutgoingRecord.prepare(
+            ClaimedRecord(
+                id: 7, kind: .event, payload: spelled, userKey: "external_id:a", createdAtMilliseconds: 0, attempts: 0)
+        )
+        .get()
+        let built = event(8, user: "b")
+        let encoded = BrazeEncodedObjects([stored, built])
+        #expect(encoded.json.keys.sorted() == [8], "only the record without a stored spelling is serialized")
+        #expect(encoded.size(of: stored) == spelled.utf8.count)
+        let body = BrazeRequestBody([stored, built], encoded: encoded)
+        let text = String(decoding: body.bytes, as: UTF8.self)
+        #expect(text == #"{"events":["# + spelled + "," + built.object.serialized + "]}")
+        #expect(body.bytes == BrazeRequestBody([stored, built]).bytes, "the same bytes without the encoded objects")
+    }
+
     @Test func requestBodyHoldsOnlyNonEmptyArraysInBrazesOrder() {
         let body = BrazeRequestBody([event(1, user: "a"), attribute(2, user: "b"), event(3, user: "c")])
         let text = String(decoding: body.bytes, as: UTF8.self)

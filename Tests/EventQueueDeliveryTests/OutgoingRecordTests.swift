@@ -52,6 +52,29 @@ import Testing
         #expect(record.object.serialized == payload)
     }
 
+    @Test func theStoredPayloadIsSentAsItIsUnlessSomethingWasFilledIn() throws {
+        // A foreign writer's spelling (spaces, an escape) reads as the same object: its bytes are what is sent.
+        let spelled = #"{ "external_id": "u1", "name": "pl\u0061yed", "time": "2026-01-02T03:04:05.678Z" }"#
+        let kept = try prepared(claimed(spelled))
+        #expect(kept.storedJSON == spelled)
+        var bytes: [UInt8] = []
+        kept.serializeObject(into: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == spelled)
+        // A filled-in time is not in the payload: the object is serialized.
+        let filled = try prepared(claimed(#"{"external_id":"u1","name":"played"}"#))
+        #expect(filled.storedJSON == nil)
+        bytes = []
+        filled.serializeObject(into: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == filled.object.serialized)
+        // Setting the object drops the stored spelling, so what is sent is never stale.
+        var changed = kept
+        changed.object["name"] = .string("other")
+        #expect(changed.storedJSON == nil)
+        bytes = []
+        changed.serializeObject(into: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self).contains(#""name":"other""#))
+    }
+
     @Test func payloadThatIsNotJSONIsRefused() throws {
         let error = try #require(failure(claimed(#"{"external_id":"u1","name":"#)))
         #expect(error.field == "payload")

@@ -35,6 +35,15 @@ package enum StoredPayload {
     package static func check(
         _ payload: String, kind: RecordKind, createdAtMilliseconds: Int64
     ) -> Result<JSONObject, Problem> {
+        checkForSending(payload, kind: kind, createdAtMilliseconds: createdAtMilliseconds).map(\.object)
+    }
+
+    /// `check`, and whether `payload` itself spells the object to send: true when nothing was filled in. The
+    /// parser is strict (no duplicate keys, lone surrogates or invalid UTF-8), so such a payload reads as the same
+    /// object in any JSON parser and can be sent as it is, without serializing the object again.
+    package static func checkForSending(
+        _ payload: String, kind: RecordKind, createdAtMilliseconds: Int64
+    ) -> Result<(object: JSONObject, payloadIsObject: Bool), Problem> {
         let value: JSONValue
         do {
             value = try JSONValue.parse(payload)
@@ -42,12 +51,13 @@ package enum StoredPayload {
             return .failure(.notJSON("\(error)"))
         }
         guard var object = value.objectValue else { return .failure(.notAnObject) }
+        let members = object.count
         RecordEncoder.fillInTime(&object, kind: kind, enqueuedAtMilliseconds: createdAtMilliseconds)
         do {
             _ = try RecordValidator.validate(kind: kind, object: object)
         } catch {
             return .failure(.invalid(error))
         }
-        return .success(object)
+        return .success((object, object.count == members))
     }
 }
