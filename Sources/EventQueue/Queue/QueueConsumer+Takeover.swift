@@ -8,9 +8,7 @@ extension QueueConsumer {
     @discardableResult
     public func releaseLeasesOfDeadProcesses() throws(QueueError) -> Int {
         let connection = file.connection
-        let owners = try connection.statement(
-            "SELECT DISTINCT lease_owner FROM records WHERE state = 'leased' AND lease_owner IS NOT NULL",
-            operation: "reading lease owners")
+        let owners = try connection.statement(RecordStateSQL.leaseOwners, operation: "reading lease owners")
         var dead: [String] = []
         while try owners.step() {
             guard let token = owners.text(0) else { continue }

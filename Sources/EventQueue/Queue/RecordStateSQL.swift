@@ -92,6 +92,14 @@ package enum RecordStateSQL {
         WHERE id IN (SELECT value FROM json_each(?2)) AND state = 'leased' AND lease_owner = ?1
         """
 
+    /// Every lease token in the file (the takeover of a dead process's leases). `dead_at_ms IS NULL` holds for
+    /// every leased row (a CHECK); saying it lets SQLite read the partial index `records_user_order`, which holds
+    /// every leased row, instead of the whole table (14 ms at 100,000 pending records, at every pass; issue 34).
+    static let leaseOwners = """
+        SELECT DISTINCT lease_owner FROM records
+        WHERE state = 'leased' AND lease_owner IS NOT NULL AND dead_at_ms IS NULL
+        """
+
     /// The global keys (older writers' records) for older writers, who look only there (Migrations/0001).
     static let rememberKeys = """
         INSERT OR REPLACE INTO delivered_keys (idempotency_key, record_id, delivered_at_ms)

@@ -45,5 +45,8 @@ import Testing
             #expect(plan.contains("records_live"), "plan:\n\(plan)")
             #expect(!plan.contains("SCAN records\n") && !plan.hasSuffix("SCAN records"), "plan:\n\(plan)")
         }
+        // The takeover's look for lease owners at every pass reads the narrow index, not the table.
+        let plan = try raw.rows("EXPLAIN QUERY PLAN " + RecordStateSQL.leaseOwners).compactMap { $0.last ?? nil }
+        #expect(plan.contains("SCAN records USING INDEX records_user_order"), "plan: \(plan)")
     }
 }
