@@ -64,7 +64,7 @@ struct BrazeBatchDelivery {
     private mutating func send(_ records: [OutgoingRecord]) async {
         var sendable: [OutgoingRecord] = []
         for record in records {
-            if !heldUsers.isEmpty, heldUsers.contains(record.userKey) {
+            if heldUsers.contains(record.userKey) {
                 outcomes[record.id] = .retry(
                     reason: Self.waitingReason, afterMilliseconds: stopRetry?.afterMilliseconds,
                     cause: stopRetry?.cause ?? .destination)
@@ -87,8 +87,7 @@ struct BrazeBatchDelivery {
                 refused[ids[error.index]] = "Braze rejected it: \(error.type)"
             }
             for record in sendable {
-                outcomes[record.id] =
-                    refused.isEmpty ? .delivered : refused[record.id].map { .rejected(reason: $0) } ?? .delivered
+                outcomes[record.id] = refused[record.id].map { .rejected(reason: $0) } ?? .delivered
             }
         case .badRequest(let status, let message):
             guard sendable.count > 1 else {

@@ -20,13 +20,4 @@ struct BrazeEncodedObjects: Sendable {
     func size(of record: OutgoingRecord) -> Int {
         record.storedJSON?.utf8.count ?? json[record.id]?.count ?? 0
     }
-
-    /// Appends `record`'s object to a request body.
-    func append(_ record: OutgoingRecord, to bytes: inout [UInt8]) {
-        if record.storedJSON == nil, let serialized = json[record.id] {
-            bytes.append(contentsOf: serialized)
-        } else {
-            record.serializeObject(into: &bytes)
-        }
-    }
 }

@@ -35,8 +35,8 @@ struct BrazeRequestBody: Sendable {
                 } else {
                     bytes.append(UInt8(ascii: ","))
                 }
-                if let encoded {
-                    encoded.append(record, to: &bytes)
+                if let json = encoded?.json[record.id] {
+                    bytes.append(contentsOf: json)
                 } else {
                     record.serializeObject(into: &bytes)
                 }
