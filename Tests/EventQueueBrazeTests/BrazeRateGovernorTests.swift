@@ -222,6 +222,37 @@ import Testing
         #expect(await governor.snapshot.waits == 1)
     }
 
+    /// An answer wakes the request waiting for the send window at once; the governor does not poll for it (a
+    /// 2 ms poll woke every waiting delivery 500 times a second: issue 34). On a clock where time never passes,
+    /// only the answer can wake it.
+    @Test(.timeLimit(.minutes(1))) func anAnswerWakesTheRequestWaitingForIt() async throws {
+        let governor = BrazeRateGovernor(
+            maxWindow: 4, maxRequestsPerSecond: nil, logger: quietLogger, clock: StoppedClock())
+        let first = try #require(await governor.acquire())
+        let answered = Mutex(false)
+        let second = Task { () -> Bool? in
+            guard await governor.acquire() != nil else { return nil }
+            return answered.withLock { $0 }
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        answered.withLock { $0 = true }
+        await governor.release(first, .answered(BrazeRateHeaders()))
+        #expect(await second.value == true, "the second request started only after the first one's answer")
+        #expect(await governor.snapshot.waits == 1)
+    }
+
+    /// A request waiting for an answer that never comes ends when its task is cancelled, without a start.
+    @Test(.timeLimit(.minutes(1))) func aCancelledWaitForAnAnswerEndsWithoutAStart() async throws {
+        let governor = BrazeRateGovernor(
+            maxWindow: 4, maxRequestsPerSecond: nil, logger: quietLogger, clock: StoppedClock())
+        _ = try #require(await governor.acquire())
+        let waiting = Task { await governor.acquire() }
+        try await Task.sleep(for: .milliseconds(50))
+        waiting.cancel()
+        #expect(await waiting.value == nil)
+        #expect(await governor.snapshot.inFlight == 1)
+    }
+
     @Test func noOneSecondWindowHoldsMoreThanTheCap() async throws {
         let governor = BrazeRateGovernor(maxWindow: 16, maxRequestsPerSecond: 4, logger: quietLogger)
         var starts: [ContinuousClock.Instant] = []
@@ -300,4 +331,11 @@ final class SteppingClock: DrainClock {
             state.wall += BrazeRatePolicy.milliseconds(step)
         }
     }
+}
+
+/// A drain clock on which time never passes: a sleep ends only when its task is cancelled.
+struct StoppedClock: DrainClock {
+    func wallMilliseconds() -> Int64 { BrazeRateGovernorTests.wall0 }
+    func monotonic() -> Duration { .zero }
+    func sleep(for duration: Duration) async throws { try await Task.sleep(for: .seconds(3_600)) }
 }
