@@ -237,7 +237,14 @@ import Testing
         try await Task.sleep(for: .milliseconds(50))
         answered.withLock { $0 = true }
         await governor.release(first, .answered(BrazeRateHeaders()))
-        #expect(await second.value == true, "the second request started only after the first one's answer")
+        // Not woken within 10 s: cancelled, so that the test fails (nil) instead of waiting forever.
+        let watchdog = Task {
+            try await Task.sleep(for: .seconds(10))
+            second.cancel()
+        }
+        let started = await second.value
+        watchdog.cancel()
+        #expect(started == true, "the second request started only after the first one's answer")
         #expect(await governor.snapshot.waits == 1)
     }
 
