@@ -99,6 +99,9 @@ actor BrazeRateGovernor {
         timer.cancel()
     }
 
+    /// How many acquires are waiting for an answer now (for tests: they wait for a request to be parked).
+    var waitingForAnswer: Int { answerWaiters.count }
+
     private func wake(_ waiter: UInt64) {
         answerWaiters.removeValue(forKey: waiter)?.resume()
     }

@@ -234,7 +234,7 @@ import Testing
             guard await governor.acquire() != nil else { return nil }
             return answered.withLock { $0 }
         }
-        try await Task.sleep(for: .milliseconds(50))
+        try await Self.untilWaitingForAnswer(governor)
         answered.withLock { $0 = true }
         await governor.release(first, .answered(BrazeRateHeaders()))
         // Not woken within 10 s: cancelled, so that the test fails (nil) instead of waiting forever.
@@ -254,10 +254,16 @@ import Testing
             maxWindow: 4, maxRequestsPerSecond: nil, logger: quietLogger, clock: StoppedClock())
         _ = try #require(await governor.acquire())
         let waiting = Task { await governor.acquire() }
-        try await Task.sleep(for: .milliseconds(50))
+        try await Self.untilWaitingForAnswer(governor)
         waiting.cancel()
         #expect(await waiting.value == nil)
         #expect(await governor.snapshot.inFlight == 1)
+    }
+
+    /// Returns once a request is parked waiting for an answer (not a fixed sleep: under load the request's task
+    /// may not have reached the governor yet, and would then start without waiting).
+    static func untilWaitingForAnswer(_ governor: BrazeRateGovernor) async throws {
+        while await governor.waitingForAnswer == 0 { try await Task.sleep(for: .milliseconds(1)) }
     }
 
     @Test func noOneSecondWindowHoldsMoreThanTheCap() async throws {

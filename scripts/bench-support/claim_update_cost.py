@@ -32,7 +32,7 @@ def copy(source, rows, generated):
     for sql in indexes: db.execute(sql)
     db.execute("PRAGMA ignore_check_constraints = ON")  # as the consumer updates
     columns = [name for (_, name, *_) in db.execute("PRAGMA table_info(records)")]
-    wanted = [c for c in columns if generated is False or c != "user_key"]
+    wanted = [c for c in columns if not generated or c != "user_key"]
     select = f"SELECT {', '.join(wanted)} FROM records ORDER BY id LIMIT ?"
     db.executemany(f"INSERT INTO records ({', '.join(wanted)}) VALUES ({', '.join('?' * len(wanted))})",
                    source.execute(select, (rows,)))
