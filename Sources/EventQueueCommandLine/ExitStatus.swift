@@ -34,6 +34,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .notAQueueFile, .corrupt, .schemaTooNew, .needsNewerRelease, .unsafeQueueFile, .erasureNeedsNewerSchema:
             self = .badQueueFileOrConfiguration
         case .cannotOpen, .readOnly: self = .cannotCreate
+        case .erasureNotPermitted: self = .refused
         case .busy: self = .busy
         case .diskFull, .queueFull, .sqlite: self = .ioError
         }

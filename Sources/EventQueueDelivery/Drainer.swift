@@ -38,6 +38,9 @@ public struct Drainer: Sendable {
     public let clock: any DrainClock
     /// Whether the sink is up: kept across passes, read by the launch coordinator and the daemon's status.
     public let availability: SinkAvailabilityMonitor
+    /// The key erasure grants are checked with (`ErasureKey.forVerifying`), or why there is none: then no erasure
+    /// is sent (each is dead-lettered with the reason; `queuectl dead retry` it under a consumer that has the key).
+    public let erasureKey: Result<ErasureKey, ErasureProblem>
 
     public init(
         store: QueueStore, sink: any Sink, options: DrainOptions = DrainOptions(), logger: Logger,
@@ -49,6 +52,10 @@ public struct Drainer: Sendable {
         self.logger = logger
         self.clock = clock
         availability = SinkAvailabilityMonitor(policy: options.availability, clock: clock, logger: logger)
+        erasureKey = ErasureKey.forVerifying(queuePath: store.path)
+        if case .failure(let problem) = erasureKey {
+            logger.warning("erasures will not be sent: \(problem)")
+        }
     }
 
     /// Batches handed to the sink at once: the option, capped by what the sink serves.
@@ -296,9 +303,15 @@ public struct Drainer: Sendable {
                 var outgoing: [OutgoingRecord] = []
                 var invalid: [(id: Int64, reason: String)] = []
                 for claimed in claim.records {
-                    switch OutgoingRecord.prepare(claimed) {
+                    switch OutgoingRecord.prepare(claimed, erasureKey: erasureKey) {
                     case .success(let record): outgoing.append(record)
-                    case .failure(let error): invalid.append((claimed.id, "rejected before delivery: \(error)"))
+                    case .failure(let error):
+                        invalid.append((claimed.id, "rejected before delivery: \(error)"))
+                        if claimed.erasure != nil {
+                            logger.warning(
+                                "an erasure was dead-lettered, not sent to Braze",
+                                metadata: ["id": "\(claimed.id)", "reason": "\(error)"])
+                        }
                     }
                 }
                 let clock = self.clock

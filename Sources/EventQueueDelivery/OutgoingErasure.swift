@@ -32,10 +32,28 @@ public struct OutgoingErasure: Sendable, Hashable {
 
     /// Reads a claimed erasure row: its payload must be one valid identifier of the column's type, else the row
     /// is dead-lettered with the reason (a foreign writer may have stored anything), never sent anywhere.
-    static func prepare(_ claimed: ClaimedRecord, erasure: Erasure) -> Result<OutgoingRecord, ErasureProblem> {
+    /// An erasure is sent only when its grant verifies under `key` (`ErasureKey`): one that anyone else planted is
+    /// dead-lettered with a reason beginning `Erasure.unauthorized`.
+    static func prepare(
+        _ claimed: ClaimedRecord, erasure: Erasure, key: Result<ErasureKey, ErasureProblem>?
+    ) -> Result<OutgoingRecord, ErasureProblem> {
         switch erasure.user(payload: claimed.payload) {
         case .failure(let problem): return .failure(problem)
         case .success(let user):
+            switch key {
+            case .success(let key)?:
+                guard key.verifies(erasure.grant, id: claimed.id, type: erasure.type, userKey: claimed.userKey) else {
+                    return .failure(
+                        ErasureProblem(
+                            description: "\(Erasure.unauthorized): its grant does not verify under \(key.path), so "
+                                + "no one who may delete users at Braze (root, the daemon's user, "
+                                + "\(ErasureKey.adminGroup)) queued it"))
+                }
+            case .failure(let problem)?:
+                return .failure(ErasureProblem(description: "cannot check its grant: \(problem); not sent"))
+            case nil:
+                return .failure(ErasureProblem(description: "cannot check its grant: this consumer has no erasure key"))
+            }
             var record = OutgoingRecord(
                 id: claimed.id, kind: claimed.kind, object: JSONObject(members: [user.brazeMember]),
                 userKey: claimed.userKey, createdAtMilliseconds: claimed.createdAtMilliseconds,

@@ -37,9 +37,12 @@ public struct OutgoingRecord: Sendable, Hashable {
     /// reason rather than sent.
     /// Foreign writers may leave `time` out: the record's enqueue time is the interaction time (`StoredPayload`).
     /// An erasure row is read as one (`OutgoingErasure.prepare`): its payload is the user's identifier alone.
-    public static func prepare(_ claimed: ClaimedRecord) -> Result<OutgoingRecord, ValidationError> {
+    /// `erasureKey` checks an erasure row's grant (`ErasureKey.forVerifying`); without one no erasure is sent.
+    public static func prepare(
+        _ claimed: ClaimedRecord, erasureKey: Result<ErasureKey, ErasureProblem>? = nil
+    ) -> Result<OutgoingRecord, ValidationError> {
         if let erasure = claimed.erasure {
-            return OutgoingErasure.prepare(claimed, erasure: erasure).mapError { problem in
+            return OutgoingErasure.prepare(claimed, erasure: erasure, key: erasureKey).mapError { problem in
                 ValidationError(field: "erasure", rule: problem.description)
             }
         }

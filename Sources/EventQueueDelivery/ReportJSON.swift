@@ -5,8 +5,8 @@ import EventQueue
 /// both the same way and the two can never drift apart.
 public enum ReportJSON {
     /// `pending`, `leased`, `dead`, `oldest_pending_age_seconds`, `db_bytes`, `wal_bytes`, `schema_version`,
-    /// `remembered_keys`, `remembered_key_bytes`, `erasures_pending`, `erasures_dead` (0 unless the stats counted
-    /// them), `next_retry_at` (ISO 8601 or null), `path` and `writers_line` (`writeLine`); `queue_bytes`, `limits`
+    /// `remembered_keys`, `remembered_key_bytes`, `erasures_pending`, `erasures_dead`, `erasures_unauthorized` (0
+    /// unless the stats counted them), `next_retry_at` (ISO 8601 or null), `path` and `writers_line` (`writeLine`); `queue_bytes`, `limits`
     /// and `dropped` (`limits(_:)`).
     public static func stats(_ stats: QueueStats, path: String, line: WriteLineReport) -> JSONObject {
         var object: JSONObject = [
@@ -22,6 +22,7 @@ public enum ReportJSON {
             "remembered_key_bytes": number(stats.rememberedKeyBytes),
             "erasures_pending": number(stats.erasuresPending),
             "erasures_dead": number(stats.erasuresDead),
+            "erasures_unauthorized": number(stats.erasuresUnauthorized),
             "next_retry_at": time(stats.nextRetryAtMilliseconds),
             "path": .string(path),
             "writers_line": writeLine(line),

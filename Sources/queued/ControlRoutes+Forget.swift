@@ -2,12 +2,16 @@ import EventQueue
 import EventQueueCommandLine
 import EventQueueDelivery
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `POST /forget?external_id=u1&braze_delete=true` (`ForgetRequest`): `queuectl forget` sent to the daemon that
 /// serves the queue. The daemon forgets on its own connection, on the store's executor, between the statements of a
 /// pass in flight: the user's records in flight are deleted there too, and the erasure waits for their deliveries
 /// in this very pass (`InFlightLeases`). With a Braze delete it launches a pass, so the deletion goes out now.
 extension ControlRoutes {
-    func forget(query: String, _ writer: ResponseWriter) async throws {
+    func forget(query: String, _ writer: ResponseWriter, peer: PeerCredentials) async throws {
         let request: ForgetRequest
         do {
             request = try ForgetRequest(parsing: query)
@@ -19,6 +23,16 @@ extension ControlRoutes {
         }
         let user = request.user
         let brazeDelete = request.brazeDelete
+        if brazeDelete, !PeerPolicy.admins(daemonUID: getuid()).allows(peer) {
+            try await writer.send(
+                status: .forbidden, contentType: "application/json",
+                body: DaemonJSON.failure(
+                    "uid \(peer.uid) may not delete users at Braze: only root, the daemon's user and members of "
+                        + "\(ErasureKey.adminGroup) may; forget without braze_delete removes the user from this queue "
+                        + "only (nothing was changed)", exitStatus: .refused
+                ).serialized + "\n")
+            return
+        }
         do {
             let report = try await store.withConsumer { consumer throws(QueueError) in
                 try consumer.admin.forget(user, brazeDelete: brazeDelete)

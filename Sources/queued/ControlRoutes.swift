@@ -11,7 +11,7 @@ struct ControlRoutes: Sendable {
     let sink: MeasuredSink
     let metrics: DaemonMetrics
 
-    func respond(to request: HTTPRequestHead, writer: ResponseWriter) async throws {
+    func respond(to request: HTTPRequestHead, writer: ResponseWriter, peer: PeerCredentials) async throws {
         let (path, query) = Self.split(request.uri)
         switch (request.method, path) {
         case (.POST, "/launch"):
@@ -31,7 +31,7 @@ struct ControlRoutes: Sendable {
         case (.GET, "/metrics"):
             try await scrape(writer)
         case (.POST, "/forget"):
-            try await forget(query: query, writer)
+            try await forget(query: query, writer, peer: peer)
         case (_, "/launch"), (_, "/status"), (_, "/metrics"), (_, "/forget"):
             try await writer.send(
                 status: .methodNotAllowed, contentType: "application/json",

@@ -66,7 +66,7 @@ struct ControlServer: Service {
                         limiter.requestReceived(ticket)
                         let writer = ResponseWriter(outbound: outbound)
                         if policy.allows(connection.peer) {
-                            try await routes.respond(to: request, writer: writer)
+                            try await routes.respond(to: request, writer: writer, peer: connection.peer)
                         } else {
                             logger.notice(
                                 "refused a control request",

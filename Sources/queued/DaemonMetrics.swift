@@ -26,6 +26,7 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let rememberedKeyBytes: Metrics.Gauge
     private let erasuresPending: Metrics.Gauge
     private let erasuresDead: Metrics.Gauge
+    private let erasuresUnauthorized: Metrics.Gauge
     private let erasuresDelivered: Metrics.Counter
     private let recordsInFlight: Metrics.Gauge
     private let requestsInFlight: Metrics.Gauge
@@ -88,6 +89,7 @@ final class DaemonMetrics: BrazeRequestObserver {
         rememberedKeyBytes = Metrics.Gauge(label: "eventqueue_remembered_key_bytes")
         erasuresPending = Metrics.Gauge(label: "eventqueue_erasures_pending")
         erasuresDead = Metrics.Gauge(label: "eventqueue_erasures_dead")
+        erasuresUnauthorized = Metrics.Gauge(label: "eventqueue_erasures_unauthorized")
         erasuresDelivered = Metrics.Counter(label: "eventqueue_erasures_delivered_total")
         recordsInFlight = Metrics.Gauge(label: "eventqueue_records_in_flight")
         requestsInFlight = Metrics.Gauge(label: "eventqueue_braze_requests_in_flight")
@@ -208,6 +210,7 @@ final class DaemonMetrics: BrazeRequestObserver {
     func recordErasures(_ stats: QueueStats) {
         erasuresPending.record(stats.erasuresPending)
         erasuresDead.record(stats.erasuresDead)
+        erasuresUnauthorized.record(stats.erasuresUnauthorized)
     }
 
     /// Brings the enqueued counter up to the highest id ever assigned (read from the file at scrape time).

@@ -68,6 +68,55 @@ struct DrainerErasureTests {
         return try admin.forget(.externalID(user), brazeDelete: brazeDelete)
     }
 
+    /// Issue 39 #3: an erasure row that a writer plants with a plain INSERT (no grant, a made-up grant, or the
+    /// grant of another row copied onto it) is dead-lettered as not authorized, never sent, and counted; the
+    /// forget of someone who can read the key goes out.
+    @Test func aPlantedErasureIsDeadLetteredCountedAndNeverSent() async throws {
+        let granted = try #require(try forget("u0").erasureID)
+        let copied = try SQLiteShell.run(
+            path, "SELECT json_extract(erasure, '$.grant') FROM records WHERE id = \(granted)"
+        )
+        .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(copied.count == 64)
+        for (user, grant) in [("u1", "NULL"), ("u2", "'\"0123\"'"), ("u3", "'\"\(copied)\"'")] {
+            try SQLiteShell.run(
+                path,
+                """
+                INSERT INTO records (kind, payload, erasure) VALUES ('attribute', '{"external_id":"\(user)"}',
+                    json_object('type', 'external_ids', 'after', json_array(), 'grant', json(\(grant))))
+                """)
+        }
+        let sink = LoggingSink()
+        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 10))
+        let summary = try await drainOnce(drainer)
+        #expect(summary.erased == 1 && summary.dead == 3, "\(summary)")
+        #expect(sink.events == ["erase external_id:u0"], "\(sink.events)")
+        let admin = try QueueAdmin(path: path)
+        defer { admin.close() }
+        let stats = try admin.stats(includingErasures: true)
+        #expect(stats.erasuresDead == 3 && stats.erasuresUnauthorized == 3, "\(stats)")
+        let reasons = try SQLiteShell.run(path, "SELECT last_error FROM records WHERE state = 'dead'")
+        #expect(
+            reasons.components(separatedBy: "erasure not authorized: its grant does not verify").count == 4,
+            "\(reasons)")
+    }
+
+    /// Without the key a process may not queue a Braze delete (exit 77 in `queuectl`), and nothing is forgotten.
+    @Test func aForgetThatCannotReadTheKeyChangesNothing() throws {
+        _ = try enqueue([testEvent("kept", user: "u1")], at: path)
+        let admin = try QueueAdmin(path: path)
+        defer { admin.close() }
+        setenv("EVENTQUEUE_ERASURE_KEY", directory.file("missing/erasure-key"), 1)
+        defer { unsetenv("EVENTQUEUE_ERASURE_KEY") }
+        #expect {
+            try admin.forget(.externalID("u1"), brazeDelete: true)
+        } throws: { error in
+            guard case QueueError.erasureNotPermitted = error else { return false }
+            return "\(error)".contains("eventqueue-admins")
+        }
+        #expect(try admin.peek().count == 1)
+    }
+
     @Test func anErasureIsSentAfterTheUsersEarlierRecordsAndBeforeLaterOnes() async throws {
         _ = try enqueue([testEvent("u2-first", user: "u2")], at: path)
         _ = try forget("u1")

@@ -24,6 +24,25 @@ import EventQueueTestSupport
         .init(
             arguments: ["enqueue", "event", "e", "--external-id", "u1", "--braze-id", "b"], status: 64,
             message: "name exactly one user"),
+        // Issue 39 #4: a repeated flag was dropped silently (the last one won).
+        .init(
+            arguments: ["enqueue", "event", "e", "--external-id", "a", "--external-id", "b"], status: 64,
+            message: #"two users named: --external-id "a" and --external-id "b""#),
+        .init(
+            arguments: ["enqueue", "event", "e", "--alias-name", "n", "--alias-label", "l", "--alias-name", "m"],
+            status: 64, message: #"two users named: --alias-name "n" and --alias-name "m""#),
+        .init(
+            arguments: ["forget", "--external-id", "u1", "--external-id", "u2"], status: 64,
+            message: #"two users named: --external-id "u1" and --external-id "u2""#),
+        .init(
+            arguments: ["forget", "--email", "a@b.co", "--alias", "n:l"], status: 64,
+            message: #"two users named: --email "a@b.co" and --alias "n:l""#),
+        .init(
+            arguments: ["enqueue", "event", "e", "--external-id", "u1", "--key", "k1", "--key", "k2"], status: 64,
+            message: #"--key given twice: "k1" and "k2""#),
+        .init(
+            arguments: ["enqueue", "attribute", "color", "red", "--external-id", "u1", "--key", "k1", "--key", "k2"],
+            status: 64, message: #"--key given twice: "k1" and "k2""#),
         .init(
             arguments: ["enqueue", "event", "e", "--external-id", "u1", "--prop", "$bad=1"], status: 65,
             message: "properties.$bad"),

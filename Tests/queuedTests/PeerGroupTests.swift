@@ -34,6 +34,36 @@ import EventQueueTestSupport
         }
     }
 
+    /// Issue 39 #3: a writer may forget a user within the queue through the socket, but a Braze delete is refused
+    /// (403, exit status 77 in the body) to anyone but root, the daemon's user and members of eventqueue-admins.
+    @Test(.enabled(if: getuid() == 0, "needs root to run a client as nobody (setpriv)"))
+    func aWriterMayNotAskTheDaemonForABrazeDelete() async throws {
+        let scratch = Scratch()
+        #expect(chown(scratch.path, 0, Self.writersGID) == 0)
+        #expect(chmod(scratch.path, 0o2755) == 0)
+        let daemon = try await DaemonProcess(scratch: scratch, db: scratch.file("queue.db"))
+        try await withDaemon(daemon) { daemon in
+            let refused = try await curl(
+                socket: daemon.socket, path: "/forget?external_id=u1&braze_delete=true", in: scratch)
+            #expect(refused.stdout.hasSuffix("403"), "\(refused.stdout) \(refused.stderr)")
+            #expect(
+                refused.stdout.contains("may not delete users at Braze") && refused.stdout.contains("eventqueue-admins")
+            )
+            #expect(refused.stdout.contains(#""exit_status":77"#), "\(refused.stdout)")
+            let allowed = try await curl(socket: daemon.socket, path: "/forget?external_id=u1", in: scratch)
+            #expect(allowed.stdout.hasSuffix("200"), "\(allowed.stdout) \(allowed.stderr)")
+        }
+    }
+
+    private func curl(socket: String, path: String, in scratch: Scratch) async throws -> ProcessResult {
+        try await run(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=nobody", "--regid=nogroup", "--groups=\(Self.writersGID)", "/usr/bin/curl", "-s",
+                "-w", "%{http_code}", "--unix-socket", socket, "-X", "POST", "http://localhost" + path,
+            ], in: scratch)
+    }
+
     private func curlLaunch(socket: String, groups: String, in scratch: Scratch) async throws -> ProcessResult {
         try await run(
             "/usr/bin/setpriv",

@@ -15,16 +15,20 @@ extension QueueAdmin {
         try QueueForgetting.forget(user, brazeDelete: brazeDelete, file: file)
     }
 
-    /// Erasures not sent yet (pending or in flight) and dead ones: one pass over the table (no index names them).
-    func erasureCounts() throws(QueueError) -> (pending: Int, dead: Int) {
+    /// Erasures not sent yet (pending or in flight), dead ones, and of those the ones dead-lettered because their
+    /// grant did not verify (`Erasure.unauthorized`: planted by someone who may not delete users at Braze): one pass
+    /// over the table (no index names them).
+    func erasureCounts() throws(QueueError) -> (pending: Int, dead: Int, unauthorized: Int) {
         let statement = try file.connection.statement(
             """
-            SELECT count(*) FILTER (WHERE state != 'dead'), count(*) FILTER (WHERE state = 'dead')
+            SELECT count(*) FILTER (WHERE state != 'dead'), count(*) FILTER (WHERE state = 'dead'),
+                count(*) FILTER (WHERE state = 'dead' AND instr(last_error, ?1) > 0)
             FROM records WHERE erasure IS NOT NULL
             """, operation: "counting erasures")
         defer { statement.reset() }
-        guard try statement.step() else { return (0, 0) }
-        return (Int(statement.int64(0)), Int(statement.int64(1)))
+        statement.bind(1, "erasure " + Erasure.unauthorized + ":")
+        guard try statement.step() else { return (0, 0, 0) }
+        return (Int(statement.int64(0)), Int(statement.int64(1)), Int(statement.int64(2)))
     }
 }
 

@@ -58,7 +58,7 @@ extension QueueAdmin {
             stats.rememberedKeyBytes = keys.bytes
         }
         if includingErasures {
-            (stats.erasuresPending, stats.erasuresDead) = try erasureCounts()
+            (stats.erasuresPending, stats.erasuresDead, stats.erasuresUnauthorized) = try erasureCounts()
         }
         return stats
     }

@@ -20,11 +20,13 @@ enum QueueForgetting {
                 throw QueueError.invalidRecord(error)
             }
         }
+        // Before anything changes: a caller who may not delete users at Braze is refused with nothing forgotten.
+        let key = brazeDelete ? try ErasureKey.forSigning(queuePath: file.path) : nil
         let connection = file.connection
         // On for this connection whatever the build's default (a writer's connection does not set it at open).
         try connection.execute("PRAGMA secure_delete = ON", operation: "turning on secure deletion")
         var report = try connection.write("forgetting a user") { () throws(QueueError) -> ForgetReport in
-            try removeAndQueue(user, brazeDelete: brazeDelete, connection: connection, path: file.path)
+            try removeAndQueue(user, erasureKey: key, connection: connection, path: file.path)
         }
         file.unscrubbedDeletions += report.removed + report.rememberedKeys
         do {
@@ -41,8 +43,9 @@ enum QueueForgetting {
 
     /// The transaction's statements.
     private static func removeAndQueue(
-        _ user: UserIdentity, brazeDelete: Bool, connection: Connection, path: String
+        _ user: UserIdentity, erasureKey: ErasureKey?, connection: Connection, path: String
     ) throws(QueueError) -> ForgetReport {
+        let brazeDelete = erasureKey != nil
         let operation = "forgetting a user"
         let version = Int(try connection.scalarInt("PRAGMA user_version", operation: operation))
         let hasErasures = version >= erasureVersion
@@ -78,8 +81,17 @@ enum QueueForgetting {
             guard try insert.step() else {
                 throw QueueError.sqlite(code: 0, message: "the erasure's INSERT returned no id", operation: operation)
             }
-            report.erasureID = insert.int64(0)
+            let id = insert.int64(0)
             insert.reset()
+            // The grant binds the id SQLite just gave the row, so it is written in a second statement.
+            let type = Erasure.IdentifierType(user)
+            let grant = try connection.statement("UPDATE records SET erasure = ?1 WHERE id = ?2", operation: operation)
+            grant.bind(
+                1,
+                Erasure(type: type, after: tokens, grant: erasureKey?.grant(id: id, type: type, userKey: userKey)).json)
+            grant.bind(2, id)
+            try grant.run()
+            report.erasureID = id
             report.waitsFor = tokens
         }
         return report

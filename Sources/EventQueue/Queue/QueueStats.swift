@@ -37,4 +37,7 @@ public struct QueueStats: Sendable, Hashable {
     public var erasuresPending: Int = 0
     /// Erasures Braze refused for good (or that ran out of attempts): dead letters until `dead retry` or `purge`.
     public var erasuresDead: Int = 0
+    /// Of the dead erasures, those whose grant did not verify: rows someone who may not delete users at Braze
+    /// planted in the file (`Erasure.unauthorized`), never sent.
+    public var erasuresUnauthorized: Int = 0
 }

@@ -46,6 +46,9 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     /// daemon, of a release before 1.4.0, would send the erasure to `/users/track` as an attribute record. Nothing
     /// was written.
     case erasureNeedsNewerSchema(path: String, fileVersion: Int)
+    /// `forget` with a Braze delete by a process that cannot read the erasure key (`ErasureKey`): deleting a
+    /// user at Braze is an operator's act (root, the daemon's user, `eventqueue-admins`). Nothing was written.
+    case erasureNotPermitted(path: String, detail: String)
     /// Any other SQLite failure, with SQLite's own message and the operation that failed.
     case sqlite(code: Int32, message: String, operation: String)
 
@@ -104,6 +107,10 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
                 + "1.4.0), since the daemon serving an older file would send the erasure to /users/track and recreate "
                 + "the user; upgrade that daemon (it migrates the file at start) or run `queuectl migrate --db "
                 + "\(path)`, then forget again (nothing was written)"
+        case .erasureNotPermitted(_, let detail):
+            return "may not delete users at Braze: only root, the daemon's user and members of "
+                + "\(ErasureKey.adminGroup) may (\(detail)); forget without --braze-delete removes the user from this "
+                + "queue only (nothing was written)"
         case .sqlite(let code, let message, let operation):
             return "SQLite error \(code) during \(operation): \(message)"
         }

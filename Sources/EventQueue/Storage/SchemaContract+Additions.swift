@@ -1,11 +1,13 @@
 extension SchemaContract {
     /// The schema version from which a migration's recorded additions must meet the rule of `problem(with:...)`
     /// unless it raises both levels (`Migrations` refuses one that does not), and from which binaries apply it.
-    /// Migration 6 predates the rule: its UNIQUE index and the CHECK on its added column were shown by hand to hold
-    /// for every row an older writer writes, and 1.1.0, the only release older than it, tolerates recorded
-    /// additions by name and SQL; so do these binaries for additions older than this version (only a binary of
-    /// schema 5 reads those, as `UserKeyTests` plays 1.1.0; a binary of this code is at 6 or later).
-    static let firstRuledVersion = 7
+    /// The rule protects binaries that judge recorded objects by their definition, and the first release that does
+    /// (1.4.0) carries migrations 7 and 8 as its own: it never meets them as additions. Older releases tolerate
+    /// recorded additions by name and SQL, so migration 8's rebuilt `records` (a changed generated column, the
+    /// same columns and conflict targets) keeps 1.1.0-1.3.0 writers writing; its read level stops older consumers.
+    /// Migration 6 predates the rule likewise (its UNIQUE index and the CHECK on its added column were shown by hand
+    /// to hold for every row an older writer writes).
+    static let firstRuledVersion = 9
 
     /// The recorded additions present in a newer file that this binary must not tolerate, by name, each with a
     /// sentence that says what it is, what is wrong with it and which release recorded it.

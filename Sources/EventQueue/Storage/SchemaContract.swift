@@ -39,8 +39,8 @@ public enum SchemaContract {
     /// the level (`SchemaContractTests.theBinarysLevelsAreTheNewestMigrationsLevels` compares both levels with the
     /// newest `schema_levels` row the embedded migrations write).
     public static let writeLevel = 1
-    /// The highest read level this binary's consumer implements.
-    public static let readLevel = 2
+    /// The highest read level this binary's consumer implements (3: the filing keys of migration 8).
+    public static let readLevel = 3
     /// The schema version that introduced `schema_levels` and `schema_additions` (migration 5).
     public static let firstContractVersion = 5
     /// The release that first carried the contract: what a file older than it is shared with (EventQueue 1.0.0

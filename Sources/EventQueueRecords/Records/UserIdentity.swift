@@ -15,7 +15,7 @@ public enum UserIdentity: Sendable, Hashable {
     case phone(String)
 
     /// The user the queue files `object` under: the rule of the generated column `records.user_key`
-    /// (Migrations/0001_init.sql), in its order (`external_id`, `braze_id`, `user_alias`, `email`, `phone`, the
+    /// (Migrations/0008_identity_keys.sql), in its order (`external_id`, `braze_id`, `user_alias`, `email`, `phone`, the
     /// first that is a string, or the alias when it is an object). `nil` when the column derives no user (the row
     /// would be refused), and also when an alias member is a number, boolean, object or array, which SQLite turns
     /// into text by rules of its own: such a record cannot pass Braze's checks, and is refused as naming no user
@@ -41,14 +41,19 @@ public enum UserIdentity: Sendable, Hashable {
         }
     }
 
-    /// The string the queue orders this user's records by: the value of `records.user_key`, which the queue file
-    /// derives itself, in SQL, from the stored payload, so that every writer, foreign ones included, gets the same
-    /// ordering (`init(filing:)` says which user that is).
+    /// The string the queue files this user's records under: the value of `records.user_key`, which the queue
+    /// file derives itself, in SQL, from the stored payload, so that every writer, foreign ones included, gets the
+    /// same ordering (`init(filing:)` says which user that is). No two identities share one: each kind has its own
+    /// prefix, and an alias label that holds a colon is written in hex (`user_alias#HEX:name`), so that the first
+    /// colon after the prefix always ends the label (Migrations/0008_identity_keys.sql: before, label `a` + name
+    /// `b:c` and label `a:b` + name `c` were one user).
     public var orderingKey: String {
         switch self {
         case .externalID(let id): return "external_id:" + id
         case .brazeID(let id): return "braze_id:" + id
-        case .alias(let name, let label): return "user_alias:" + label + ":" + name
+        case .alias(let name, let label):
+            guard label.utf8.contains(UInt8(ascii: ":")) else { return "user_alias:" + label + ":" + name }
+            return "user_alias#" + Self.upperHex(label.utf8) + ":" + name
         case .email(let email): return "email:" + email
         case .phone(let phone): return "phone:" + phone
         }
@@ -64,5 +69,17 @@ public enum UserIdentity: Sendable, Hashable {
         case .email(let email): return .init(key: "email", value: .string(email))
         case .phone(let phone): return .init(key: "phone", value: .string(phone))
         }
+    }
+
+    /// SQLite's `hex()` of a text: its UTF-8 bytes, two upper-case digits each.
+    private static func upperHex(_ bytes: String.UTF8View) -> String {
+        let digits = Array("0123456789ABCDEF".utf8)
+        var hex: [UInt8] = []
+        hex.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            hex.append(digits[Int(byte >> 4)])
+            hex.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: hex, as: UTF8.self)
     }
 }

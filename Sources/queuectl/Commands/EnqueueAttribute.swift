@@ -9,7 +9,8 @@ struct EnqueueAttribute: ParsableCommand {
     @Argument(help: "The attribute name.") var key: String
     @Argument(help: "The value: JSON when it parses (3, true, null, [\"a\"], {\"inc\":1}), else a string.")
     var value: String
-    @Option(name: .customLong("key"), help: idempotencyKeyHelp) var idempotencyKey: String?
+    @Option(name: .customLong("key"), parsing: .singleValue, help: idempotencyKeyHelp)
+    var idempotencyKeys: [String] = []
     @OptionGroup var user: IdentityOptions
     @OptionGroup var queue: QueueOptionGroup
 
@@ -17,11 +18,13 @@ struct EnqueueAttribute: ParsableCommand {
 
     func validate() throws {
         try refuseNDJSONWithSubcommand(parent)
+        _ = try singleValue(idempotencyKeys, flag: "--key")
     }
 
     func run() throws {
         let record = Record.attribute(
-            key, CommandLineValue.parse(value), user: try user.identity(), idempotencyKey: idempotencyKey)
+            key, CommandLineValue.parse(value), user: try user.identity(),
+            idempotencyKey: try singleValue(idempotencyKeys, flag: "--key"))
         try enqueueOne(record, queue: queue)
     }
 }

@@ -18,7 +18,7 @@ struct EnqueueEvent: ParsableCommand {
     func run() throws {
         let record = Record.event(
             name, user: try user.identity(), properties: try properties.object(), time: properties.time,
-            idempotencyKey: properties.idempotencyKey)
+            idempotencyKey: try properties.idempotencyKey)
         try enqueueOne(record, queue: queue)
     }
 }

@@ -6,8 +6,10 @@ struct EnqueuePurchase: ParsableCommand {
 
     @Argument(help: "The product id.") var productID: String
     @Option(help: "ISO 4217 currency code, e.g. USD.") var currency: String
-    @Option(help: "The price, a number.") var price: String
-    @Option(help: "1 to 100 (default 1).") var quantity: Int = 1
+    // .unconditional: `--price -1` is a value, as `--price=-1` always was; without it ArgumentParser took "-1" for a
+    // flag and answered "Missing value".
+    @Option(parsing: .unconditional, help: "The price, a number.") var price: String
+    @Option(help: "1 to 100.") var quantity: Int = 1
     @OptionGroup var properties: PropertyOptions
     @OptionGroup var user: IdentityOptions
     @OptionGroup var queue: QueueOptionGroup
@@ -31,7 +33,7 @@ struct EnqueuePurchase: ParsableCommand {
         let record = Record.purchase(
             productID: productID, currency: currency, price: try Self.number(price), quantity: quantity,
             user: try user.identity(),
-            properties: try properties.object(), time: properties.time, idempotencyKey: properties.idempotencyKey)
+            properties: try properties.object(), time: properties.time, idempotencyKey: try properties.idempotencyKey)
         try enqueueOne(record, queue: queue)
     }
 }

@@ -8,48 +8,72 @@ import EventQueue
 /// sends the record to another Braze user. With exactly one colon there is one reading; anything else must be
 /// spelled with the two separate options, which hold any text.
 struct IdentityOptions: ParsableArguments {
-    @Option(name: .customLong("external-id"), help: "The user's external id.")
-    var externalID: String?
-    @Option(name: .customLong("braze-id"), help: "The user's Braze id.")
-    var brazeID: String?
-    @Option(help: "The user's email (as the identifier).")
-    var email: String?
-    @Option(help: "The user's phone number (as the identifier).")
-    var phone: String?
+    // Each flag collects every value given, so that a repeated flag is refused instead of the last one silently
+    // winning (`--external-id u1 --external-id u2` erased u2 and exited 0, issue 39 #4).
+    @Option(name: .customLong("external-id"), parsing: .singleValue, help: "The user's external id.")
+    var externalID: [String] = []
+    @Option(name: .customLong("braze-id"), parsing: .singleValue, help: "The user's Braze id.")
+    var brazeID: [String] = []
+    @Option(parsing: .singleValue, help: "The user's email (as the identifier).")
+    var email: [String] = []
+    @Option(parsing: .singleValue, help: "The user's phone number (as the identifier).")
+    var phone: [String] = []
     @Option(
+        parsing: .singleValue,
         help: """
             A user alias as NAME:LABEL, with exactly one colon (a name or label holding a colon: use \
             --alias-name and --alias-label).
             """)
-    var alias: String?
-    @Option(name: .customLong("alias-name"), help: "A user alias's name (with --alias-label); any text.")
-    var aliasName: String?
-    @Option(name: .customLong("alias-label"), help: "A user alias's label (with --alias-name); any text.")
-    var aliasLabel: String?
+    var alias: [String] = []
+    @Option(
+        name: .customLong("alias-name"), parsing: .singleValue,
+        help: "A user alias's name (with --alias-label); any text.")
+    var aliasName: [String] = []
+    @Option(
+        name: .customLong("alias-label"), parsing: .singleValue,
+        help: "A user alias's label (with --alias-name); any text.")
+    var aliasLabel: [String] = []
 
     func validate() throws {
         _ = try identity()
     }
 
+    /// The one user named. Two identity flags, of one kind or of two, are a usage error naming both: which one
+    /// was meant cannot be known, and guessing files the record under (or erases) another user.
     func identity() throws -> UserIdentity {
-        var found: [UserIdentity] = []
-        if let externalID { found.append(.externalID(externalID)) }
-        if let brazeID { found.append(.brazeID(brazeID)) }
-        if let email { found.append(.email(email)) }
-        if let phone { found.append(.phone(phone)) }
-        if let alias { found.append(try Self.splitAlias(alias)) }
-        switch (aliasName, aliasLabel) {
-        case (let name?, let label?): found.append(.alias(name: name, label: label))
-        case (nil, nil): break
-        default:
+        var given: [(flag: String, value: String)] = []
+        for (flag, values) in [
+            ("--external-id", externalID), ("--braze-id", brazeID), ("--email", email), ("--phone", phone),
+            ("--alias", alias), ("--alias-name", aliasName), ("--alias-label", aliasLabel),
+        ] {
+            for value in values { given.append((flag, value)) }
+        }
+        let pairedAlias = aliasName.count == 1 && aliasLabel.count == 1
+        let named =
+            given.filter { !pairedAlias || ($0.flag != "--alias-name" && $0.flag != "--alias-label") }
+            .map { "\($0.flag) \(CommandLineText.quoted($0.value))" }
+            + (pairedAlias
+                ? [
+                    "--alias-name/--alias-label \(CommandLineText.quoted(aliasName[0])):"
+                        + "\(CommandLineText.quoted(aliasLabel[0]))"
+                ] : [])
+        if named.count > 1 {
+            throw ValidationError(
+                "two users named: \(named[0]) and \(named[1])\(named.count > 2 ? " (and \(named.count - 2) more)" : ""); "
+                    + "name exactly one user with one of --external-id, --braze-id, --email, --phone or --alias "
+                    + "(nothing was changed)")
+        }
+        if let externalID = externalID.first { return .externalID(externalID) }
+        if let brazeID = brazeID.first { return .brazeID(brazeID) }
+        if let email = email.first { return .email(email) }
+        if let phone = phone.first { return .phone(phone) }
+        if let alias = alias.first { return try Self.splitAlias(alias) }
+        if pairedAlias { return .alias(name: aliasName[0], label: aliasLabel[0]) }
+        if !aliasName.isEmpty || !aliasLabel.isEmpty {
             throw ValidationError("--alias-name and --alias-label go together: give both")
         }
-        guard found.count == 1, let identity = found.first else {
-            throw ValidationError(
-                "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got "
-                    + "\(found.count))")
-        }
-        return identity
+        throw ValidationError(
+            "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got none)")
     }
 
     /// `NAME:LABEL` with exactly one colon, neither side empty; anything else is refused, never guessed.
@@ -65,4 +89,20 @@ struct IdentityOptions: ParsableArguments {
         }
         return .alias(name: String(alias[..<colon]), label: String(label))
     }
+}
+
+/// One value of a flag that may be given once; a second is a usage error naming both (issue 39 #4: `--key a --key
+/// b` kept b). ArgumentParser keeps only the last value of a plain optional, so such flags collect an array.
+func singleValue(_ values: [String], flag: String) throws -> String? {
+    guard values.count <= 1 else {
+        throw ValidationError(
+            "\(flag) given twice: \(CommandLineText.quoted(values[0])) and \(CommandLineText.quoted(values[1])); "
+                + "give it once (nothing was changed)")
+    }
+    return values.first
+}
+
+/// How a flag's value is shown in a message: quoted, with control characters escaped.
+enum CommandLineText {
+    static func quoted(_ value: String) -> String { "\"" + EventQueueRecords.ValidationError.printable(value) + "\"" }
 }

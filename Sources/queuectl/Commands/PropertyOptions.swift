@@ -9,12 +9,16 @@ struct PropertyOptions: ParsableArguments {
     var properties: String?
     @Option(help: "When it happened, ISO 8601 (default: now).")
     var time: String?
-    @Option(name: .customLong("key"), help: idempotencyKeyHelp)
-    var idempotencyKey: String?
+    @Option(name: .customLong("key"), parsing: .singleValue, help: idempotencyKeyHelp)
+    var idempotencyKeys: [String] = []
+
+    /// The one `--key`, if given (a second is refused: `singleValue`).
+    var idempotencyKey: String? { get throws { try singleValue(idempotencyKeys, flag: "--key") } }
 
     /// A malformed flag value is a usage error (64) before anything runs; a record that breaks Braze's rules
     /// is 65, once it is built.
     func validate() throws {
+        _ = try idempotencyKey
         _ = try object()
     }
 

@@ -22,7 +22,7 @@ struct Status: ParsableCommand {
     @Flag(
         help: """
             Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version, \
-            remembered_keys, remembered_key_bytes, erasures_pending, erasures_dead, writers_line (state, reason, \
+            remembered_keys, remembered_key_bytes, erasures_pending, erasures_dead, erasures_unauthorized, writers_line (state, reason, \
             busy, waiting, held_seconds, handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or \
             null), sink (the daemon's: state, since, last_error, next_probe_at, probes; or null), queue_bytes, \
             limits (max_queue_bytes, when_full, max_age_seconds, set_at), dropped (oldest, refused, expired).
@@ -72,7 +72,10 @@ struct Status: ParsableCommand {
                 + "(`queuectl keys prune --older-than 1d` forgets them sooner)")
         if stats.erasuresPending + stats.erasuresDead > 0 {
             lines.append(
-                "erasures:       \(stats.erasuresPending) waiting, \(stats.erasuresDead) dead (`queuectl peek`)")
+                "erasures:       \(stats.erasuresPending) waiting, \(stats.erasuresDead) dead"
+                    + (stats.erasuresUnauthorized > 0
+                        ? ", \(stats.erasuresUnauthorized) of them not authorized (planted: never sent)" : "")
+                    + " (`queuectl peek`)")
         }
         lines.append("writers' line:  \(line.summary)")
         if let rate = rate?.objectValue { lines.append("braze limit:    " + Self.describe(rate)) }

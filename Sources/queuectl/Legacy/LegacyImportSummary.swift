@@ -40,11 +40,13 @@ struct LegacyImportSummary {
         for outcome in outcomes {
             if case .deadLettered(let id, let reason) = outcome.result {
                 text += dryRun ? "  dead letter: " : "  dead letter \(id): "
-                text += ValidationPrinting.printable(reason) + "\n"
+                text += EventQueueRecords.ValidationError.printable(reason) + "\n"
             }
         }
         if !skippedKeys.isEmpty {
-            text += "  skipped: " + skippedKeys.map(ValidationPrinting.printable).joined(separator: ", ") + "\n"
+            text +=
+                "  skipped: "
+                + skippedKeys.map { EventQueueRecords.ValidationError.printable($0) }.joined(separator: ", ") + "\n"
         }
         for outcome in unrecognized {
             if case .unrecognized(let why) = outcome.entry.plan {

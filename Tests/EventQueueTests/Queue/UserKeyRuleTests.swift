@@ -103,4 +103,86 @@ import Testing
             try QueueBatch.check(record, orDeadLetter: true)
         }
     }
+
+    /// Issue 39 #1: label `a` + name `b:c` and label `a:b` + name `c` were one user (`user_alias:a:b:c`). Every
+    /// (label, name) from texts with colons, the key's own separators and prefixes, hex-looking text, empty strings
+    /// and Unicode now has a key of its own, and SQLite's column and Swift agree on each.
+    @Test func everyAliasHasAKeyOfItsOwnAndSQLiteAgrees() throws {
+        let texts = ["a", "b:c", "a:b", "c", "", ":", "::", "613A62", "user_alias", "#", "é:t", "日本:語", "x y", "?"]
+        let path = scratch.file("aliases.db")
+        try QueueWriter(path: path).close()
+        let raw = try RawDatabase(path: path)
+        var keys: [String: (label: String, name: String)] = [:]
+        var id = 0
+        for label in texts {
+            for name in texts {
+                id += 1
+                let user = UserIdentity.alias(name: name, label: label)
+                let payload = JSONObject(members: [user.brazeMember, .init(key: "name", value: "e")]).serialized
+                try raw.execute(
+                    "INSERT INTO records (id, kind, payload) VALUES (\(id), 'event', '"
+                        + payload.replacingOccurrences(of: "'", with: "''") + "')")
+                let sql = try raw.scalar("SELECT user_key FROM records WHERE id = \(id)")
+                #expect(sql == user.orderingKey, "label \(label), name \(name)")
+                if let other = keys[user.orderingKey] {
+                    Issue.record("\(user.orderingKey) files both \(other) and (\(label), \(name))")
+                }
+                keys[user.orderingKey] = (label, name)
+            }
+        }
+        #expect(keys.count == texts.count * texts.count)
+        #expect(
+            UserIdentity.alias(name: "b:c", label: "a").orderingKey == "user_alias:a:b:c",
+            "colon-free labels keep their key")
+        #expect(UserIdentity.alias(name: "c", label: "a:b").orderingKey == "user_alias#613A62:c")
+    }
+
+    /// Issue 39 #1 through the writer API: the second alias's record under the first's key is queued (it was
+    /// refused as a reused key), and forgetting one alias leaves the other's records.
+    @Test func forgettingOneAliasLeavesTheAliasThatSharedItsOldKey() throws {
+        let path = scratch.file("forget-alias.db")
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        let first = UserIdentity.alias(name: "b:c", label: "a")
+        let second = UserIdentity.alias(name: "c", label: "a:b")
+        let one = try writer.enqueue(Record.event("played", user: first, idempotencyKey: "k"))
+        let two = try writer.enqueue(Record.event("played", user: second, idempotencyKey: "k"))
+        #expect(one != two)
+        let report = try writer.forget(second)
+        #expect(report.removed == 1)
+        let raw = try RawDatabase(path: path)
+        #expect(try raw.scalar("SELECT group_concat(id) FROM records") == "\(one)")
+    }
+
+    /// Migration 8 on a file of schema 7: the two aliases that shared `user_alias:a:b:c` get keys of their own, every
+    /// row keeps its id and values, and the AUTOINCREMENT counter is carried over (ids never repeat).
+    @Test func migrationEightFilesTheAliasesOfASchemaSevenFileApart() throws {
+        let path = scratch.file("seven.db")
+        let connection = try Connection(path: path, busyTimeoutMilliseconds: 1000)
+        try connection.execute("PRAGMA auto_vacuum = INCREMENTAL", operation: "test")
+        _ = try connection.scalarText("PRAGMA journal_mode = WAL", operation: "test")
+        try Migrations.migrate(connection, to: 7)
+        try connection.execute(
+            """
+            INSERT INTO records (id, kind, payload) VALUES
+                (3, 'event', '{"user_alias":{"alias_label":"a","alias_name":"b:c"},"name":"x"}'),
+                (5, 'event', '{"user_alias":{"alias_label":"a:b","alias_name":"c"},"name":"x"}'),
+                (9, 'attribute', '{"external_id":"u1","plan":"gold"}');
+            UPDATE records SET state = 'dead', dead_at_ms = 1, last_error = 'kept' WHERE id = 9;
+            DELETE FROM records WHERE id = 9 - 9;
+            UPDATE sqlite_sequence SET seq = 40 WHERE name = 'records';
+            """, operation: "test")
+        #expect(try connection.scalarText("SELECT count(DISTINCT user_key) FROM records", operation: "test") == "2")
+        connection.close()
+        let admin = try QueueAdmin(path: path)
+        admin.close()
+        let raw = try RawDatabase(path: path)
+        #expect(try raw.scalar("PRAGMA user_version") == "8")
+        #expect(
+            try raw.scalar("SELECT group_concat(id || '=' || user_key, ' ') FROM records")
+                == "3=user_alias:a:b:c 5=user_alias#613A62:c 9=external_id:u1")
+        #expect(try raw.scalar("SELECT last_error FROM records WHERE id = 9") == "kept")
+        #expect(try raw.scalar("SELECT seq FROM sqlite_sequence WHERE name = 'records'") == "40")
+        #expect(try raw.scalar("PRAGMA integrity_check") == "ok")
+    }
 }

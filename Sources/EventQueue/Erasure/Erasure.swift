@@ -39,17 +39,22 @@ public struct Erasure: Sendable, Hashable {
     /// answers every request that carried a record of the user before the delete goes out.
     public var after: [String]
 
+    /// The operator's authority for this row (`ErasureKey.grant`): without a grant the row's key verifies, the
+    /// erasure is dead-lettered, never sent.
+    public var grant: String?
+
     /// An erasure of `type`, waiting for the deliveries under `after`.
-    public init(type: IdentifierType, after: [String] = []) {
+    public init(type: IdentifierType, after: [String] = [], grant: String? = nil) {
         self.type = type
         self.after = after
+        self.grant = grant
     }
 
-    /// The column's JSON: `{"type":"external_ids","after":["host:1:ab#7"]}`.
+    /// The column's JSON: `{"type":"external_ids","after":["host:1:ab#7"],"grant":"9f2c..."}`.
     public var json: String {
-        JSONValue.object([
-            "type": .string(type.rawValue), "after": .array(after.map(JSONValue.string)),
-        ]).serialized
+        var object: JSONObject = ["type": .string(type.rawValue), "after": .array(after.map(JSONValue.string))]
+        if let grant { object["grant"] = .string(grant) }
+        return JSONValue.object(object).serialized
     }
 
     /// Reads the column (another user's input, like every value in the file): `nil` when it is not an object with a
@@ -68,7 +73,7 @@ public struct Erasure: Sendable, Hashable {
             }
         default: return nil
         }
-        self.init(type: type, after: after)
+        self.init(type: type, after: after, grant: object["grant"]?.stringValue)
     }
 
     /// The payload an erasure row stores for `user`: the identifier member alone, so that the generated
@@ -117,6 +122,10 @@ public struct ErasureProblem: Error, Sendable, Hashable, CustomStringConvertible
 }
 
 extension Erasure {
+    /// How the reason of an erasure dead-lettered for a grant that does not verify begins; `status` and
+    /// `/metrics` count the dead erasures whose reason holds it.
+    public static let unauthorized = "not authorized"
+
     /// Why a row whose `erasure` column cannot be read is dead-lettered at claim: it is never sent anywhere (sending
     /// it to `/users/track` would recreate the user it was meant to erase).
     static let unreadableColumnReason =
