@@ -78,7 +78,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .busy: return "queue busy, retry"
         case .refused:
             return "`drain`: the daemon refused this user, or the socket is not trusted (its directory, file or "
-                + "listener belongs to someone other than root, you, or the queue file's owner)"
+                + "listener belongs to someone other than root, you, or the queue file's owner); `forget "
+                + "--braze-delete`: you may not delete users at Braze (root, the daemon's user, eventqueue-admins)"
         case .badQueueFileOrConfiguration:
             return "not a queue file, corrupt, or a newer schema (the file is never modified); `queued`: also a "
                 + "bad configuration"

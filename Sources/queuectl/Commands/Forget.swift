@@ -22,16 +22,29 @@ struct Forget: ParsableCommand {
             When a daemon serves the queue (its control socket, as for drain, answers for this file), the daemon \
             forgets; otherwise (or with --local) this process does. Run it on every host that may hold the user.
 
+            Who may: any writer may forget a user within the queue (writers can delete rows anyway). Deleting a user \
+            at Braze is an operator's act: --braze-delete is for root, the daemon's user and members of the \
+            \(ErasureKey.adminGroup) group (sudo usermod -aG \(ErasureKey.adminGroup) USER), who can read the erasure \
+            key (\(ErasureKey.packagedPath), or $EVENTQUEUE_ERASURE_KEY, or QUEUE-erasure-key beside a queue outside \
+            the package); through the socket the daemon checks the caller's credentials. Anyone else is refused \
+            with exit 77 and nothing changes. The daemon sends an erasure only when its grant verifies under that key: \
+            an erasure row planted with any SQLite client is dead-lettered as not authorized, never sent.
+
             """
                 + ExitStatus.helpText(
-                    listing: [.success, .usage, .invalidInput, .inputMissing, .busy, .badQueueFileOrConfiguration])
+                    listing: [
+                        .success, .usage, .invalidInput, .inputMissing, .busy, .refused, .badQueueFileOrConfiguration,
+                    ])
     )
 
     @OptionGroup var identity: IdentityOptions
 
     @Flag(
         name: .customLong("braze-delete"),
-        help: "Also delete the user at Braze (POST /users/delete), in the user's order, through the daemon's sink.")
+        help: """
+            Also delete the user at Braze (POST /users/delete), in the user's order, through the daemon's sink \
+            (root, the daemon's user and \(ErasureKey.adminGroup) only).
+            """)
     var brazeDelete = false
 
     @Flag(help: "Forget in this process even when a daemon serves the queue.")
