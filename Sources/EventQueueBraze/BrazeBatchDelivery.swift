@@ -15,6 +15,7 @@ import EventQueueDelivery
 /// | 2xx | delivered; the objects its `errors` name rejected (dead) | the rejected: one |
 /// | 400 (and other 4xx below) | bisected; the one record a 400 still names is rejected (dead) | that one |
 /// | 5xx, 408, a timeout, connection refused or reset, DNS, a TLS handshake that times out | `retry`, `.destination`: due at once; the batch stops | none |
+/// | the same, when Braze answered another request within `upEvidence` | split (`splitSuspect`); one record still failing while its other half is answered: `retry`, `.record` (backs off, dead after `--max-attempts`) | that one |
 /// | 429 (handed back; `BrazeSink` resends it itself) | `retry`, `.backPressure`, after the hint | none |
 /// | 401, 403, 404, 3xx, an unverifiable TLS certificate | halt `.configuration`: every record handed back untouched | none |
 ///
@@ -34,8 +35,16 @@ struct BrazeBatchDelivery {
     private var heldUsers: Set<String> = []
     private(set) var requestsSent = 0
     private var cancelled = false
+    /// While `splitSuspect` sends the halves of a failed request: the halves that failed too, and whether one was
+    /// answered.
+    private var suspecting: (failed: [(records: [OutgoingRecord], reason: String)], answered: Bool)?
 
     static let waitingReason = "waiting for an earlier record of the same user"
+
+    /// A failed request is suspect (`splitSuspect`) when Braze answered another request this recently: up to two
+    /// seconds, the gap between requests of a busy pass. A request that timed out, or fails well into an outage,
+    /// finds no answer that recent, and splits nothing.
+    static let upEvidence: Duration = .seconds(2)
 
     init(encoded: BrazeEncodedObjects? = nil, sender: any BrazeRequestSender) {
         self.encoded = encoded
@@ -94,11 +103,7 @@ struct BrazeBatchDelivery {
                 outcomes[sendable[0].id] = .rejected(reason: "Braze rejected it: \(status) \(message)")
                 return
             }
-            // Nothing was applied; halves of a valid request keep every user's kind order, so each half is a
-            // valid request too. Bisecting finds k bad records in about 2k·log2(n) requests.
-            let middle = sendable.count / 2
-            await send(Array(sendable[..<middle]))
-            await send(Array(sendable[middle...]))
+            await bisect(sendable)
         case .misconfigured(let status, let message):
             halt = SinkHalt(
                 kind: .configuration,
@@ -110,11 +115,77 @@ struct BrazeBatchDelivery {
             stopRetry = (reason, after, .backPressure)
         case .untrustedCertificate(let reason):
             halt = SinkHalt(kind: .configuration, reason: reason)
+        case .transient(let reason) where suspecting == nil && sender.answered(within: Self.upEvidence):
+            await splitSuspect(sendable, reason: reason)
+        case .transient(let reason) where suspecting != nil:
+            suspecting?.failed.append((sendable, reason))
+            for record in sendable { heldUsers.insert(record.userKey) }
         case .transient(let reason):
             // Says nothing about these records (nothing was applied): no attempt; the sink is suspect.
             retry(sendable, reason: reason, afterMilliseconds: nil, cause: .destination)
             stopRetry = ("an earlier request of this batch failed: \(reason)", nil, .destination)
         }
+    }
+
+    /// A request that failed with a 5xx or a timeout right after Braze answered another: Braze may be up and
+    /// the request's own content what fails (a record that makes Braze or a proxy fail every time, issue 40 #2:
+    /// 158 failing requests in 20 s, no batch-mate delivered, then a week of "unavailable"). It is split into two
+    /// requests that share no user (the first half of its users, the rest), so neither can overtake a record of
+    /// the other's users. When one is answered, Braze is up, and a half that still fails is split again; a single
+    /// user's records are split by position, the later part only after the earlier one went through. What is
+    /// left is the one record, retried as its own failure (`.record`: an attempt each time, a dead letter after
+    /// `--max-attempts`, as SQS's receive count does) while its batch-mates are delivered. When neither half is
+    /// answered, Braze is down: the batch stops with no attempt, as in any outage (two more requests, once, at
+    /// the outage's start; after `upEvidence` nothing is split).
+    private mutating func splitSuspect(_ records: [OutgoingRecord], reason: String) async {
+        guard records.count > 1 else {
+            retry(
+                records, reason: "Braze failed the request of this record alone while answering others: \(reason)",
+                afterMilliseconds: nil, cause: .record)
+            return
+        }
+        var users: [String] = []
+        var seen: Set<String> = []
+        for record in records where seen.insert(record.userKey).inserted { users.append(record.userKey) }
+        let halves: [[OutgoingRecord]]
+        if users.count > 1 {
+            let first = Set(users[..<(users.count / 2)])
+            halves = [records.filter { first.contains($0.userKey) }, records.filter { !first.contains($0.userKey) }]
+        } else {
+            halves = [Array(records[..<(records.count / 2)]), Array(records[(records.count / 2)...])]
+        }
+        let outer = suspecting
+        suspecting = (failed: [], answered: false)
+        for half in halves {
+            let (requests, failures) = (requestsSent, suspecting?.failed.count ?? 0)
+            // A single user's later half waits behind its earlier half's failure (`send` holds the user).
+            await send(half)
+            if requestsSent > requests, suspecting?.failed.count == failures { suspecting?.answered = true }
+        }
+        let split = suspecting ?? (failed: [], answered: false)
+        suspecting = outer
+        guard !stopped else { return }
+        // One user whose earlier half failed: the later half was held, so nothing tells an outage from the record;
+        // the recent answer that began this split stands for Braze being up.
+        guard split.answered || users.count == 1 else {
+            retry(
+                records.filter { outcomes[$0.id] == nil }, reason: reason, afterMilliseconds: nil, cause: .destination)
+            stopRetry = ("an earlier request of this batch failed: \(reason)", nil, .destination)
+            return
+        }
+        for failed in split.failed {
+            // Held while the other half went out; split further now.
+            for record in failed.records { heldUsers.remove(record.userKey) }
+            await splitSuspect(failed.records, reason: failed.reason)
+        }
+    }
+
+    /// Sends each half of a refused or suspect request on its own. Halves of a valid request keep every user's
+    /// kind order, so each half is a valid request too; k bad records take about 2k·log2(n) requests.
+    private mutating func bisect(_ records: [OutgoingRecord]) async {
+        let middle = records.count / 2
+        await send(Array(records[..<middle]))
+        await send(Array(records[middle...]))
     }
 
     private mutating func retry(

@@ -3,6 +3,7 @@ import EventQueue
 import EventQueueDelivery
 import Logging
 import NIOCore
+import Synchronization
 
 /// Delivers records to Braze's `POST /users/track`, and erasures to `POST /users/delete` (`erase`).
 ///
@@ -31,6 +32,8 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
     private let deleter: BrazeDeleteSender
     /// See `Sink.maxConcurrentDeliveries`: the drain loop's `--max-in-flight` is the cap.
     public let maxConcurrentDeliveries: Int
+    /// When `/users/track` last answered (`answered(within:)`).
+    private let lastAnswer = Mutex<ContinuousClock.Instant?>(nil)
 
     /// - Parameters:
     ///   - baseURL: the REST endpoint of the account's instance, e.g. `https://rest.iad-01.braze.com` (never
@@ -171,6 +174,7 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
                 ?? .transient(reason: "request to \(name) failed: \(Self.describe(error))")
         }
         await governor.release(ticket, feedback)
+        if case .transient = answer {} else { lastAnswer.withLock { $0 = ContinuousClock.now } }
         observer?.requestFinished(status: status, latency: ContinuousClock.now - started)
         switch answer {
         case .accepted(let errors) where !errors.isEmpty:
@@ -196,6 +200,10 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
                 metadata: ["reason": "\(reason)", "latency_ms": "\(Self.milliseconds(since: started))"])
         }
         return answer
+    }
+
+    func answered(within span: Duration) -> Bool {
+        lastAnswer.withLock { $0.map { ContinuousClock.now - $0 <= span } ?? false }
     }
 
     private static func milliseconds(since start: ContinuousClock.Instant) -> Int64 {

@@ -12,7 +12,7 @@ extension Drainer {
     /// records (`claimSize` unless given: a probe claims one request's worth).
     @discardableResult
     func commit(
-        _ pass: inout PassState, claiming count: Int? = nil, limit: Int? = nil,
+        _ pass: inout PassState, claiming count: Int? = nil, limit: Int? = nil, probeHalf: Int? = nil,
         progress: (@Sendable (DrainSummary) async -> Void)?
     ) async throws(QueueError) -> [Claim] {
         let pending = pass.pendingAcks
@@ -28,7 +28,8 @@ extension Drainer {
             // Acks only (no claim follows at once) still go in one transaction: one fsync for the group.
             let deadBefore = consumer.deadLetteredAtClaim
             let result = try consumer.ackAndClaim(
-                pending, claims: count ?? 0, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now)
+                pending, claims: count ?? 0, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now,
+                halfOfUsers: probeHalf)
             return (result.acked, result.claims, consumer.deadLetteredAtClaim - deadBefore, now)
         }
         // Rows the claim set aside (out of range, too large to read) went dead in this pass.

@@ -297,7 +297,13 @@ public struct Drainer: Sendable {
         var deliveries: [LeasedDelivery] = []
         while deliveries.count < count {
             let wanted = count - deliveries.count
-            let claims = try await commit(&pass, claiming: wanted, limit: limit, progress: progress)
+            // Probes cycle through the oldest request's worth, its first half of users, its later half (issue 40
+            // #2): if one of the oldest records is what makes the sink fail, a probe without it still finds the sink
+            // up, and the failing request is then split down to that record (`BrazeBatchDelivery`).
+            let cycle = availability.snapshot.probes % 3
+            let claims = try await commit(
+                &pass, claiming: wanted, limit: limit, probeHalf: probe && cycle > 0 ? cycle - 1 : nil,
+                progress: progress)
             for claim in claims {
                 pass.summary.batches += 1
                 var outgoing: [OutgoingRecord] = []

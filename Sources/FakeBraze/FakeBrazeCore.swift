@@ -215,6 +215,9 @@ final class FakeBrazeCore: Sendable {
         guard let contentType, contentType.lowercased().hasPrefix("application/json") else {
             return Self.message(400, "Content-Type must be application/json", headers)
         }
+        if let marker = faults.serverErrorMarker, !marker.isEmpty, body.range(of: Data(marker.utf8)) != nil {
+            return Self.message(503, "fake-braze: server error marker in the request", headers)
+        }
         if let poison = faults.poisonMarker, !poison.isEmpty, body.range(of: Data(poison.utf8)) != nil {
             return Self.message(400, "fake-braze: poison marker in the request", headers)
         }

@@ -38,6 +38,8 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
     public var rejectMarker: String?
     /// A request whose body contains this text is answered 400 as a whole.
     public var poisonMarker: String?
+    /// A request whose body contains this text is answered 503 (a record that makes Braze or a proxy fail).
+    public var serverErrorMarker: String?
     /// Every request after the Nth is answered 401 (a key revoked mid-run).
     public var unauthorizedAfterRequests: Int?
     /// The combined per-request limit of some plans (50); `nil` for only the 75-per-array limit.
@@ -69,7 +71,8 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case seed, serverErrorRate, rateLimitNextRequests, rateLimitRate, rateLimitResetAfterSeconds
         case retryAfterSeconds, delayMilliseconds, dropConnectionRate, resetMidResponseRate, hangRate, rejectMarker
-        case poisonMarker, unauthorizedAfterRequests, maxObjectsPerRequest, workspaceLimit, workspaceWindowSeconds
+        case poisonMarker, serverErrorMarker, unauthorizedAfterRequests, maxObjectsPerRequest, workspaceLimit,
+            workspaceWindowSeconds
         case hostileStatus, hostileMessage, successPaddingBytes, redirectLocation
         case deleteFailures, deleteRejectIdentifier, deleteDelayMilliseconds
     }
@@ -90,6 +93,7 @@ public struct FakeBrazeFaults: Sendable, Hashable, Codable {
         faults.hangRate = try container.decodeIfPresent(Double.self, forKey: .hangRate) ?? 0
         faults.rejectMarker = try container.decodeIfPresent(String.self, forKey: .rejectMarker)
         faults.poisonMarker = try container.decodeIfPresent(String.self, forKey: .poisonMarker)
+        faults.serverErrorMarker = try container.decodeIfPresent(String.self, forKey: .serverErrorMarker)
         faults.unauthorizedAfterRequests = try container.decodeIfPresent(Int.self, forKey: .unauthorizedAfterRequests)
         faults.maxObjectsPerRequest = try container.decodeIfPresent(Int.self, forKey: .maxObjectsPerRequest)
         faults.workspaceLimit = try container.decodeIfPresent(Int.self, forKey: .workspaceLimit)

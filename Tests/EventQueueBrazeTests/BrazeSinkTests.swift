@@ -92,6 +92,43 @@ import Testing
         #expect(received.count == 39)
     }
 
+    /// Issue 40 #2: a record that makes Braze answer 503 every time, while Braze answers other requests, is
+    /// bisected out of its request: its batch-mates are delivered, and it alone is retried as its own failure
+    /// (counting an attempt, so it dies after --max-attempts). Before, the whole batch was retried with no attempt,
+    /// for as long as the max age.
+    @Test func aRecordBrazeFails5xxForWhileAnsweringOthersIsSplitOutAndCountsAnAttempt() async throws {
+        var faults = FakeBrazeFaults()
+        faults.serverErrorMarker = "FAILS-EVERY-TIME"
+        var records = distinctEvents(40)
+        records[16] = event(17, user: "user-17", properties: ["note": "FAILS-EVERY-TIME"])
+        let (first, report, stats) = try await withSink(faults: faults) { server, sink in
+            // Another batch answered first: Braze is up.
+            let first = await sink.deliver((41...45).map { event(Int64($0), user: "other-\($0)") })
+            return (first, await sink.deliver(records), server.stats())
+        }
+        #expect(first.outcomes.values.allSatisfy { $0 == .delivered })
+        guard case .retry(let reason, _, .record)? = report.outcomes[17] else {
+            Issue.record("the failing record: \(String(describing: report.outcomes[17]))")
+            return
+        }
+        #expect(reason.contains("503"), "\(reason)")
+        #expect(report.outcomes.filter { $0.value == .delivered }.count == 39)
+        #expect(stats.byStatus[503] == 6 && stats.requests <= 1 + 2 * 6 + 1, "\(stats.byStatus)")
+    }
+
+    /// An outage (every request fails, nothing answered) still costs no attempt and splits nothing.
+    @Test func anOutageStillCostsNoAttemptAndSplitsNothing() async throws {
+        var faults = FakeBrazeFaults()
+        faults.serverErrorRate = 1
+        let report = try await withSink(faults: faults) { _, sink in await sink.deliver(distinctEvents(40)) }
+        #expect(report.outcomes.count == 40)
+        #expect(
+            report.outcomes.values.allSatisfy {
+                if case .retry(_, _, .destination) = $0 { return true }
+                return false
+            })
+    }
+
     @Test func unauthorizedHaltsWithNoOutcomesForUndelivered() async throws {
         let report = try await withSink(serverKey: "another-key") { _, sink in await sink.deliver(distinctEvents(10)) }
         #expect(report.outcomes.isEmpty)

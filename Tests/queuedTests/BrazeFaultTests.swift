@@ -154,6 +154,47 @@ import EventQueueTestSupport
         }
     }
 
+    /// Issue 40 #2, against the daemon: a record that makes Braze answer 503 every time while it answers the rest.
+    /// Its batch-mates are delivered in the first pass; the record alone counts an attempt each time and is a dead
+    /// letter after `--max-attempts`, with a reason naming the 503; then its user's later records go on, in order.
+    /// (Before: every request of its batch failed, nothing was delivered, and the sink was "unavailable" until the
+    /// max age.)
+    @Test func aRecordBrazeAnswers5xxForDiesAfterItsAttemptsAndNeverStallsTheHost() async throws {
+        let marker = "FAILS-EVERY-TIME"
+        var faults = FakeBrazeFaults()
+        faults.serverErrorMarker = marker
+        let records = MarkedRecord.make(100, users: 10) { $0 == 37 ? marker : nil }
+        try await BrazeScenario.run(records: records, faults: faults) { scenario in
+            let daemon = try await scenario.startDaemon(arguments: ["--max-attempts", "2"])
+            try await withDaemon(daemon) { daemon in
+                let started = ContinuousClock.now
+                // Everything but m37 and its user's later records: at the first probe that leaves m37's users out
+                // (the sink has answered nothing yet, so the first failures look like an outage).
+                let user = try #require(scenario.records.first { $0.marker == "m37" }?.user)
+                let held = Set(scenario.records.drop { $0.marker != "m37" }.filter { $0.user == user }.map(\.marker))
+                try await waitFor("m37's batch-mates delivered", timeout: .seconds(60), every: .milliseconds(200)) {
+                    _ = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
+                    let delivered = Set(BrazeFault.received(scenario.server).map(\.marker))
+                    #expect(delivered.isDisjoint(with: held.subtracting(["m37"])), "m37's user's later records wait")
+                    return delivered.isSuperset(of: scenario.markers.subtracting(held))
+                }
+                let mates = ContinuousClock.now - started
+                var dead: [String: String] = [:]
+                try await waitFor("m37 dead", timeout: .seconds(60), every: .milliseconds(500)) {
+                    _ = try await BrazeFault.drainAndWait(daemon, in: scenario.scratch)
+                    dead = try await BrazeFault.deadLetters(db: scenario.db, in: scenario.scratch)
+                    return !dead.isEmpty
+                }
+                #expect(Array(dead.keys) == ["m37"])
+                #expect(dead["m37"]?.contains("gave up after 2 attempts") == true, "\(dead)")
+                #expect(dead["m37"]?.contains("503") == true, "\(dead)")
+                try await BrazeFault.waitUntilSettled(daemon, dead: 1)
+                print("BrazeFault 503 poison: batch-mates delivered after \(mates)")
+            }
+            scenario.expectDeliveredOnce(scenario.markers.subtracting(["m37"]))
+        }
+    }
+
     // MARK: 6. 401 mid-drain
 
     @Test func unauthorizedMidDrainStopsKeepsRecordsAndResumesAfterTheFix() async throws {

@@ -15,7 +15,9 @@ extension QueueConsumer {
     /// user whose batch is full is left for a later transaction, and so is every row of that user after it, so each
     /// user's rows are claimed as a prefix, in order. An erasure is the only row of its user the walk can return
     /// (it is claimable only with no earlier live row of its user, and it blocks every later one).
-    func walkClaimable(claims: Int, limit: Int, now: Int64) throws(QueueError) -> [[Int64]] {
+    func walkClaimable(
+        claims: Int, limit: Int, now: Int64, halfOfUsers: Int? = nil
+    ) throws(QueueError) -> [[Int64]] {
         let claims = max(0, claims)
         let limit = max(0, limit)
         guard claims > 0, limit > 0 else { return [] }
@@ -23,6 +25,18 @@ extension QueueConsumer {
         repeat {
             rows = try walk(count: claims * limit, now: now)
         } while try refuseOversized(rows.map(\.id), now: now)
+        if let half = halfOfUsers {
+            var users: [String?] = []
+            var seen: Set<String> = []
+            for row in rows.prefix(limit) where row.user.map({ seen.insert($0).inserted }) ?? true {
+                users.append(row.user)
+            }
+            if users.count > 1 {
+                let middle = users.count / 2
+                let kept = Set((half == 0 ? users[..<middle] : users[middle...]).compactMap { $0 })
+                rows = rows.prefix(limit).filter { row in row.user.map(kept.contains) ?? false }
+            }
+        }
         var batches: [[Int64]] = []
         var batchOfUser: [String: Int] = [:]
         var leftUsers: Set<String> = []

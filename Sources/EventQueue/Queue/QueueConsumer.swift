@@ -88,9 +88,14 @@ public final class QueueConsumer {
     /// can be delivered concurrently. One walk finds the rows of every batch (`walkClaimable`), so fewer batches
     /// come back when the walk reaches the end of what is claimable.
     /// Without acks the transaction is not synced, as `claim`'s is not.
+    ///
+    /// `halfOfUsers` (0 or 1) keeps, of the oldest request's worth, only the rows of the first or the later half of
+    /// its users (a probe's rotation: a probe that always carried the oldest records would fail for good if one of
+    /// them makes the sink fail, issue 40 #2). Each user's rows stay a prefix of that user's, so the per-user order
+    /// holds.
     public func ackAndClaim(
         _ delivered: [(ids: [Int64], lease: Lease)], claims: Int, limit: Int, leaseMilliseconds: Int64,
-        now: Int64 = WallClock.nowMilliseconds()
+        now: Int64 = WallClock.nowMilliseconds(), halfOfUsers: Int? = nil
     ) throws(QueueError) -> (acked: Int, claims: [Claim]) {
         try file.connection.write("acking and claiming records", durable: !delivered.isEmpty) {
             () throws(QueueError) in
@@ -99,7 +104,7 @@ public final class QueueConsumer {
                 acked += try ackRows(batch.ids, lease: batch.lease, now: now)
             }
             var result: [Claim] = []
-            for ids in try walkClaimable(claims: claims, limit: limit, now: now) {
+            for ids in try walkClaimable(claims: claims, limit: limit, now: now, halfOfUsers: halfOfUsers) {
                 let lease = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
                 let records = try claimRows(ids, lease: lease, now: now)
                 if !records.isEmpty { result.append(Claim(lease: lease, records: records)) }
