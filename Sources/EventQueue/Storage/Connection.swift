@@ -240,6 +240,14 @@ final class Connection {
         case SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_AUTH:
             // Typically the -wal or -shm file cannot be created or opened next to the queue file.
             return .cannotOpen(path: path, reason: QueuePath.accessProblem(path) ?? message)
+        case SQLITE_CONSTRAINT where code == SQLiteExtendedCode.constraintCheck:
+            // Our writers check every value before the INSERT, so a CHECK that fires was added by someone else
+            // (`ALTER TABLE records ADD COLUMN x CHECK (...)`): a changed schema, not a reason to retry (exit 78,
+            // not 74; issue 40 #5).
+            return .unsafeQueueFile(
+                path: path,
+                reason: "its schema refused the write (\(message)) during \(operation): EventQueue checks every value "
+                    + "first, so someone with write access changed the schema; run queuectl check --db \(path)")
         case SQLITE_IOERR where code == SQLiteExtendedCode.ioErrorWrite || code == SQLiteExtendedCode.ioErrorFsync:
             // ENOSPC surfaces as an I/O error on some paths; say so when the disk is the likely cause.
             return .sqlite(code: code, message: message + " (is the disk full?)", operation: operation)

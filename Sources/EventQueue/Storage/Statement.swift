@@ -105,6 +105,8 @@ enum SQLiteExtendedCode {
     static let ioErrorWrite: Int32 = SQLITE_IOERR | (3 << 8)
     /// `SQLITE_IOERR_FSYNC`: an fsync(2) failed.
     static let ioErrorFsync: Int32 = SQLITE_IOERR | (4 << 8)
+    /// `SQLITE_CONSTRAINT_CHECK`: a CHECK constraint refused the row.
+    static let constraintCheck: Int32 = SQLITE_CONSTRAINT | (1 << 8)
     /// `SQLITE_CONSTRAINT_PRIMARYKEY`: the row's primary key is taken.
     static let constraintPrimaryKey: Int32 = SQLITE_CONSTRAINT | (6 << 8)
 }
