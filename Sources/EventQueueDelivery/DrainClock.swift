@@ -18,6 +18,11 @@ public protocol DrainClock: Sendable {
     /// Monotonic time elapsed since an origin of the clock's choosing: differences measure durations.
     func monotonic() -> Duration
 
+    /// The host's monotonic clock that counts suspend, with its boot: what the queue clock advances by, so that
+    /// a record's age for the max age is measured in the file across processes and restarts, never by the wall
+    /// clock (issue 39 #2, `QueueAdmin.tickQueueClock`).
+    func bootClock() -> BootClockReading
+
     /// Waits `duration` on the monotonic side; throws `CancellationError` when the task is cancelled.
     func sleep(for duration: Duration) async throws
 }

@@ -16,7 +16,7 @@ extension Drainer {
             consumer throws(QueueError) -> (LimitEnforcement, (total: QueueDrops, grown: QueueDrops)?) in
             let admin = consumer.admin
             if atPassStart { try admin.watchDrops() }
-            let enforcement = try admin.enforceLimits(now: clock.wallMilliseconds())
+            let enforcement = try admin.enforceLimits(now: clock.wallMilliseconds(), boot: clock.bootClock)
             return (enforcement, atPassStart ? nil : try admin.dropsSinceLastLook())
         }
         if let drops { Self.logDrops(drops, limits: enforcement.limits, logger: logger) }

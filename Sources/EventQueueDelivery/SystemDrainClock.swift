@@ -1,6 +1,7 @@
 import EventQueue
 
-/// The real clocks: `CLOCK_REALTIME` for the file, `ContinuousClock` (monotonic) for waits.
+/// The real clocks: `CLOCK_REALTIME` for the file, `ContinuousClock` (monotonic) for waits, `CLOCK_BOOTTIME` for
+/// the queue clock.
 public struct SystemDrainClock: DrainClock {
     private let origin = ContinuousClock.now
 
@@ -9,6 +10,8 @@ public struct SystemDrainClock: DrainClock {
     public func wallMilliseconds() -> Int64 { WallClock.nowMilliseconds() }
 
     public func monotonic() -> Duration { origin.duration(to: ContinuousClock.now) }
+
+    public func bootClock() -> BootClockReading { .system() }
 
     public func sleep(for duration: Duration) async throws {
         try await Task.sleep(for: duration, clock: .continuous)

@@ -85,6 +85,10 @@ struct Daemon {
             .init(
                 service: ClockJumpWatch(coordinator: coordinator, logger: logger),
                 successTerminationBehavior: .ignore, serviceName: "clock"))
+        services.append(
+            .init(
+                service: QueueClockTick(store: store, logger: logger), successTerminationBehavior: .ignore,
+                serviceName: "queue-clock"))
         if let watchdog = notifier.watchdogInterval {
             services.append(
                 .init(

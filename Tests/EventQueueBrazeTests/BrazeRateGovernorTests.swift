@@ -336,6 +336,7 @@ final class SteppingClock: DrainClock {
 
     func wallMilliseconds() -> Int64 { state.withLock { $0.wall } }
     func monotonic() -> Duration { state.withLock { $0.monotonic } }
+    func bootClock() -> BootClockReading { .system() }
     func sleep(for duration: Duration) async throws {
         state.withLock { state in
             let step = max(duration, .milliseconds(1))
@@ -350,5 +351,6 @@ final class SteppingClock: DrainClock {
 struct StoppedClock: DrainClock {
     func wallMilliseconds() -> Int64 { BrazeRateGovernorTests.wall0 }
     func monotonic() -> Duration { .zero }
+    func bootClock() -> BootClockReading { .system() }
     func sleep(for duration: Duration) async throws { try await Task.sleep(for: .seconds(3_600)) }
 }

@@ -36,7 +36,7 @@ import EventQueueTestSupport
             status: 64, message: "<value>"),
         .init(
             name: "two identities", arguments: event + ["--email", "a@b.co"], status: 64,
-            message: "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got 2)"),
+            message: #"two users named: --external-id "u1" and --email "a@b.co"; name exactly one user"#),
         .init(
             name: "alias without name", arguments: ["enqueue", "event", "e", "--alias", ":label"], status: 64,
             message: "--alias must be NAME:LABEL"),
@@ -51,7 +51,7 @@ import EventQueueTestSupport
             name: "alias and alias name",
             arguments: ["enqueue", "event", "e", "--alias", "a:b"]
                 + ["--alias-name", "c", "--alias-label", "d"], status: 64,
-            message: "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got 2)"),
+            message: #"two users named: --alias "a:b" and --alias-name "c" --alias-label "d""#),
         .init(
             name: "invalid JSON in --properties", arguments: event + ["--properties", #"{"a":"#], status: 64,
             message: "--properties must be a JSON object"),

@@ -91,6 +91,52 @@ import EventQueueTestSupport
         print("ClockJump back 1 h: records 60, all delivered \(elapsed) after the step, \(report)")
     }
 
+    // MARK: Steps of days under the max age
+
+    /// Issue 39 #2: the wall clock stepped 8 days forward for 4 seconds while Braze is down. The pass the step
+    /// watcher launches, and the one when the clock comes back, expire nothing: the max age (a week, the default)
+    /// is measured on the queue clock, which only the monotonic clock moves (libfaketime leaves `CLOCK_BOOTTIME`
+    /// real, as a real step does). A daemon with a working sink then delivers every record. (The step back is
+    /// `ClockStepExpiryTests`, in-process: under libfaketime a daemon stepped 8 days back stops running until the
+    /// clock returns, which a step of an hour does not do.)
+    @Test func aStepOfEightDaysForwardWhileBrazeIsDownExpiresNothing() async throws {
+        let step = "+8d"
+        let scratch = Scratch()
+        let db = scratch.file("queue.db")
+        let records = try await BrazeFault.enqueue(MarkedRecord.make(300, users: 30), db: db, in: scratch)
+        let clock = try await FakeTime(in: scratch)
+        let down = try await DaemonProcess(
+            scratch: scratch, db: db, name: "down", arguments: ["--sink", "braze:http://127.0.0.1:9"],
+            environment: clock.environment.merging(["BRAZE_API_KEY": "clock-test-key-1234"]) { _, given in given })
+        let status = try await withDaemon(down) { daemon in
+            daemon.signal(SIGUSR1)
+            _ = try await daemon.waitUntilIdle(passes: 1)
+            func steps() -> Int { daemon.log.components(separatedBy: "the wall clock was stepped").count - 1 }
+            try clock.set(step)
+            let noticed = await Wait.value(timeout: .seconds(30)) { steps() >= 1 ? true : nil }
+            try #require(noticed != nil, "the step was not noticed; log:\n\(daemon.log.suffix(3000))")
+            try await Task.sleep(for: .seconds(4))
+            let passes = try await daemon.daemonStatus()["passes"] as? Int ?? 0
+            try clock.set("+0")
+            let noticedBack = await Wait.value(timeout: .seconds(30)) { steps() >= 2 ? true : nil }
+            try #require(noticedBack != nil, "the step back was not noticed; log:\n\(daemon.log.suffix(3000))")
+            // The pass the step back launched is done.
+            _ = try await daemon.waitUntilIdle(passes: passes + 1)
+            return try await daemon.status()
+        }
+        let dropped = status["dropped"] as? [String: Any] ?? [:]
+        #expect(dropped["expired"] as? Int == 0, "\(status)")
+        #expect(status["pending"] as? Int == 300 && status["dead"] as? Int == 0, "\(status)")
+
+        let up = try await DaemonProcess(scratch: scratch, db: db, name: "up", environment: clock.environment)
+        try await withDaemon(up) { daemon in
+            daemon.signal(SIGUSR1)
+            try await BrazeFault.waitUntilSettled(daemon, dead: 0, timeout: .seconds(60))
+        }
+        let report = HistoryChecker.check(enqueued: Set(records.map(\.marker)), delivered: try Self.delivered(up))
+        expectDeliveredOnce(report)
+    }
+
     // MARK: Step forward and back mid-drain
 
     /// A slow Braze (1 s per request) that fails a quarter of the requests: batches are in flight under

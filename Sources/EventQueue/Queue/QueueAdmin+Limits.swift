@@ -83,7 +83,9 @@ extension QueueAdmin {
     /// nothing when no limits are recorded. Each step is its own short write transaction, counted in `queue_drops`
     /// in the same transaction.
     @discardableResult
-    public func enforceLimits(now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) -> LimitEnforcement {
+    public func enforceLimits(
+        now: Int64 = WallClock.nowMilliseconds(), boot: () -> BootClockReading = BootClockReading.system
+    ) throws(QueueError) -> LimitEnforcement {
         var result = LimitEnforcement()
         guard let limits = try self.limits()?.limits else { return result }
         result.limits = limits
@@ -92,7 +94,7 @@ extension QueueAdmin {
             try SpaceKeeper.applyWALBudget(file, limit: limits.maxQueueBytes > 0 ? limits.maxQueueBytes : nil)
         }
         if limits.maxAgeSeconds > 0 {
-            result.expired = try expireOldRecords(maxAgeSeconds: limits.maxAgeSeconds, now: now)
+            result.expired = try expireOldRecords(maxAgeSeconds: limits.maxAgeSeconds, now: now, boot: boot)
         }
         guard limits.maxQueueBytes > 0 else { return result }
         if limits.whenFull == .dropOldest {
@@ -116,88 +118,119 @@ extension QueueAdmin {
         return result
     }
 
-    /// Rows read (and expired) per transaction: short write locks whatever the backlog.
+    /// Records expired per transaction: short write locks whatever the backlog.
     static let expiryChunk = 1000
 
-    /// Dead-letters pending records older than `maxAgeSeconds` (never leased ones, never erasures) with a reason
-    /// that begins `expired:`, counted as `expired`. Returns how many.
+    /// Dead-letters pending records older than `maxAgeSeconds` on the queue clock (never leased ones, never
+    /// erasures) with a reason that begins `expired:`, counted as `expired`. Returns how many.
     ///
-    /// The age is counted from `created_at_ms`, the writer's clock at enqueue. A record dated in the future (its
-    /// writer's clock ahead, or this clock stepped back) is not expired by its own time before that time plus the
-    /// max age; one dated beyond the clock horizon (`ClockHorizon`, 15 minutes ahead), which its own time would
-    /// keep for as long as the clock is off, is expired together with the records enqueued after it: ids are
-    /// assigned in commit order, so when a later record is older than the max age, so is it.
-    func expireOldRecords(maxAgeSeconds: Int64, now: Int64) throws(QueueError) -> Int {
-        let (age, overflow) = maxAgeSeconds.multipliedReportingOverflow(by: 1000)
+    /// The age is not `created_at_ms` (a writer's clock, issue 39 #2) but the queue clock's time since the first
+    /// checkpoint that saw the record's id (`tickQueueClock`): a lower bound of the time it waited, which no step
+    /// of any wall clock can raise, late by at most the time between checkpoints. So the records to expire are an
+    /// id range, up to the newest checkpoint at least the max age old, found through `records_live` without
+    /// reading the pending rows (issue 40 #5: the old scan read all of them at every pass's start and end).
+    func expireOldRecords(
+        maxAgeSeconds: Int64, now: Int64, boot: () -> BootClockReading
+    ) throws(QueueError) -> Int {
+        guard let clockNow = try tickQueueClock(now: now, boot: boot) else { return 0 }
+        let (maxAge, overflow) = maxAgeSeconds.multipliedReportingOverflow(by: 1000)
         guard !overflow else { return 0 }
-        let cutoff = now.subtractingReportingOverflow(age).overflow ? Int64.min : now - age
-        let horizon = ClockHorizon.latestPlausible(after: now)
+        let connection = file.connection
+        let found = try connection.read("finding records past the max age") {
+            () throws(QueueError) -> (cutoff: (elapsed: Int64, maxID: Int64), stale: Bool, expirable: Bool)? in
+            guard
+                let cutoff = try QueueClock.checkpoint(
+                    atOrBefore: QueueClock.difference(clockNow, maxAge), connection)
+            else { return nil }
+            let stale = try connection.statement(QueueClockSQL.stale, operation: "reading the queue clock")
+            defer { stale.reset() }
+            stale.bind(1, cutoff.elapsed)
+            let expirable = try connection.statement(
+                RecordStateSQL.firstExpirable, operation: "finding records past the max age")
+            defer { expirable.reset() }
+            expirable.bind(1, cutoff.maxID)
+            return (cutoff, try stale.step() && stale.int64(0) > 0, try expirable.step())
+        }
+        guard let found else { return 0 }
+        if found.stale {
+            try connection.write("pruning the queue clock's checkpoints") { () throws(QueueError) in
+                let prune = try connection.statement(QueueClockSQL.prune, operation: "pruning the queue clock")
+                prune.bind(1, found.cutoff.elapsed)
+                try prune.run()
+            }
+        }
+        guard found.expirable else { return 0 }
+        let age = QueueClock.difference(clockNow, found.cutoff.elapsed) / 1000
         var expired = 0
-        var newestExpired: Int64 = 0
-        var firstFuture: Int64?
         var after: Int64 = 0
         while true {
-            let chunk = try expiryCandidates(after: after, cutoff: cutoff, horizon: horizon)
-            guard let last = chunk.last else { break }
-            let byDate = chunk.filter(\.old).map(\.id)
-            if firstFuture == nil { firstFuture = chunk.first { !$0.old }?.id }
-            if let newest = byDate.last {
-                expired += try expire(byDate, sql: RecordStateSQL.expire, now: now, maxAge: maxAgeSeconds, before: nil)
-                newestExpired = newest
+            let ids = try connection.write("expiring records past the max age") { () throws(QueueError) -> [Int64] in
+                let statement = try connection.statement(
+                    RecordStateSQL.expire, operation: "expiring records past the max age")
+                defer { statement.reset() }
+                statement.bind(1, after)
+                statement.bind(2, found.cutoff.maxID)
+                statement.bind(3, now)
+                statement.bind(4, Self.expiryChunk)
+                statement.bind(5, age)
+                statement.bind(6, maxAgeSeconds)
+                var ids: [Int64] = []
+                while try statement.step() { ids.append(statement.int64(0)) }
+                try QueueDrops.add(ids.count, cause: .expired, connection)
+                return ids
             }
-            after = last.id
-            if chunk.count < Self.expiryChunk { break }
-        }
-        // Records dated beyond the horizon, enqueued before one that expired by its own time.
-        if let firstFuture, firstFuture < newestExpired {
-            after = firstFuture - 1
-            while after < newestExpired {
-                let chunk = try expiryCandidates(after: after, cutoff: Int64.min, horizon: horizon)
-                let ids = chunk.map(\.id).filter { $0 < newestExpired }
-                if !ids.isEmpty {
-                    expired += try expire(
-                        ids, sql: RecordStateSQL.expireAfterLaterRecord, now: now, maxAge: maxAgeSeconds,
-                        before: newestExpired)
-                }
-                guard let last = chunk.last, chunk.count == Self.expiryChunk else { break }
-                after = last.id
-            }
-        }
-        return expired
-    }
-
-    private func expiryCandidates(
-        after: Int64, cutoff: Int64, horizon: Int64
-    ) throws(QueueError) -> [(id: Int64, old: Bool)] {
-        let connection = file.connection
-        return try connection.read("finding records past the max age") { () throws(QueueError) in
-            let statement = try connection.statement(
-                RecordStateSQL.expiryCandidates, operation: "finding records past the max age")
-            defer { statement.reset() }
-            statement.bind(1, after)
-            statement.bind(2, cutoff)
-            statement.bind(3, horizon)
-            statement.bind(4, Self.expiryChunk)
-            var rows: [(id: Int64, old: Bool)] = []
-            while try statement.step() { rows.append((statement.int64(0), statement.int64(1) != 0)) }
-            return rows
+            expired += ids.count
+            guard ids.count == Self.expiryChunk, let last = ids.max() else { return expired }
+            after = last
         }
     }
 
-    private func expire(
-        _ ids: [Int64], sql: String, now: Int64, maxAge: Int64, before: Int64?
-    ) throws(QueueError) -> Int {
+    /// Advances the queue clock (`QueueClock`) and, when records were enqueued since the last checkpoint and a
+    /// max age is recorded, takes one ("now, the highest id is N"), at most one per `QueueClock.spacing`. The
+    /// daemon calls it each minute and each pass at its start, so a record's age is late by at most the spacing
+    /// and a minute while the daemon runs (records enqueued while none runs count from its start). An idle queue
+    /// writes nothing, but once per boot. Returns the queue time now, or `nil` for a file older than the queue
+    /// clock (schema 8).
+    ///
+    /// `boot` is read again inside the write transaction: a checkpoint says the highest id at a queue time, so
+    /// the time must not be read before a wait for the write lock during which writers may still append.
+    @discardableResult
+    public func tickQueueClock(
+        now: Int64 = WallClock.nowMilliseconds(), boot: () -> BootClockReading = BootClockReading.system
+    ) throws(QueueError) -> Int64? {
+        guard file.hasQueueClock else { return nil }
         let connection = file.connection
-        return try connection.write("expiring records past the max age") { () throws(QueueError) in
-            let statement = try connection.statement(sql, operation: "expiring records past the max age")
-            statement.bind(1, RecordStateSQL.jsonArray(ids))
-            statement.bind(2, now)
-            statement.bind(3, maxAge)
-            if let before { statement.bind(4, before) }
-            try statement.run()
-            let count = connection.changes
-            try QueueDrops.add(count, cause: .expired, connection)
-            return count
+        /// The highest id to record at queue time `elapsed`, when a checkpoint is due then.
+        func dueCheckpoint(at elapsed: Int64) throws(QueueError) -> Int64? {
+            let ids = try QueueClock.ids(connection)
+            guard ids.assigned > ids.checkpointed,
+                let maxAge = try QueueLimits.read(connection)?.limits.maxAgeSeconds, maxAge > 0
+            else { return nil }
+            let spacing = QueueClock.spacing(maxAge: maxAge.multipliedReportingOverflow(by: 1000).partialValue)
+            if let last = ids.checkpointedAt, QueueClock.difference(elapsed, last) < spacing { return nil }
+            return ids.assigned
+        }
+        let reading = boot()
+        // Without a write: the same boot, and no checkpoint due.
+        let unchanged = try connection.read("reading the queue clock") { () throws(QueueError) -> Int64? in
+            guard let stored = try QueueClock.read(connection), stored.bootID == reading.bootID else { return nil }
+            let elapsed = stored.advanced(to: reading, wall: now).elapsed
+            return try dueCheckpoint(at: elapsed) == nil ? elapsed : nil
+        }
+        if let unchanged { return unchanged }
+        return try connection.write("advancing the queue clock") { () throws(QueueError) -> Int64 in
+            let reading = boot()
+            let clock =
+                try QueueClock.read(connection)?.advanced(to: reading, wall: now) ?? QueueClock(at: reading, wall: now)
+            try clock.write(connection)
+            if let maxID = try dueCheckpoint(at: clock.elapsed) {
+                let statement = try connection.statement(
+                    QueueClockSQL.checkpoint, operation: "advancing the queue clock")
+                statement.bind(1, clock.elapsed)
+                statement.bind(2, maxID)
+                try statement.run()
+            }
+            return clock.elapsed
         }
     }
 

@@ -263,34 +263,30 @@ extension RecordStateSQL {
             WHERE state != 'dead' AND state = 'pending' AND id < ?2 AND erasure IS NULL ORDER BY id LIMIT ?1)
         """
 
-    /// Pending records that may be expired, in id order after `?1`, at most `?4`: enqueued before `?2` by their
-    /// own time, or dated after `?3` (beyond the clock horizon: a writer's clock ahead; second column 0). Not one a
-    /// previous expiry dead-lettered and an operator retried (`dead retry` keeps `last_error`): it gets its
-    /// attempt. Read outside the write lock; `expire` checks the state again.
-    static let expiryCandidates = """
-        SELECT id, created_at_ms < ?2 FROM records
-        WHERE id > ?1 AND state = 'pending' AND erasure IS NULL
-          AND (created_at_ms < ?2 OR created_at_ms > ?3)
-          AND (last_error IS NULL OR substr(last_error, 1, 8) != 'expired:')
-        ORDER BY id LIMIT ?4
-        """
-
-    /// Expiry by the record's own time: ids `?1`, now `?2`, the max age in seconds `?3`. The reason is short on
-    /// purpose: it is stored in every expired row, which the size limit counts.
+    /// Expiry (`QueueAdmin.expireOldRecords`): the next at most `?4` pending records with ids after `?1` and up to
+    /// `?2` (the cutoff checkpoint's), never an erasure, never one an operator retried after it expired (`dead retry`
+    /// keeps `last_error`: it gets its attempt); now `?3`, its age on the queue clock `?5`, the max age `?6` (in
+    /// seconds). It walks `records_live` (the live rows in id order), not every row below the cutoff, expired dead
+    /// letters included. The reason is short on purpose: it is stored in every
+    /// expired row, which the size limit counts.
     static let expire = """
-        UPDATE records SET state = 'dead', dead_at_ms = ?2,
-            last_error = 'expired: enqueued ' || ((?2 - created_at_ms) / 1000) || ' s ago, max age ' || ?3 || ' s',
+        UPDATE records SET state = 'dead', dead_at_ms = ?3,
+            last_error = 'expired: enqueued at least ' || ?5 || ' s ago, max age ' || ?6 || ' s',
             lease_owner = NULL, lease_expires_at_ms = NULL
-        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'pending' AND erasure IS NULL
+        WHERE id IN (
+            SELECT id FROM records INDEXED BY records_live
+            WHERE state != 'dead' AND id > ?1 AND id <= ?2 AND state = 'pending' AND erasure IS NULL
+              AND (last_error IS NULL OR substr(last_error, 1, 8) != 'expired:')
+            ORDER BY id LIMIT ?4)
+        RETURNING id
         """
 
-    /// Expiry of a record dated beyond the clock horizon (ids `?1`) that was enqueued before record `?4`, which
-    /// expired by its own time: now `?2`, max age `?3`.
-    static let expireAfterLaterRecord = """
-        UPDATE records SET state = 'dead', dead_at_ms = ?2,
-            last_error = 'expired: enqueued before record ' || ?4 || ', past the max age of ' || ?3
-                || ' s; dated ' || ((created_at_ms - ?2) / 1000) || ' s ahead (its writer''s clock)',
-            lease_owner = NULL, lease_expires_at_ms = NULL
-        WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'pending' AND erasure IS NULL
+    /// Whether `expire` has anything to do up to id `?1`: read first, so that a pass with nothing to expire takes
+    /// no write lock.
+    static let firstExpirable = """
+        SELECT id FROM records INDEXED BY records_live
+        WHERE state != 'dead' AND id <= ?1 AND state = 'pending' AND erasure IS NULL
+          AND (last_error IS NULL OR substr(last_error, 1, 8) != 'expired:')
+        ORDER BY id LIMIT 1
         """
 }

@@ -33,6 +33,8 @@ final class QueueFile {
     /// Whether the file has `queue_limits` and `queue_drops` (schema 7 and later): writers enforce a size limit
     /// only there (`SpaceKeeper`).
     private(set) var hasLimits = false
+    /// Whether the file has the queue clock (schema 8), by which the max age is measured.
+    private(set) var hasQueueClock = false
     /// The `-wal` budget applied to this connection for the size limit last seen (`SpaceKeeper.applyWALBudget`),
     /// `nil` while no limit was seen: SQLite's defaults and `options.journalSizeLimitBytes`.
     var walBudgetBytes: Int64?
@@ -101,9 +103,11 @@ final class QueueFile {
             try Migrations.migrate(connection)
             hasUserKeys = Migrations.latestVersion >= Self.userKeysVersion
             hasLimits = Migrations.latestVersion >= Self.limitsVersion
+            hasQueueClock = Migrations.latestVersion >= Self.queueClockVersion
         } else {
             hasUserKeys = version >= Self.userKeysVersion
             hasLimits = version >= Self.limitsVersion
+            hasQueueClock = version >= Self.queueClockVersion
         }
         // Writers and the daemon refuse a file with schema objects EventQueue did not create (a planted trigger
         // runs inside every statement that touches its table), before anything is written. The level is checked
@@ -148,6 +152,8 @@ final class QueueFile {
     static let userKeysVersion = 6
     /// The schema version that added the limits (Migrations/0007_limits_and_erasure.sql).
     static let limitsVersion = 7
+    /// The schema version that added the queue clock (Migrations/0008_identity_keys_and_queue_clock.sql).
+    static let queueClockVersion = 8
 
     func close() {
         connection.close()

@@ -15,7 +15,7 @@ public enum UserIdentity: Sendable, Hashable {
     case phone(String)
 
     /// The user the queue files `object` under: the rule of the generated column `records.user_key`
-    /// (Migrations/0008_identity_keys.sql), in its order (`external_id`, `braze_id`, `user_alias`, `email`, `phone`, the
+    /// (Migrations/0008_identity_keys_and_queue_clock.sql), in its order (`external_id`, `braze_id`, `user_alias`, `email`, `phone`, the
     /// first that is a string, or the alias when it is an object). `nil` when the column derives no user (the row
     /// would be refused), and also when an alias member is a number, boolean, object or array, which SQLite turns
     /// into text by rules of its own: such a record cannot pass Braze's checks, and is refused as naming no user
@@ -45,7 +45,7 @@ public enum UserIdentity: Sendable, Hashable {
     /// file derives itself, in SQL, from the stored payload, so that every writer, foreign ones included, gets the
     /// same ordering (`init(filing:)` says which user that is). No two identities share one: each kind has its own
     /// prefix, and an alias label that holds a colon is written in hex (`user_alias#HEX:name`), so that the first
-    /// colon after the prefix always ends the label (Migrations/0008_identity_keys.sql: before, label `a` + name
+    /// colon after the prefix always ends the label (Migrations/0008_identity_keys_and_queue_clock.sql: before, label `a` + name
     /// `b:c` and label `a:b` + name `c` were one user).
     public var orderingKey: String {
         switch self {

@@ -54,8 +54,8 @@ struct IdentityOptions: ParsableArguments {
             .map { "\($0.flag) \(CommandLineText.quoted($0.value))" }
             + (pairedAlias
                 ? [
-                    "--alias-name/--alias-label \(CommandLineText.quoted(aliasName[0])):"
-                        + "\(CommandLineText.quoted(aliasLabel[0]))"
+                    "--alias-name \(CommandLineText.quoted(aliasName[0])) --alias-label "
+                        + CommandLineText.quoted(aliasLabel[0])
                 ] : [])
         if named.count > 1 {
             throw ValidationError(

@@ -14,9 +14,9 @@ import Testing
 /// gave it up first (an expired dead letter dropped later for room stays `expired` only); each user's delivered
 /// records are in order; the probes stayed bounded.
 ///
-/// Teeth (both tried, not committed): with expiry judged by the system's clock instead of the injected one
-/// (`Drainer.enforceLimits` calling `admin.enforceLimits()` without `now`), nothing expires in the simulated week and
-/// the test fails on the expired count; with transient failures counted as attempts (`Settlement` filing a
+/// Teeth (both tried, not committed): with expiry judged by the system's clocks instead of the injected one
+/// (`Drainer.enforceLimits` calling `admin.enforceLimits()` without `now` and `boot`: the queue clock then moves by
+/// the real monotonic clock), nothing expires in the simulated week and the test fails on the expired count; with transient failures counted as attempts (`Settlement` filing a
 /// `.destination` retry as `.record`), probed records become dead letters "gave up after 10 attempts", and the test
 /// fails on the dead letters that are not expired ones, the attempts, the counts in the file and the probes' spacing.
 @Suite(.timeLimit(.minutes(2)))

@@ -44,6 +44,17 @@ final class ManualClock: DrainClock {
 
     func monotonic() -> Duration { state.withLock { $0.monotonic } }
 
+    /// The monotonic side, as the boot clock of one simulated boot.
+    func bootClock() -> BootClockReading {
+        BootClockReading(bootID: "manual-clock", milliseconds: monotonic().wholeMilliseconds)
+    }
+
+    /// Steps the wall clock alone, by `milliseconds` (negative: back), as NTP or an administrator does: the
+    /// monotonic side does not move and no sleeper wakes.
+    func stepWall(by milliseconds: Int64) {
+        state.withLock { $0.wall += milliseconds }
+    }
+
     func sleep(for duration: Duration) async throws {
         let id = state.withLock { state in
             defer { state.nextID += 1 }

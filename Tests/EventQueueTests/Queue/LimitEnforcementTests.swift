@@ -2,8 +2,8 @@ import Testing
 
 @testable import EventQueue
 
-/// The daemon's side of the limits (issue 30 #4 and #5, `QueueAdmin.enforceLimits`), on a clock the test sets
-/// (`now`): pending records past the max age become dead letters whose reason begins with `expired` (never a
+/// The daemon's side of the limits (issue 30 #4 and #5, `QueueAdmin.enforceLimits`), on clocks the test sets
+/// (`now`, the wall clock; `boot`, the monotonic clock the queue clock advances by): pending records past the max age become dead letters whose reason begins with `expired` (never a
 /// leased one, never an erasure, never deleted); what foreign writers stored past the size limit is dropped under
 /// drop-oldest and kept under refuse; every record given up is counted.
 @Suite struct LimitEnforcementTests: QueueFileSuite {
@@ -20,25 +20,32 @@ import Testing
         try Int64(raw.scalar("SELECT max(created_at_ms) FROM records") ?? "") ?? 0
     }
 
+    /// The boot clock at `milliseconds` of one simulated boot: what the queue clock advances by.
+    static func boot(_ milliseconds: Int64, id: String = "boot-1") -> () -> BootClockReading {
+        { BootClockReading(bootID: id, milliseconds: milliseconds) }
+    }
+
     @Test func pendingRecordsPastTheMaxAgeBecomeExpiredDeadLetters() throws {
         let ids = try enqueue((0..<10).map { event("e\($0)", user: "u\($0 % 3)") })
         let raw = try RawDatabase(path: path)
         let enqueuedAt = try createdAt(raw)
         try withAdmin { admin throws in
             try admin.recordLimits(QueueLimits(maxAgeSeconds: 60))
-            #expect(try admin.enforceLimits(now: enqueuedAt + 59_000).expired == 0)
+            // The first enforcement sees the records (a checkpoint): their age counts from it.
+            #expect(try admin.enforceLimits(now: enqueuedAt, boot: Self.boot(1_000)).expired == 0)
+            #expect(try admin.enforceLimits(now: enqueuedAt + 59_000, boot: Self.boot(60_000)).expired == 0)
             #expect(try admin.stats().pending == 10)
-            let result = try admin.enforceLimits(now: enqueuedAt + 61_000)
+            let result = try admin.enforceLimits(now: enqueuedAt + 61_000, boot: Self.boot(62_000))
             #expect(result.expired == 10)
             #expect(try admin.drops() == QueueDrops(expired: 10))
             let dead = try admin.deadLetters()
             #expect(dead.map(\.id) == ids, "kept as dead letters, none deleted")
             for letter in dead {
-                #expect(letter.lastError?.hasPrefix("expired: enqueued 61 s ago, max age 60 s") == true, "\(letter)")
+                #expect(letter.lastError == "expired: enqueued at least 61 s ago, max age 60 s", "\(letter)")
                 #expect(letter.deadAtMilliseconds == enqueuedAt + 61_000)
             }
             // Nothing more to expire: the count does not grow.
-            #expect(try admin.enforceLimits(now: enqueuedAt + 120_000).expired == 0)
+            #expect(try admin.enforceLimits(now: enqueuedAt + 120_000, boot: Self.boot(121_000)).expired == 0)
             #expect(try admin.drops().expired == 10)
         }
     }
@@ -58,7 +65,8 @@ import Testing
         #expect(leased == Array(ids.prefix(2)))
         try withAdmin { admin throws in
             try admin.recordLimits(QueueLimits(maxAgeSeconds: 1))
-            #expect(try admin.enforceLimits(now: enqueuedAt + 10_000).expired == 2)
+            #expect(try admin.enforceLimits(now: enqueuedAt, boot: Self.boot(0)).expired == 0)
+            #expect(try admin.enforceLimits(now: enqueuedAt + 10_000, boot: Self.boot(10_000)).expired == 2)
         }
         let rows = try raw.rows("SELECT id, state FROM records ORDER BY id").map { "\($0[0] ?? "")=\($0[1] ?? "")" }
         #expect(rows == ["\(ids[0])=leased", "\(ids[1])=leased", "\(ids[2])=dead", "\(ids[3])=dead", "5=pending"])
@@ -71,9 +79,10 @@ import Testing
         let enqueuedAt = try createdAt(raw)
         try withAdmin { admin throws in
             try admin.recordLimits(QueueLimits(maxAgeSeconds: 1))
-            #expect(try admin.enforceLimits(now: enqueuedAt + 5_000).expired == 1)
+            #expect(try admin.enforceLimits(now: enqueuedAt, boot: Self.boot(0)).expired == 0)
+            #expect(try admin.enforceLimits(now: enqueuedAt + 5_000, boot: Self.boot(5_000)).expired == 1)
             #expect(try admin.retryDeadChecked(ids: ids).retried == ids)
-            #expect(try admin.enforceLimits(now: enqueuedAt + 6_000).expired == 0)
+            #expect(try admin.enforceLimits(now: enqueuedAt + 6_000, boot: Self.boot(6_000)).expired == 0)
         }
         let consumer = try QueueConsumer(path: path)
         defer { consumer.close() }
@@ -81,47 +90,76 @@ import Testing
         _ = try consumer.nack(
             ids, lease: claim.lease, reason: "HTTP 503", retryAt: enqueuedAt + 8_000, now: enqueuedAt + 7_000)
         try withAdmin { admin throws in
-            #expect(try admin.enforceLimits(now: enqueuedAt + 9_000).expired == 1)
+            #expect(try admin.enforceLimits(now: enqueuedAt + 9_000, boot: Self.boot(9_000)).expired == 1)
             #expect(try admin.drops().expired == 2)
         }
     }
 
-    /// A record dated beyond the clock horizon (its writer's clock ahead) is not expired by its own time, which
-    /// would keep it for as long as that clock is off, but with the records enqueued after it once they expire.
-    @Test func aRecordDatedAheadExpiresWithTheRecordsEnqueuedAfterIt() throws {
-        _ = try enqueue([event("first", user: "u1")])
+    /// Issue 39 #2: no clock makes a record older. Writers' clocks 8 days behind and 8 days ahead, and the
+    /// daemon's wall clock stepped 8 days forward, then back, then right again, expire nothing under a limit of a
+    /// week; the records expire when the monotonic clock says they waited the week.
+    @Test func noWallClockMakesARecordOlderThanTheQueueClockSaysItIs() throws {
+        let day: Int64 = 24 * 3_600_000
+        let week = QueueLimits.defaultMaxAgeSeconds * 1000
+        _ = try enqueue([event("right", user: "u1")])
         let raw = try RawDatabase(path: path)
-        let enqueuedAt = try createdAt(raw)
-        let day: Int64 = 24 * 3600 * 1000
-        // A foreign writer whose clock is ten days ahead, then one a few minutes ahead (within the horizon).
+        let now = try createdAt(raw)
         try raw.execute(
             """
             INSERT INTO records (kind, payload, created_at_ms)
-            VALUES ('event', '{"external_id":"u2","name":"ahead"}', \(enqueuedAt + 10 * day)),
-                   ('event', '{"external_id":"u3","name":"slightly"}', \(enqueuedAt + 5 * 60_000))
+            VALUES ('event', '{"external_id":"u2","name":"behind"}', \(now - 8 * day)),
+                   ('event', '{"external_id":"u3","name":"ahead"}', \(now + 8 * day))
             """)
         try withAdmin { admin throws in
-            try admin.recordLimits(QueueLimits(maxAgeSeconds: 3600))
-            // Alone, the far-ahead record would not expire by its time: nothing after it has expired yet.
-            #expect(try admin.enforceLimits(now: enqueuedAt + 30 * 60_000).expired == 0)
-        }
-        // A later record by a writer with a right clock, enqueued after it, expires by its own time.
-        _ = try enqueue([event("later", user: "u4")])
-        let laterAt = try Int64(raw.scalar("SELECT created_at_ms FROM records WHERE id = 4") ?? "") ?? 0
-        try withAdmin { admin throws in
-            let result = try admin.enforceLimits(now: laterAt + 3_601_000)
+            try admin.recordLimits(.daemonDefault)
+            var boot: Int64 = 5_000
+            for wall in [now, now + 8 * day, now - 8 * day, now + 8 * day + 1, now] {
+                #expect(try admin.enforceLimits(now: wall, boot: Self.boot(boot)).expired == 0, "at \(wall - now)")
+                boot += 2_000
+            }
+            #expect(try admin.stats().pending == 3)
+            // The week, by the monotonic clock (the wall clock says only a minute passed).
+            let result = try admin.enforceLimits(now: now + 60_000, boot: Self.boot(5_000 + week))
             #expect(result.expired == 3)
-            let reasons = Dictionary(uniqueKeysWithValues: try admin.deadLetters().map { ($0.id, $0.lastError ?? "") })
             #expect(
-                reasons[2]?.hasPrefix("expired: enqueued before record 4, past the max age of 3600 s; dated ") == true)
-            #expect(reasons[2]?.hasSuffix(" s ahead (its writer's clock)") == true)
+                try admin.deadLetters().allSatisfy {
+                    $0.lastError?.hasPrefix("expired: enqueued at least 604800 s ago") == true
+                })
+        }
+    }
+
+    /// The queue clock on its own: within a boot only the monotonic clock moves it; across a reboot the wall
+    /// clock's difference is added, never a negative one; an idle queue's clock is not written.
+    @Test func theQueueClockMovesByTheMonotonicClockAndAcrossABootByTheWallClock() throws {
+        _ = try enqueue([event("e", user: "u1")])
+        let raw = try RawDatabase(path: path)
+        let now = try createdAt(raw)
+        let day: Int64 = 24 * 3_600_000
+        try withAdmin { admin throws in
+            try admin.recordLimits(.daemonDefault)
+            #expect(try admin.tickQueueClock(now: now, boot: Self.boot(1_000)) == 0)
+            #expect(try raw.scalar("SELECT count(*) FROM queue_clock_checkpoints") == "1")
+            #expect(try admin.tickQueueClock(now: now + 8 * day, boot: Self.boot(5_000)) == 4_000)
+            #expect(try admin.tickQueueClock(now: now - 8 * day, boot: Self.boot(9_000)) == 8_000)
+            // Idle: nothing was written since the first tick (no new id, the same boot).
+            #expect(try raw.scalar("SELECT elapsed_ms || ' ' || boot_ms FROM queue_clock") == "0 1000")
+            #expect(try raw.scalar("SELECT count(*) FROM queue_clock_checkpoints") == "1")
+            // New ids: a checkpoint, but at most one a minute (a 1440th of the max age when that is longer).
+            _ = try enqueue([event("e2", user: "u2")])
+            #expect(try admin.tickQueueClock(now: now, boot: Self.boot(30_000)) == 29_000)
+            #expect(try raw.scalar("SELECT count(*) FROM queue_clock_checkpoints") == "1")
+            #expect(try admin.tickQueueClock(now: now, boot: Self.boot(421_000)) == 420_000)
             #expect(
-                reasons[1]?.hasPrefix("expired: enqueued ") == true
-                    && reasons[4]?.hasPrefix("expired: enqueued 3601 s ago") == true)
-            // A few minutes ahead is within the horizon: it expires by its own time, those minutes later.
-            #expect(reasons[3] == nil)
-            #expect(try admin.enforceLimits(now: enqueuedAt + 5 * 60_000 + 3_601_000).expired == 1)
-            #expect(try admin.drops().expired == 4)
+                try raw.scalar("SELECT group_concat(elapsed_ms || ':' || max_id) FROM queue_clock_checkpoints")
+                    == "0:1,420000:2")
+            // A reboot an hour (by the wall clock) after the clock was last written (its wall time then: `now`
+            // plus the 420 s the monotonic clock counted since `now`): the hour is counted.
+            #expect(
+                try admin.tickQueueClock(now: now + 420_000 + 3_600_000, boot: Self.boot(100, id: "boot-2"))
+                    == 4_020_000)
+            // A reboot whose wall clock is behind the last one: nothing is added, and nothing is taken away.
+            #expect(try admin.tickQueueClock(now: now - 8 * day, boot: Self.boot(50, id: "boot-3")) == 4_020_000)
+            #expect(try admin.tickQueueClock(now: now - 8 * day, boot: Self.boot(1_050, id: "boot-3")) == 4_021_000)
         }
     }
 

@@ -48,7 +48,8 @@ import Testing
         #expect(
             try raw.rows("SELECT name, version FROM schema_additions ORDER BY name")
                 == [
-                    ["delivered_user_keys", "6"], ["delivered_user_keys_age", "6"], ["queue_drops", "7"],
+                    ["delivered_user_keys", "6"], ["delivered_user_keys_age", "6"], ["queue_clock", "8"],
+                    ["queue_clock_checkpoints", "8"], ["queue_drops", "7"],
                     ["queue_limits", "7"], ["records", "8"], ["records_user_idempotency", "6"],
                     ["schema_additions", "5"], ["schema_levels", "5"],
                 ])

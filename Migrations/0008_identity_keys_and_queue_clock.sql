@@ -1,4 +1,5 @@
--- EventQueue schema, version 8: one filing key per identity (issue 39 #1).
+-- EventQueue schema, version 8: one filing key per identity (issue 39 #1), and the queue clock the max age is
+-- measured on (issue 39 #2).
 --
 -- Up to 7 an alias was filed as 'user_alias:' || label || ':' || name, so label 'a' + name 'b:c' and label 'a:b' +
 -- name 'c' were one user to the queue: `forget` of one erased the other's records, and a key of one refused the
@@ -84,5 +85,29 @@ CREATE UNIQUE INDEX records_user_idempotency ON records (user_key, user_idempote
     WHERE user_idempotency_key IS NOT NULL;
 CREATE INDEX records_user_order ON records (user_key, id)
     WHERE dead_at_ms IS NULL AND (state = 'leased' OR next_attempt_at_ms > 0 OR erasure IS NOT NULL);
+
+-- The queue clock (issue 39 #2), so that no clock can make a record older than it is: the max age is measured on a
+-- clock of the queue's own, advanced only by the host's monotonic clock, and a record's age is that of the first
+-- checkpoint that saw its id; writers' `created_at_ms` plays no part in it. Two tables no older binary reads.
+-- One row: how long the queue has existed on its own clock (`elapsed_ms`), and where that clock stood when it was
+-- last written: the host's boot (`boot_id`, /proc/sys/kernel/random/boot_id), the monotonic clock since that boot
+-- counting suspend (`boot_ms`, CLOCK_BOOTTIME) and the wall clock (`wall_ms`, used only to count the time between
+-- two boots, which no monotonic clock survives). Written by consumers (the daemon, `queuectl drain --local`).
+CREATE TABLE queue_clock (
+    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    elapsed_ms INTEGER NOT NULL CHECK (elapsed_ms >= 0),
+    boot_id    TEXT    NOT NULL,
+    boot_ms    INTEGER NOT NULL,
+    wall_ms    INTEGER NOT NULL
+) STRICT;
+
+-- "At queue time elapsed_ms, the highest record id ever assigned was max_id": ids are AUTOINCREMENT (never
+-- reused), so every record up to max_id existed then, and its age is at least the time since. Taken when the
+-- highest id changed only (an idle queue writes none); those that can no longer be the max age's cutoff are
+-- deleted.
+CREATE TABLE queue_clock_checkpoints (
+    elapsed_ms INTEGER PRIMARY KEY,
+    max_id     INTEGER NOT NULL
+) STRICT;
 
 INSERT INTO schema_levels (version, write_level, read_level, release) VALUES (8, 1, 3, '1.4.0');
