@@ -177,9 +177,15 @@ let package = Package(
             name: "EventQueueRecordsTests",
             dependencies: ["EventQueueRecords", "EventQueueTestSupport"]
         ),
+        // The writers' line's model test (WriteTurnModelTests): write_turn.c itself over a simulated kernel, with
+        // writers that die or stop at any kernel call and a hostile group member. C, for its coroutines (ucontext);
+        // only a test target depends on it.
+        .target(name: "CWriteTurnModel", dependencies: ["CWriteTurn"], path: "Tests/CWriteTurnModel"),
         .testTarget(
             name: "EventQueueTests",
-            dependencies: ["EventQueue", "CSQLite", "CWriteTurn", "CPowerCutVFS", "EventQueueTestSupport"]
+            dependencies: [
+                "EventQueue", "CSQLite", "CWriteTurn", "CWriteTurnModel", "CPowerCutVFS", "EventQueueTestSupport",
+            ]
         ),
         .testTarget(
             name: "EventQueueDeliveryTests",

@@ -10,9 +10,11 @@ import Testing
 
 /// Issue 32 #1-#3, from outside: what a group member can do to `<queue>-turn`, and what can happen to a writer in
 /// line (killed, stopped), each followed by 20 `queuectl enqueue` runs, each a new process. The damage costs at
-/// most about a second once in all: after the first run the others are back to their normal time (within 20 %,
-/// against 20 runs measured before the attack in the same test), because the line heals in the file itself or is
-/// gone around by everyone, not once per process. Every record a run was told was written is in the file.
+/// most about a second once in all: after the first run the others are back to their normal time, because the line
+/// heals in the file itself or is gone around by everyone, not once per process. Every record a run was told was
+/// written is in the file. The bounds check the defects' order of magnitude (a second per run, the line's wait,
+/// against the tens of milliseconds of a run), not a margin a busy machine can cross (issue 40 #6: a median of
+/// 61.7 ms against a bound of 60.2 ms failed CI).
 @Suite(.serialized) struct WriteLineAttackTests {
     let scratch = Scratch()
     var db: String { scratch.file("q.db") }
@@ -57,14 +59,14 @@ import Testing
             "WriteLineAttack \(attack): normal \(normal), first after \(attacked[0]), then median "
                 + "\(Self.median(rest)), longest \(rest.max() ?? .zero); line: \(line.summary)")
         #expect(
-            attacked[0] < .milliseconds(1_500), "\(attack): the first run took \(attacked[0])",
-            sourceLocation: sourceLocation)
+            attacked[0] < .seconds(1) + normal * 2 + .milliseconds(500),
+            "\(attack): the first run took \(attacked[0]), normally \(normal)", sourceLocation: sourceLocation)
         #expect(
-            Self.median(rest) <= normal * 1.2 + .milliseconds(5),
+            Self.median(rest) < normal + .milliseconds(500),
             "\(attack): runs 2-20 took \(Self.median(rest)) (median), normally \(normal)",
             sourceLocation: sourceLocation)
         #expect(
-            rest.allSatisfy { $0 < .milliseconds(500) }, "\(attack): a later run still waited: \(rest)",
+            rest.allSatisfy { $0 < .seconds(1) }, "\(attack): a later run waited out the line: \(rest)",
             sourceLocation: sourceLocation)
         #expect(try await pending() == written + 40, "\(attack): a record is missing", sourceLocation: sourceLocation)
     }
@@ -150,6 +152,21 @@ import Testing
     /// Finding 3, the part that holds: a file truncated once is sized again by the next writer.
     @Test func aTruncatedFileIsSizedAgain() async throws {
         try await expectBackToNormal("truncated once") {
+            #expect(truncate(turnPath, 0) == 0)
+        }
+        var info = stat()
+        #expect(stat(turnPath, &info) == 0 && info.st_size == 4096)
+    }
+
+    /// Issue 40 #1: a group member truncates the file and holds its flock (read access is enough). Before: the
+    /// page repair sized the file under a blocking flock, so every library writer waited for as long as it was held
+    /// (a `queuectl enqueue` was still blocked after 10 s). The file is now sized without a lock.
+    @Test func aTruncatedFileWhoseFlockIsHeldHoldsNobodyUp() async throws {
+        var holder: Int32 = -1
+        defer { if holder >= 0 { close(holder) } }
+        try await expectBackToNormal("truncated, flock held") {
+            holder = open(turnPath, O_RDONLY)
+            #expect(holder >= 0 && flock(holder, LOCK_EX) == 0)
             #expect(truncate(turnPath, 0) == 0)
         }
         var info = stat()

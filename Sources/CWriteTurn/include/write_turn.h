@@ -37,12 +37,36 @@ enum {
     EQ_TURN_UNUSABLE = 4,
 };
 
+struct flock;
+
+/// Every call the line makes into the kernel while waiting and handing on, so that the model test
+/// (Tests/CWriteTurnModel) runs this code over a simulated kernel that can stop, kill or attack any writer at any of
+/// them. `eq_turn_map` installs `eq_turn_system`, the real calls.
+typedef struct eq_turn_ops {
+    /// CLOCK_MONOTONIC, ns.
+    int64_t (*now_ns)(void);
+    /// fstat's st_size, or -1.
+    int64_t (*file_size)(int descriptor);
+    int (*truncate)(int descriptor, int64_t size);
+    /// fcntl with F_OFD_SETLK or F_OFD_GETLK.
+    int (*lock)(int descriptor, int command, struct flock *range);
+    /// FUTEX_WAIT on a word of the page, for at most `timeout_ns`.
+    void (*wait)(void *word, uint32_t expected, int64_t timeout_ns);
+    /// FUTEX_WAKE of every waiter on the word.
+    void (*wake)(void *word);
+    /// sched_yield.
+    void (*yield)(void);
+} eq_turn_ops;
+
+extern const eq_turn_ops eq_turn_system;
+
 /// A mapped line and this process's ticket. Owned by one thread at a time.
 typedef struct eq_turn {
     void *page;
     int descriptor;
     uint32_t ticket;
     int held;
+    const eq_turn_ops *ops;
 } eq_turn;
 
 /// What a reader sees of a line (`eq_turn_peek`).

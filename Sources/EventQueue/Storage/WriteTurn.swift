@@ -16,7 +16,7 @@ import CWriteTurn
 /// the next writer repairs what it can recognise as damage in the file itself; writers of other languages do not
 /// take the line (docs/WRITERS.md).
 final class WriteTurn {
-    private var turn = eq_turn(page: nil, descriptor: -1, ticket: 0, held: 0)
+    private var turn = eq_turn(page: nil, descriptor: -1, ticket: 0, held: 0, ops: nil)
 
     /// A live holder that has had the turn this long is not waited for (stopped, or stuck in a long wait of its own).
     static let staleNanoseconds: Int64 = 1_000_000_000

@@ -53,7 +53,7 @@ import Testing
     func aHolderThatDies() throws {
         let descriptor = open(turnPath, O_RDWR)
         try #require(descriptor >= 0)
-        var turn = eq_turn(page: nil, descriptor: -1, ticket: 0, held: 0)
+        var turn = eq_turn(page: nil, descriptor: -1, ticket: 0, held: 0, ops: nil)
         try #require(eq_turn_map(&turn, descriptor) == 0)
         try #require(eq_turn_acquire(&turn, 1_000_000_000, 1_000_000_000) == Int32(EQ_TURN_ACQUIRED))
         munmap(turn.page, Int(EQ_TURN_PAGE_SIZE))
@@ -117,7 +117,8 @@ import Testing
         let next = try line()
         let start = ContinuousClock.now
         #expect(next.turn.take(timeoutNanoseconds: 2_000_000_000, staleNanoseconds: 100_000_000))
-        #expect(ContinuousClock.now - start < .milliseconds(8), "no look a slice apart is needed")
+        // Not its timeout (the line stayed off for good before); the exact path is the model test's to check.
+        #expect(ContinuousClock.now - start < .milliseconds(500), "no wait for the dead holder")
         next.turn.give()
         #expect(report.passedOver == 1)
         #expect(report.handoffs == handoffs + 1)
@@ -140,8 +141,9 @@ import Testing
         holder.turn.give()
         let handedOn = ContinuousClock.now
         await done.value
-        // The ticket the impatient waiter left is marked: the next one is served at once, not after a liveness check.
-        #expect(ContinuousClock.now - handedOn < .milliseconds(8))
+        // The ticket the impatient waiter left is marked: the next one is served at once, not after a liveness check
+        // (which would count a pass-over). The time only rules out a wait of the timeout's order.
+        #expect(ContinuousClock.now - handedOn < .milliseconds(500))
         #expect(order.withLock { $0 } == ["after"])
         #expect(report.passedOver == 0)
     }
@@ -152,7 +154,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(120))  // the holder's time with the turn, past the limit below
         let start = ContinuousClock.now
         #expect(!next.turn.take(timeoutNanoseconds: 2_000_000_000, staleNanoseconds: 100_000_000))
-        #expect(ContinuousClock.now - start < .milliseconds(50), "a stale holder is not waited for at all")
+        #expect(ContinuousClock.now - start < .seconds(1), "a stale holder is not waited for (the timeout is 2 s)")
         #expect(report.bypasses == 1)
         stuck.turn.give()
         #expect(next.turn.take(timeoutNanoseconds: 1_000_000_000), "the line works again once it is given back")
@@ -167,13 +169,14 @@ import Testing
         let writer = try line()
         let start = ContinuousClock.now
         #expect(writer.turn.take(timeoutNanoseconds: 1_000_000_000))
-        #expect(ContinuousClock.now - start < .milliseconds(200))
+        #expect(ContinuousClock.now - start < .milliseconds(500))
         writer.turn.give()
         #expect(report.repairs == 1)
         let after = ContinuousClock.now
         #expect(writer.turn.take(timeoutNanoseconds: 1_000_000_000))
-        #expect(ContinuousClock.now - after < .milliseconds(5), "healed in the file: the next take waits for nobody")
+        #expect(ContinuousClock.now - after < .milliseconds(500), "healed in the file: the next take waits for nobody")
         writer.turn.give()
+        #expect(report.repairs == 1, "repaired once, in the file")
     }
 
     @Test func aServingMovedAheadOfEveryTicketIsRepairedBeforeDrawing() throws {
@@ -181,7 +184,7 @@ import Testing
         let writer = try line()
         let start = ContinuousClock.now
         #expect(writer.turn.take(timeoutNanoseconds: 2_000_000_000))
-        #expect(ContinuousClock.now - start < .milliseconds(50))
+        #expect(ContinuousClock.now - start < .seconds(1))
         writer.turn.give()
         #expect(report.repairs == 1)
     }
