@@ -52,7 +52,7 @@ func freshPath(_ settings: Settings, _ label: String) -> String {
 }
 
 func removeDatabase(_ path: String) {
-    for suffix in ["", "-wal", "-shm", "-turn"] { unlink(path + suffix) }
+    for suffix in ["", "-wal", "-shm", "-turn", "-scrub-owed"] { unlink(path + suffix) }
 }
 
 func median(_ values: [Double]) -> Double {

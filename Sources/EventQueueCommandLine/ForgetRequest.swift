@@ -1,9 +1,8 @@
 import EventQueue
 
-/// `queuectl forget` as it travels over the control socket: `POST /forget?external_id=u1&braze_delete=true`, the
-/// user as exactly one of `external_id`, `braze_id`, `email`, `phone`, or `alias_name` with `alias_label`,
-/// percent-encoded (every byte outside `A-Z a-z 0-9 - . _ ~`). One type for both ends, so `queuectl` writes what
-/// `queued` reads. Anything else (an unknown or repeated parameter, two users, a bad escape) is refused, never
+/// The daemon's `POST /forget?external_id=u1&braze_delete=true` (1.4.0's `queuectl forget` sent it; scripts may):
+/// the user as exactly one of `external_id`, `braze_id`, `email`, `phone`, or `alias_name` with `alias_label`,
+/// percent-encoded. Anything else (an unknown or repeated parameter, two users, a bad escape) is refused, never
 /// guessed: a wrong reading would erase another user.
 public struct ForgetRequest: Sendable, Hashable {
     /// The user to forget.
@@ -16,26 +15,7 @@ public struct ForgetRequest: Sendable, Hashable {
         public var description: String
     }
 
-    public init(user: UserIdentity, brazeDelete: Bool) {
-        self.user = user
-        self.brazeDelete = brazeDelete
-    }
-
-    /// The request's query string (without the `?`).
-    public var query: String {
-        var pairs: [(String, String)]
-        switch user {
-        case .externalID(let id): pairs = [("external_id", id)]
-        case .brazeID(let id): pairs = [("braze_id", id)]
-        case .email(let email): pairs = [("email", email)]
-        case .phone(let phone): pairs = [("phone", phone)]
-        case .alias(let name, let label): pairs = [("alias_name", name), ("alias_label", label)]
-        }
-        pairs.append(("braze_delete", brazeDelete ? "true" : "false"))
-        return pairs.map { "\($0.0)=\(Self.escaped($0.1))" }.joined(separator: "&")
-    }
-
-    /// Reads a query written by `query`.
+    /// Reads a query: `external_id=u1&braze_delete=true`.
     public init(parsing query: String) throws(Invalid) {
         var values: [String: String] = [:]
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
@@ -74,21 +54,6 @@ public struct ForgetRequest: Sendable, Hashable {
     static let names: Set<String> = [
         "external_id", "braze_id", "email", "phone", "alias_name", "alias_label", "braze_delete",
     ]
-
-    static func escaped(_ text: String) -> String {
-        var result = ""
-        for byte in text.utf8 {
-            if (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte)
-                || Array("-._~".utf8).contains(byte)
-            {
-                result.unicodeScalars.append(Unicode.Scalar(byte))
-            } else {
-                let hex = String(byte, radix: 16, uppercase: true)
-                result += "%" + (hex.count == 1 ? "0" + hex : hex)
-            }
-        }
-        return result
-    }
 
     /// `nil` for a malformed escape or bytes that are not UTF-8.
     static func unescaped(_ text: String) -> String? {

@@ -6,7 +6,8 @@ import EventQueue
 public enum ReportJSON {
     /// `pending`, `leased`, `dead`, `oldest_pending_age_seconds`, `db_bytes`, `wal_bytes`, `schema_version`,
     /// `remembered_keys`, `remembered_key_bytes`, `erasures_pending`, `erasures_dead`, `erasures_unauthorized` (0
-    /// unless the stats counted them), `next_retry_at` (ISO 8601 or null), `path` and `writers_line` (`writeLine`); `queue_bytes`, `limits`
+    /// unless the stats counted them), `scrub_owed_since` (the last forget whose bytes are not gone yet, ISO 8601;
+    /// null when none), `next_retry_at` (ISO 8601 or null), `path` and `writers_line` (`writeLine`); `queue_bytes`, `limits`
     /// and `dropped` (`limits(_:)`).
     public static func stats(_ stats: QueueStats, path: String, line: WriteLineReport) -> JSONObject {
         var object: JSONObject = [
@@ -23,6 +24,7 @@ public enum ReportJSON {
             "erasures_pending": number(stats.erasuresPending),
             "erasures_dead": number(stats.erasuresDead),
             "erasures_unauthorized": number(stats.erasuresUnauthorized),
+            "scrub_owed_since": time(stats.scrubOwedSinceMilliseconds),
             "next_retry_at": time(stats.nextRetryAtMilliseconds),
             "path": .string(path),
             "writers_line": writeLine(line),

@@ -1,3 +1,4 @@
+import Dispatch
 import EventQueue
 import EventQueueCommandLine
 import EventQueueDelivery
@@ -6,10 +7,11 @@ import EventQueueDelivery
     import Glibc
 #endif
 
-/// `POST /forget?external_id=u1&braze_delete=true` (`ForgetRequest`): `queuectl forget` sent to the daemon that
-/// serves the queue. The daemon forgets on its own connection, on the store's executor, between the statements of a
-/// pass in flight: the user's records in flight are deleted there too, and the erasure waits for their deliveries
-/// in this very pass (`InFlightLeases`). With a Braze delete it launches a pass, so the deletion goes out now.
+/// `POST /forget?external_id=u1&braze_delete=true` (`ForgetRequest`): one user forgotten as `queuectl forget` does,
+/// on a connection of its own on a thread of its own, never on the store's executor: the scrub holds the write lock
+/// for up to a quarter of the busy timeout, and acks, claims and lease renewals must not wait behind it. The user's
+/// records in flight are deleted too, and the erasure waits for their requests (its `after`). With a Braze delete
+/// it launches a pass, so the deletion goes out now.
 extension ControlRoutes {
     func forget(query: String, _ writer: ResponseWriter, peer: PeerCredentials) async throws {
         let request: ForgetRequest
@@ -34,10 +36,18 @@ extension ControlRoutes {
             return
         }
         do {
-            let report = try await store.withConsumer { consumer throws(QueueError) in
-                try consumer.admin.forget(user, brazeDelete: brazeDelete)
+            let path = store.path
+            let report = try await withCheckedThrowingContinuation { continuation in
+                DispatchQueue.global().async {
+                    continuation.resume(
+                        with: Result { () throws(QueueError) -> ForgetReport in
+                            let queue = try QueueWriter(path: path)
+                            defer { queue.close() }
+                            return try queue.forget([user], brazeDelete: brazeDelete)
+                        })
+                }
             }
-            if report.erasureID != nil { coordinator.launch() }
+            if !report.erasureIDs.isEmpty { coordinator.launch() }
             try await writer.send(
                 status: .ok, contentType: "application/json",
                 body: JSONValue.object(ForgetReportJSON.json(report, by: .daemon)).serialized + "\n")

@@ -63,16 +63,16 @@ struct DrainerErasureTests {
     }
 
     private func forget(_ user: String, brazeDelete: Bool = true) throws -> ForgetReport {
-        let admin = try QueueAdmin(path: path)
-        defer { admin.close() }
-        return try admin.forget(.externalID(user), brazeDelete: brazeDelete)
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        return try writer.forget([.externalID(user)], brazeDelete: brazeDelete)
     }
 
     /// Issue 39 #3: an erasure row that a writer plants with a plain INSERT (no grant, a made-up grant, or the
     /// grant of another row copied onto it) is dead-lettered as not authorized, never sent, and counted; the
     /// forget of someone who can read the key goes out.
     @Test func aPlantedErasureIsDeadLetteredCountedAndNeverSent() async throws {
-        let granted = try #require(try forget("u0").erasureID)
+        let granted = try #require(try forget("u0").erasureIDs.first)
         let copied = try SQLiteShell.run(
             path, "SELECT json_extract(erasure, '$.grant') FROM records WHERE id = \(granted)"
         )
@@ -104,16 +104,18 @@ struct DrainerErasureTests {
     /// Without the key a process may not queue a Braze delete (exit 77 in `queuectl`), and nothing is forgotten.
     @Test func aForgetThatCannotReadTheKeyChangesNothing() throws {
         _ = try enqueue([testEvent("kept", user: "u1")], at: path)
-        let admin = try QueueAdmin(path: path)
-        defer { admin.close() }
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
         setenv("EVENTQUEUE_ERASURE_KEY", directory.file("missing/erasure-key"), 1)
         defer { unsetenv("EVENTQUEUE_ERASURE_KEY") }
         #expect {
-            try admin.forget(.externalID("u1"), brazeDelete: true)
+            try writer.forget([.externalID("u1")], brazeDelete: true)
         } throws: { error in
             guard case QueueError.erasureNotPermitted = error else { return false }
             return "\(error)".contains("eventqueue-admins")
         }
+        let admin = try QueueAdmin(path: path)
+        defer { admin.close() }
         #expect(try admin.peek().count == 1)
     }
 
@@ -145,7 +147,7 @@ struct DrainerErasureTests {
         await u2Entered.wait()
         let report = try forget("u1")
         #expect(report.leased == 1 && report.waitsFor.count == 1)
-        let erasureID = try #require(report.erasureID)
+        let erasureID = try #require(report.erasureIDs.first)
         u2Proceed.fire()
         // u2's batch settled, so the pass claimed again: the erasure, which now waits for u1's request.
         try await waitFor("the erasure claimed while u1's request is in flight") {

@@ -83,6 +83,41 @@ import EventQueueTestSupport
         #expect(plain.stdout.contains("erasures:       1 waiting, 0 dead"), "\(plain.stdout)")
     }
 
+    /// Issue 40 #3: `--ndjson FILE` forgets every user in it (blank lines skipped) with one scrub.
+    @Test func ndjsonForgetsEveryUserInTheFileWithOneScrub() async throws {
+        let scratch = Scratch()
+        let db = try await queue(in: scratch)
+        let file = scratch.file("users.ndjson")
+        try (#"{"external_id":"u1"}"# + "\n\n" + #"{"user_alias":{"alias_name":"n:1","alias_label":"crm"}}"# + "\n")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await forget(["--ndjson", file, "--json"], db: db, in: scratch)
+        #expect(result.status == 0, "\(result)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        #expect(report["users"] as? Int == 2 && report["pending"] as? Int == 4 && report["bytes_gone"] as? Bool == true)
+        #expect(report["user"] is NSNull, "several users: no one user")
+        let peek = try await queuectl(["peek", "--json"], db: db, in: scratch)
+        let live = try #require(try JSONSerialization.jsonObject(with: Data(peek.stdout.utf8)) as? [[String: Any]])
+        #expect(live.count == 2)
+        let again = try await forget(["--ndjson", file], db: db, in: scratch)
+        #expect(again.status == 0 && again.stdout.hasPrefix("forgot 2 users: removed 0 pending"), "\(again)")
+    }
+
+    @Test func ndjsonWithAnIdentityFlagOrALineThatIsNoIdentityChangesNothing() async throws {
+        let scratch = Scratch()
+        let db = try await queue(in: scratch)
+        let before = FileManager.default.contents(atPath: db)
+        let good = scratch.file("good.ndjson")
+        try #"{"external_id":"u1"}"#.write(toFile: good, atomically: true, encoding: .utf8)
+        let both = try await forget(["--ndjson", good, "--external-id", "u2"], db: db, in: scratch)
+        #expect(both.status == 64, "\(both)")
+        let bad = scratch.file("bad.ndjson")
+        try (#"{"external_id":"u1"}"# + "\n" + #"{"external_id":"u2","email":"a@example.com"}"#)
+            .write(toFile: bad, atomically: true, encoding: .utf8)
+        let refused = try await forget(["--ndjson", bad], db: db, in: scratch)
+        #expect(refused.status == 65 && refused.stderr.contains("bad.ndjson:2"), "\(refused)")
+        #expect(FileManager.default.contents(atPath: db) == before, "the file did not change")
+    }
+
     @Test func theAliasSpelledAsEnqueueSpellsItAndAMissingQueueIs66() async throws {
         let scratch = Scratch()
         let db = try await queue(in: scratch)

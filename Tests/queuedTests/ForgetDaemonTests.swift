@@ -40,7 +40,7 @@ struct ForgetDaemonTests {
             ["forget"] + arguments + ["--socket", socket, "--json"], db: scenario.db, in: scenario.scratch)
     }
 
-    @Test func forgetThroughTheDaemonLeavesTheOtherUserAndNoByteOfTheForgotten() async throws {
+    @Test func forgetBesideTheDaemonLeavesTheOtherUserAndNoByteOfTheForgotten() async throws {
         try await BrazeScenario.run { scenario in
             try await Self.enqueue(scenario)
             let daemon = try await scenario.startDaemon()
@@ -50,7 +50,7 @@ struct ForgetDaemonTests {
                 let report = try #require(
                     try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
                 #expect(report["pending"] as? Int == 5 && report["bytes_gone"] as? Bool == true, "\(report)")
-                #expect(report["by"] as? String == "daemon", "the daemon serving the queue forgot: \(report)")
+                #expect(report["by"] as? String == "local", "queuectl forgets on its own connection: \(report)")
                 let live = try await BrazeFault.peek(db: scenario.db, in: scenario.scratch)
                 #expect(live.count == 5)
                 #expect(live.allSatisfy { ($0["object"] as? [String: Any])?["external_id"] as? String == "u2" })
@@ -58,6 +58,57 @@ struct ForgetDaemonTests {
                     #expect(!Self.fileHolds("canary-\(index)@example.com", db: scenario.db), "canary \(index)")
                 }
                 #expect(Self.fileHolds("kept-1@example.com", db: scenario.db), "the grep sees what is there")
+            }
+        }
+    }
+
+    /// `POST /forget` answers as in 1.4.0's first builds (scripts may call it): the daemon forgets, on a connection
+    /// and a thread of its own, and reports it.
+    @Test func theForgetEndpointStillForgetsAndReports() async throws {
+        try await BrazeScenario.run { scenario in
+            try await Self.enqueue(scenario)
+            let daemon = try await scenario.startDaemon()
+            try await withDaemon(daemon) { daemon in
+                let answer = try await daemon.request("POST", "/forget?external_id=u1")
+                #expect(answer.status == 200, "\(answer.body)")
+                let report = try #require(
+                    try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
+                #expect(report["by"] as? String == "daemon" && report["pending"] as? Int == 5, "\(report)")
+                #expect(report["bytes_gone"] as? Bool == true, "\(report)")
+                #expect(!Self.fileHolds("canary-1@example.com", db: scenario.db))
+                #expect(try await BrazeFault.peek(db: scenario.db, in: scenario.scratch).count == 5)
+            }
+        }
+    }
+
+    /// Issue 40 #3: many users in one `forget --ndjson`, one scrub; the daemon, asked to launch, deletes them at
+    /// Braze in requests of at most 50 identifiers of one type, each user once.
+    @Test func manyUsersAreDeletedAtBrazeInRequestsOfAtMostFiftyOfOneType() async throws {
+        try await BrazeScenario.run { scenario in
+            try await Self.enqueue(scenario)
+            let externalIDs = (0..<120).map { "x\($0)" }
+            let emails = (0..<60).map { "m\($0)@example.com" }
+            let lines =
+                externalIDs.map { #"{"external_id":"\#($0)"}"# } + emails.map { #"{"email":"\#($0)"}"# }
+                + [#"{"external_id":"u1"}"#]
+            let file = scenario.scratch.file("users.ndjson")
+            try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let daemon = try await scenario.startDaemon()
+            try await withDaemon(daemon) { daemon in
+                let result = try await Self.forget(
+                    ["--ndjson", file, "--braze-delete"], scenario, socket: daemon.socket)
+                #expect(result.status == 0, "\(result.stderr)")
+                let report = try #require(
+                    try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+                #expect(report["users"] as? Int == 181 && report["pending"] as? Int == 5, "\(report)")
+                #expect((report["erasure_ids"] as? [Int])?.count == 181 && report["bytes_gone"] as? Bool == true)
+                try await BrazeFault.waitUntilSettled(daemon)
+                let deletions = scenario.server.deletions()
+                #expect(deletions.allSatisfy { $0.identifiers.count <= 50 }, "\(deletions.map(\.identifiers.count))")
+                let byType = Dictionary(grouping: deletions, by: \.type).mapValues { $0.flatMap(\.identifiers) }
+                #expect(byType["external_ids"]?.sorted() == (externalIDs + ["u1"]).sorted())
+                #expect(byType["email_addresses"]?.sorted() == emails.sorted())
+                #expect(byType.count == 2 && deletions.count >= 4, "\(deletions.map(\.type))")
             }
         }
     }

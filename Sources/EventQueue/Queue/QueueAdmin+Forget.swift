@@ -1,20 +1,4 @@
 extension QueueAdmin {
-    /// Removes every record of `user` from the queue file in one transaction (pending, in flight and dead, and the
-    /// idempotency keys the file remembers for them), then makes their bytes unreadable in the file and its WAL
-    /// (a `VACUUM` and a `TRUNCATE` checkpoint: `ForgetReport.scrub`). A record of the user in flight at that moment
-    /// is not delivered again, nor retried if its request fails.
-    ///
-    /// With `brazeDelete`, an erasure is queued in the user's own stream in the same transaction: the drain loop
-    /// sends it to Braze's `POST /users/delete` once every request that carried a record of the user has been
-    /// answered, and before any record of the user enqueued after this call. Erasures of an earlier forget stay.
-    ///
-    /// `user` is matched as the queue files records (`UserIdentity.orderingKey`): a user known by several identifiers
-    /// is forgotten once per identifier. The scrub rebuilds the file, holding the write lock for about a second per
-    /// 80 MB of records left in it (docs/PERFORMANCE.md); writers wait for it.
-    public func forget(_ user: UserIdentity, brazeDelete: Bool = false) throws(QueueError) -> ForgetReport {
-        try QueueForgetting.forget(user, brazeDelete: brazeDelete, file: file)
-    }
-
     /// Erasures not sent yet (pending or in flight), dead ones, and of those the ones dead-lettered because their
     /// grant did not verify (`Erasure.unauthorized`: planted by someone who may not delete users at Braze): one pass
     /// over the table (no index names them).
@@ -33,14 +17,26 @@ extension QueueAdmin {
 }
 
 extension QueueWriter {
-    /// Forgets `user` from this process, as `QueueAdmin.forget` does: an app that deletes an account removes the
-    /// user's queued records (and their bytes) and, with `brazeDelete`, queues Braze's `POST /users/delete` for that
-    /// user after every record of theirs already sent, in one call.
+    /// Forgets `users` (the one way to forget, for an app, `queuectl forget` and the daemon's `POST /forget`):
+    /// removes every record of each user from the queue file (pending, in flight and dead, and the idempotency keys
+    /// the file remembers for them), whole users per transaction; then makes their bytes unreadable in the file
+    /// and its WAL, one scrub for all of them (`ForgetReport.scrub`). A record of a user in flight at that moment
+    /// is not delivered again, nor retried if its request fails.
     ///
-    /// A writer never migrates a served file: on a file older than schema 7 (its daemon is older than 1.4.0 and would
-    /// send the erasure to `/users/track`), `brazeDelete` throws `QueueError.erasureNeedsNewerSchema` and nothing is
-    /// written; forgetting without it works on any schema.
-    public func forget(_ user: UserIdentity, brazeDelete: Bool = false) throws(QueueError) -> ForgetReport {
-        try QueueForgetting.forget(user, brazeDelete: brazeDelete, file: file)
+    /// With `brazeDelete`, an erasure is queued in each user's own stream, in the transaction that removes the
+    /// user: the drain loop sends it to Braze's `POST /users/delete` (at most 50 users of one identifier type per
+    /// request) once every request that carried a record of the user has been answered, and before any record of
+    /// the user enqueued after this call. Erasures of an earlier forget stay. Only someone who can read the erasure
+    /// key may (`QueueError.erasureNotPermitted`, nothing forgotten).
+    ///
+    /// A user is matched as the queue files records (`UserIdentity.orderingKey`): a user known by several
+    /// identifiers is forgotten once per identifier. Neither the transactions nor the scrub hold the write lock
+    /// longer than a quarter of the busy timeout: a file too large to rebuild within that is left with its scrub
+    /// owed (`ScrubReport.vacuumed` false, `QueueStats.scrubOwedSinceMilliseconds`), done by the upkeep once it
+    /// fits. A writer never migrates a served file: on a file older than schema 7 (its daemon is older than 1.4.0
+    /// and would send the erasure to `/users/track`), `brazeDelete` throws `QueueError.erasureNeedsNewerSchema`
+    /// and nothing is written; forgetting without it works on any schema.
+    public func forget(_ users: [UserIdentity], brazeDelete: Bool = false) throws(QueueError) -> ForgetReport {
+        try QueueForgetting.forget(users, brazeDelete: brazeDelete, file: file)
     }
 }

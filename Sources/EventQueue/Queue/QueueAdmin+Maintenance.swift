@@ -21,12 +21,13 @@ extension QueueAdmin {
             try RememberedKeys.prune(connection, before: now - Self.deliveredKeyRetentionMilliseconds, now: now)
         }
         file.unscrubbedDeletions += pruned.count
-        // Delivered records' bytes are scrubbed when the live rows are few enough; otherwise (and when the file
-        // is busy) pages are freed in steps, and the scrub waits for a later upkeep (QueueScrub).
-        if try !QueueScrub.vacuumAfterPass(file, busyMilliseconds: Self.checkpointBusyTimeoutMilliseconds) {
-            try vacuumInSteps()
-        }
+        // Delivered records' (and an owed forget's) bytes are scrubbed when the live rows can be rebuilt within the
+        // bound; otherwise (and when the file is busy) pages are freed in steps, and the scrub waits for a later
+        // upkeep (QueueScrub).
+        let vacuumed = try QueueScrub.vacuumAfterPass(file, busyMilliseconds: Self.checkpointBusyTimeoutMilliseconds)
+        if !vacuumed { try vacuumInSteps() }
         let complete = try truncateWAL()
+        if vacuumed && complete { QueueScrub.clearMark(file) }
         return MaintenanceResult(
             walBytesBefore: walBefore, walBytesAfter: Self.fileSize(path + "-wal"),
             databaseBytesBefore: databaseBefore, databaseBytesAfter: Self.fileSize(path),
@@ -68,19 +69,14 @@ extension QueueAdmin {
         return try truncateWAL()
     }
 
-    /// `wal_checkpoint(TRUNCATE)`, waiting at most `checkpointBusyTimeoutMilliseconds`. A TRUNCATE checkpoint
-    /// holds new writers back while it waits for the ones in progress; waiting with the full busy timeout could
-    /// make a writer time out (SQLITE_BUSY) behind it. When writers keep the file busy it gives up and leaves the
-    /// WAL to the next try (writers' own checkpoints bound it meanwhile). Returns true when it truncated.
+    /// One `wal_checkpoint(TRUNCATE)` try (after a `PASSIVE` one that copies the frames without the write lock:
+    /// `Connection.truncateWAL`), waiting at most `checkpointBusyTimeoutMilliseconds`: a TRUNCATE checkpoint holds
+    /// new writers back while it waits for the ones in progress, and waiting with the full busy timeout could make a
+    /// writer time out behind it. When writers keep the file busy it leaves the WAL to the next try (writers' own
+    /// checkpoints bound it meanwhile). Returns true when it truncated.
     private func truncateWAL() throws(QueueError) -> Bool {
-        let connection = file.connection
-        let checkpoint = try connection.statement(
-            "PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the WAL")
-        defer { checkpoint.reset() }
-        return try connection.withBusyTimeout(milliseconds: Self.checkpointBusyTimeoutMilliseconds) {
-            () throws(QueueError) in
-            guard try checkpoint.step() else { return false }
-            return checkpoint.int64(0) == 0
-        }
+        try file.connection.truncateWAL(
+            tryMilliseconds: Self.checkpointBusyTimeoutMilliseconds, deadlineNanoseconds: 0,
+            operation: "checkpointing the WAL")
     }
 }

@@ -52,6 +52,7 @@ extension QueueAdmin {
         stats.schemaVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: operation))
         stats.databaseBytes = Self.fileSize(path)
         stats.walBytes = Self.fileSize(path + "-wal")
+        stats.scrubOwedSinceMilliseconds = QueueScrub.owedSinceMilliseconds(path)
         if includingKeys {
             let keys = try RememberedKeys.measure(connection)
             stats.rememberedKeys = keys.count

@@ -1,7 +1,6 @@
-/// `forget`, on any open queue file (a writer's, an admin's, the daemon's consumer's): one transaction removes every
-/// record of one user (pending, in flight, dead) and the idempotency keys the file remembers for them, and with a
-/// Braze delete queues the user's erasure in the same transaction; then the scrub makes the removed bytes unreadable
-/// (`QueueScrub`).
+/// `QueueWriter.forget`: for each user, one transaction (shared with other users while it stays short) removes
+/// every record of the user (pending, in flight, dead) and the idempotency keys the file remembers for them, and
+/// with a Braze delete queues the user's erasure; then one scrub makes the removed bytes unreadable (`QueueScrub`).
 ///
 /// Why in flight too: a record of the user in a request at that moment must not be delivered again, nor retried if
 /// its request fails. Its row is gone, so the drain loop's late ack, retry or renewal of it finds nothing; its
@@ -11,13 +10,15 @@ enum QueueForgetting {
     static let erasureVersion = 7
 
     static func forget(
-        _ user: UserIdentity, brazeDelete: Bool, file: QueueFile
+        _ users: [UserIdentity], brazeDelete: Bool, file: QueueFile
     ) throws(QueueError) -> ForgetReport {
         if brazeDelete {
-            do {
-                try RecordValidator.checkUser(user)
-            } catch {
-                throw QueueError.invalidRecord(error)
+            for user in users {
+                do {
+                    try RecordValidator.checkUser(user)
+                } catch {
+                    throw QueueError.invalidRecord(error)
+                }
             }
         }
         // Before anything changes: a caller who may not delete users at Braze is refused with nothing forgotten.
@@ -25,54 +26,107 @@ enum QueueForgetting {
         let connection = file.connection
         // On for this connection whatever the build's default (a writer's connection does not set it at open).
         try connection.execute("PRAGMA secure_delete = ON", operation: "turning on secure deletion")
-        var report = try connection.write("forgetting a user") { () throws(QueueError) -> ForgetReport in
-            try removeAndQueue(user, erasureKey: key, connection: connection, path: file.path)
+        var report = ForgetReport(users: users)
+        guard !users.isEmpty else { return report }
+        let scan = try self.scan(users, connection: connection)
+        report.erasuresKept = scan.erasures
+        // Whole users per transaction, as many as fit half the write-lock bound (issue 40 #3): a user's records and
+        // erasure go together, and writers get the lock between transactions. The mark of an owed scrub is made in
+        // each (QueueScrub.markOwed), before the scrub that removes it.
+        let budget = QueueScrub.lockBudgetNanoseconds(connection) / 2
+        var next = 0
+        while next < users.count {
+            next = try connection.write("forgetting users") { () throws(QueueError) -> Int in
+                try QueueScrub.markOwed(file.path)
+                let started = WriteGate.monotonicNanoseconds()
+                var index = next
+                repeat {
+                    try removeAndQueue(
+                        users[index], ids: scan.ids[users[index].orderingKey] ?? [], scan: scan, erasureKey: key,
+                        connection: connection, path: file.path, into: &report)
+                    index += 1
+                } while index < users.count && WriteGate.monotonicNanoseconds() &- started < budget
+                return index
+            }
         }
         file.unscrubbedDeletions += report.removed + report.rememberedKeys
         do {
-            report.scrub = try QueueScrub.run(
-                file, checkpointDeadlineNanoseconds: QueueScrub.forgetCheckpointDeadlineNanoseconds)
+            report.scrub = try QueueScrub.run(file)
         } catch {
             // The records are gone (committed); a file busy for longer than the busy timeout leaves only the scrub
-            // undone, which the report says (`scrub.bytesGone` false) and a second forget does.
+            // undone and owed, which the report says (`scrub.bytesGone` false) and the upkeep or a forget does.
             guard case .busy = error else { throw error }
             report.scrub.databaseBytes = QueueAdmin.fileSize(file.path)
         }
         return report
     }
 
-    /// The transaction's statements.
-    private static func removeAndQueue(
-        _ user: UserIdentity, erasureKey: ErasureKey?, connection: Connection, path: String
-    ) throws(QueueError) -> ForgetReport {
-        let brazeDelete = erasureKey != nil
-        let operation = "forgetting a user"
-        let version = Int(try connection.scalarInt("PRAGMA user_version", operation: operation))
-        let hasErasures = version >= erasureVersion
-        if brazeDelete, !hasErasures { throw QueueError.erasureNeedsNewerSchema(path: path, fileVersion: version) }
-        let userKey = user.orderingKey
-        var report = ForgetReport(user: user)
-        var tokens: [String] = []
-        let delete = try connection.statement(RecordStateSQL.forgetUser(hasErasures: hasErasures), operation: operation)
-        delete.bind(1, userKey)
-        while try delete.step() {
-            switch delete.text(0) {
-            case "leased":
-                report.leased += 1
-                if let token = delete.text(1), !tokens.contains(token) { tokens.append(token) }
-            case "dead": report.dead += 1
-            default: report.pending += 1
+    /// What `forget` found before taking the write lock: each user's record ids (erasures aside), the highest id
+    /// then (a record enqueued since has a higher one: ids are never reused), the erasures kept, the schema version.
+    private struct Scan {
+        var ids: [String: [Int64]] = [:]
+        var highestID: Int64 = 0
+        var erasures = 0
+        var version = 0
+    }
+
+    /// One read of the table for all the users (it reads every row: no index holds every row's `user_key`), so the
+    /// write transactions find the rows by id.
+    private static func scan(_ users: [UserIdentity], connection: Connection) throws(QueueError) -> Scan {
+        let operation = "finding the users' records"
+        return try connection.read(operation) { () throws(QueueError) -> Scan in
+            var scan = Scan()
+            scan.version = Int(try connection.scalarInt("PRAGMA user_version", operation: operation))
+            scan.highestID = try connection.scalarInt("SELECT coalesce(max(id), 0) FROM records", operation: operation)
+            let select = try connection.statement(
+                """
+                SELECT user_key, id, \(scan.version >= erasureVersion ? "erasure IS NOT NULL" : "0") FROM records
+                WHERE user_key IN (SELECT value FROM json_each(?1))
+                """, operation: operation)
+            defer { select.reset() }
+            select.bind(1, JSONValue.array(users.map { .string($0.orderingKey) }).serialized)
+            while try select.step() {
+                if select.int64(2) != 0 {
+                    scan.erasures += 1
+                } else if let key = select.text(0) {
+                    scan.ids[key, default: []].append(select.int64(1))
+                }
             }
+            return scan
         }
-        delete.reset()
-        report.rememberedKeys = try forgetKeys(userKey, connection: connection, version: version)
-        if hasErasures {
-            report.erasuresKept = Int(
-                try count(
-                    "SELECT count(*) FROM records WHERE user_key = ?1 AND erasure IS NOT NULL", userKey,
-                    connection: connection))
+    }
+
+    /// One user's statements, added to `report`.
+    private static func removeAndQueue(
+        _ user: UserIdentity, ids: [Int64], scan: Scan, erasureKey: ErasureKey?, connection: Connection,
+        path: String, into report: inout ForgetReport
+    ) throws(QueueError) {
+        let operation = "forgetting a user"
+        let version = scan.version
+        let hasErasures = version >= erasureVersion
+        if erasureKey != nil, !hasErasures {
+            throw QueueError.erasureNeedsNewerSchema(path: path, fileVersion: version)
         }
-        if brazeDelete {
+        let userKey = user.orderingKey
+        var tokens: [String] = []
+        for tail in [false, true] {
+            let delete = try connection.statement(
+                RecordStateSQL.forgetUser(hasErasures: hasErasures, tail: tail), operation: operation)
+            delete.bind(1, userKey)
+            if tail { delete.bind(2, scan.highestID) } else { delete.bind(2, RecordStateSQL.jsonArray(ids)) }
+            while try delete.step() {
+                switch delete.text(0) {
+                case "leased":
+                    report.leased += 1
+                    if let token = delete.text(1), !tokens.contains(token) { tokens.append(token) }
+                case "dead": report.dead += 1
+                default: report.pending += 1
+                }
+            }
+            delete.reset()
+        }
+        report.rememberedKeys += try forgetKeys(userKey, connection: connection, version: version)
+        if let erasureKey {
             let insert = try connection.statement(
                 "INSERT INTO records (kind, payload, erasure) VALUES ('attribute', ?1, ?2) RETURNING id",
                 operation: operation)
@@ -88,13 +142,12 @@ enum QueueForgetting {
             let grant = try connection.statement("UPDATE records SET erasure = ?1 WHERE id = ?2", operation: operation)
             grant.bind(
                 1,
-                Erasure(type: type, after: tokens, grant: erasureKey?.grant(id: id, type: type, userKey: userKey)).json)
+                Erasure(type: type, after: tokens, grant: erasureKey.grant(id: id, type: type, userKey: userKey)).json)
             grant.bind(2, id)
             try grant.run()
-            report.erasureID = id
-            report.waitsFor = tokens
+            report.erasureIDs.append(id)
+            report.waitsFor += tokens.filter { !report.waitsFor.contains($0) }
         }
-        return report
     }
 
     /// Forgets the idempotency keys remembered for the user's delivered records: its rows of
@@ -117,12 +170,5 @@ enum QueueForgetting {
         try perUser.run()
         forgotten += connection.changes
         return forgotten
-    }
-
-    private static func count(_ sql: String, _ userKey: String, connection: Connection) throws(QueueError) -> Int64 {
-        let statement = try connection.statement(sql, operation: "forgetting a user")
-        defer { statement.reset() }
-        statement.bind(1, userKey)
-        return try statement.step() ? statement.int64(0) : 0
     }
 }

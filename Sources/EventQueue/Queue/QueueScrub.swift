@@ -1,6 +1,10 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Makes the bytes of deleted rows unreadable in the queue file and its WAL: a `VACUUM`, then a `TRUNCATE`
 /// checkpoint retried until it succeeds. `forget` runs it every time; the upkeep after a pass runs it when rows
-/// were deleted since the last scrub and the rows left are few enough (`upkeepLiveBytesLimit`).
+/// were deleted since the last scrub or a forget's scrub is owed.
 ///
 /// Why both: SQLite's secure deletion (on for every connection that deletes, whatever the build's default) zeroes
 /// a deleted cell and a freed page, but a b-tree balance that moves cells to a sibling page (a claim's UPDATE grows
@@ -9,13 +13,16 @@
 /// readable in the file (issue 31). `VACUUM` writes every page again from the rows that exist. The WAL keeps every
 /// frame ever written (old page images with the rows in them) until a `TRUNCATE` checkpoint empties it, which has
 /// to wait for readers of older snapshots. Measured costs: docs/PERFORMANCE.md, "Scrubbing deleted records".
+///
+/// The bound (issue 40 #3): a `VACUUM` holds the write lock for the whole rebuild (about a second per 100 MB) and
+/// cannot be done in parts, so a scrub holds it at most a quarter of the busy timeout (`lockBudgetNanoseconds`): it
+/// is not tried when the live data cannot be copied in that time at `assumedBytesPerSecond`, and is rolled back
+/// past it. A forget whose scrub did not happen leaves the mark `QUEUE-scrub-owed`: `status` shows it, and each
+/// upkeep (and later forget) tries again until the live data fits, at the latest once the backlog is delivered.
 enum QueueScrub {
-    /// The most live data (pages in use) the upkeep vacuums after a pass: the time a `VACUUM` holds the write lock
-    /// grows with it (about 80 MB/s on a 2-core machine, docs/PERFORMANCE.md), and writers wait for it up to their
-    /// busy timeout (5 s by default). Above it the upkeep frees pages in steps as before, and what holds is less:
-    /// deleted cells and freed pages are zeroed, a moved cell's stale copy may remain until a later upkeep with
-    /// fewer live rows, or a `forget`, vacuums.
-    static let upkeepLiveBytesLimit: Int64 = 32 * 1024 * 1024
+    /// The `VACUUM` rate the decision to try assumes: half of the rate measured on a 2-core machine (about 80 MB/s,
+    /// docs/PERFORMANCE.md), so that a busy machine still fits the bound; the deadline enforces it either way.
+    static let assumedBytesPerSecond: Int64 = 40 * 1024 * 1024
     /// Up to this much live data the vacuum's rebuilt copy is kept in memory; above it, in a temporary file (an
     /// in-memory copy of a large queue would cost the daemon as much memory).
     static let inMemoryLiveBytesLimit: Int64 = 64 * 1024 * 1024
@@ -24,48 +31,108 @@ enum QueueScrub {
     /// How long `forget` keeps trying to empty the WAL before it reports that it could not.
     static let forgetCheckpointDeadlineNanoseconds: UInt64 = 10_000_000_000
 
-    /// Vacuums and empties the WAL, waiting at most `checkpointDeadlineNanoseconds` for readers of older snapshots.
-    /// A busy file (another process holds the write lock for longer than the busy timeout) throws `busy`.
-    static func run(_ file: QueueFile, checkpointDeadlineNanoseconds: UInt64) throws(QueueError) -> ScrubReport {
-        let connection = file.connection
-        let operation = "scrubbing deleted records"
+    /// The longest a scrub's `VACUUM` holds the write lock: a quarter of the busy timeout.
+    static func lockBudgetNanoseconds(_ connection: Connection) -> UInt64 {
+        UInt64(max(0, connection.busyTimeoutMilliseconds)) * 1_000_000 / 4
+    }
+
+    /// `forget`'s scrub: vacuums (within the bound) and empties the WAL, waiting at most
+    /// `forgetCheckpointDeadlineNanoseconds` for readers of older snapshots; clears the mark when both happened. A
+    /// file busy for longer than the busy timeout throws `busy`.
+    static func run(_ file: QueueFile) throws(QueueError) -> ScrubReport {
         let started = WriteGate.monotonicNanoseconds()
-        let live = try connection.liveBytes(operation: operation)
-        try connection.vacuum(operation: operation, inMemory: live <= inMemoryLiveBytesLimit)
-        file.unscrubbedDeletions = 0
-        let truncated = try connection.truncateWAL(
-            tryMilliseconds: checkpointTryMilliseconds, deadlineNanoseconds: started &+ checkpointDeadlineNanoseconds,
-            operation: operation)
+        let vacuumed = try vacuumWithinBound(file, operation: "scrubbing deleted records")
+        let truncated = try file.connection.truncateWAL(
+            tryMilliseconds: checkpointTryMilliseconds,
+            deadlineNanoseconds: started &+ forgetCheckpointDeadlineNanoseconds,
+            operation: "scrubbing deleted records")
+        if vacuumed && truncated { clearMark(file) }
         return ScrubReport(
-            vacuumed: true, walTruncated: truncated, databaseBytes: QueueAdmin.fileSize(file.path),
+            vacuumed: vacuumed, walTruncated: truncated, databaseBytes: QueueAdmin.fileSize(file.path),
             nanoseconds: WriteGate.monotonicNanoseconds() &- started)
     }
 
-    /// The upkeep's scrub: a `VACUUM` when rows were deleted since the last one and the live data is within
-    /// `upkeepLiveBytesLimit`, waiting at most `busyMilliseconds` for the write lock (a busy file leaves it to the
-    /// next upkeep). Returns true when it vacuumed; the caller truncates the WAL after it, as after any upkeep.
+    /// The upkeep's scrub: a `VACUUM` within the bound when rows were deleted since the last one or a forget's
+    /// scrub is owed, waiting at most `busyMilliseconds` for the write lock (a busy file leaves it to the next
+    /// upkeep). Returns true when it vacuumed; the caller truncates the WAL after it, as after any upkeep, and then
+    /// `clearMark`s.
     static func vacuumAfterPass(_ file: QueueFile, busyMilliseconds: Int) throws(QueueError) -> Bool {
-        guard file.unscrubbedDeletions > 0 else { return false }
-        let connection = file.connection
-        let operation = "scrubbing delivered records"
-        let live = try connection.liveBytes(operation: operation)
-        guard live <= upkeepLiveBytesLimit else { return false }
+        guard file.unscrubbedDeletions > 0 || owedSinceMilliseconds(file.path) != nil else { return false }
         do {
-            try connection.withBusyTimeout(milliseconds: busyMilliseconds) { () throws(QueueError) in
-                try connection.vacuum(operation: operation, inMemory: true)
+            return try file.connection.withBusyTimeout(milliseconds: busyMilliseconds) { () throws(QueueError) in
+                try vacuumWithinBound(file, operation: "scrubbing delivered records")
             }
         } catch {
             if case .busy = error { return false }
             throw error
         }
+    }
+
+    /// `VACUUM` if the live data can be copied within the bound, given up past it. Notes the mark as it was
+    /// before, so that `clearMark` keeps a mark a forget made meanwhile.
+    private static func vacuumWithinBound(_ file: QueueFile, operation: String) throws(QueueError) -> Bool {
+        let connection = file.connection
+        file.scrubMarkBeforeVacuum = markToken(file.path)
+        let budget = lockBudgetNanoseconds(connection)
+        let live = try connection.liveBytes(operation: operation)
+        guard live <= Int64(budget / 1_000_000) * assumedBytesPerSecond / 1000,
+            try connection.vacuum(
+                operation: operation, inMemory: live <= inMemoryLiveBytesLimit, budgetNanoseconds: budget)
+        else { return false }
         file.unscrubbedDeletions = 0
         return true
+    }
+
+    /// The mark that a forget's scrub is owed, beside the queue file (no schema change: a file of any schema can
+    /// carry it). Made inside the forget's transaction, so that a `VACUUM` is either after the deletion (and
+    /// scrubs it) or before the mark (and leaves it): `clearMark` removes only a mark unchanged since before its
+    /// `VACUUM`. Each forget writes a token of its own into it (a file's time can stay the same for milliseconds).
+    static func markPath(_ queuePath: String) -> String { queuePath + "-scrub-owed" }
+
+    /// Makes the mark, or makes it new.
+    static func markOwed(_ queuePath: String) throws(QueueError) {
+        let path = markPath(queuePath)
+        let token = "\(WallClock.nowMilliseconds()) \(getpid()) \(WriteGate.monotonicNanoseconds())\n"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o660)
+        guard fd >= 0, write(fd, token, token.utf8.count) == token.utf8.count else {
+            let reason = String(cString: strerror(errno))
+            if fd >= 0 { close(fd) }
+            throw QueueError.readOnly(
+                path: queuePath,
+                detail: "could not mark the scrub as owed in \(path) (\(reason)): nothing was forgotten; give the "
+                    + "forgetting user write access to the queue's directory")
+        }
+        close(fd)
+    }
+
+    /// When the last forget whose bytes are not gone yet ran (Unix ms, its token's first word), or `nil` when none
+    /// is owed.
+    static func owedSinceMilliseconds(_ queuePath: String) -> Int64? {
+        markToken(queuePath).map { Int64($0.prefix { $0 != " " }) ?? 0 }
+    }
+
+    /// Removes the mark after a `VACUUM` and an emptied WAL, unless a forget made it new after the `VACUUM` began.
+    static func clearMark(_ file: QueueFile) {
+        guard let before = file.scrubMarkBeforeVacuum, markToken(file.path) == before else { return }
+        unlink(markPath(file.path))
+    }
+
+    /// The mark's token, `nil` without a mark.
+    static func markToken(_ queuePath: String) -> String? {
+        let fd = open(markPath(queuePath), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: 64)
+        let count = read(fd, &bytes, bytes.count)
+        return String(decoding: bytes.prefix(max(0, count)), as: UTF8.self)
     }
 }
 
 /// What a scrub did (`ForgetReport.scrub`).
 public struct ScrubReport: Sendable, Hashable {
-    /// The file was rebuilt (`VACUUM`): no page holds anything of a deleted row.
+    /// The file was rebuilt (`VACUUM`): no page holds anything of a deleted row. False when the live data was too
+    /// large to rebuild within a quarter of the busy timeout, or the file was busy: the scrub is owed, and the
+    /// upkeep (or a later forget) does it once it fits (`QueueStats.scrubOwedSinceMilliseconds`).
     public var vacuumed: Bool
     /// The WAL was emptied (`wal_checkpoint(TRUNCATE)`): it holds no old page image. False when readers of older
     /// snapshots kept it from finishing within the deadline: forgetting again scrubs again.

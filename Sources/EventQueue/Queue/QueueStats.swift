@@ -40,4 +40,7 @@ public struct QueueStats: Sendable, Hashable {
     /// Of the dead erasures, those whose grant did not verify: rows someone who may not delete users at Braze
     /// planted in the file (`Erasure.unauthorized`), never sent.
     public var erasuresUnauthorized: Int = 0
+    /// When the last `forget` whose removed records' bytes may still be readable in the file ran (Unix ms): its
+    /// scrub did not fit the write-lock bound (`ScrubReport.vacuumed`) and is owed; `nil` when none is.
+    public var scrubOwedSinceMilliseconds: Int64? = nil
 }

@@ -199,14 +199,17 @@ package enum RecordStateSQL {
         RETURNING id
         """
 
-    /// `forget`: every record of one user (`?1`, its `user_key`) in any state goes at once, in flight too (a late
-    /// ack, nack or renewal of it then finds nothing: it is neither delivered again nor retried). Erasures of an
-    /// earlier forget stay (`hasErasures`: the file has the column, schema 7 and later), so a second forget can never
-    /// take back a deletion Braze has not confirmed. Returns each row's state and lease, for the report and for the
-    /// erasure's `after` (`QueueForgetting`).
-    static func forgetUser(hasErasures: Bool) -> String {
+    /// `forget`: the records of one user (`?1`, its `user_key`) in any state, in flight too (a late ack, nack or
+    /// renewal of it then finds nothing: it is neither delivered again nor retried), found by id: those its scan
+    /// found before the write lock (`?2`, a JSON array), or (`tail`) any enqueued since (`id > ?2`), so that no
+    /// `user_key` scan of the whole table runs under the lock (no index holds every row's `user_key`). Erasures of an earlier forget
+    /// stay (`hasErasures`: the file has the column, schema 7 and later), so a second forget can never take back a
+    /// deletion Braze has not confirmed. Returns each row's state and lease, for the report and for the erasure's
+    /// `after` (`QueueForgetting`).
+    static func forgetUser(hasErasures: Bool, tail: Bool) -> String {
         """
-        DELETE FROM records WHERE user_key = ?1\(hasErasures ? " AND erasure IS NULL" : "")
+        DELETE FROM records WHERE \(tail ? "id > ?2" : "id IN (SELECT value FROM json_each(?2))") AND user_key = ?1\(
+            hasErasures ? " AND erasure IS NULL" : "")
         RETURNING state, lease_owner
         """
     }

@@ -1,3 +1,5 @@
+import CSQLite
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -10,21 +12,46 @@ extension Connection {
     /// cell, but not the stale copy a b-tree balance can leave in a page's unallocated gap; `rebuildPage` does not
     /// clear it). Checks the schema first, as a write does (a planted index would run its expressions inside the
     /// rebuild). `inMemory`: the rebuilt copy is kept in memory (a temporary file otherwise, bounded by the disk).
-    func vacuum(operation: String, inMemory: Bool) throws(QueueError) {
+    ///
+    /// A `VACUUM` is all or nothing, so its time under the write lock is bounded by giving it up: past
+    /// `budgetNanoseconds` from its turn in the writers' line a progress handler interrupts it, SQLite rolls it back (the file is as it
+    /// was), and this returns false. Writers then waited at most that long.
+    func vacuum(operation: String, inMemory: Bool, budgetNanoseconds: UInt64) throws(QueueError) -> Bool {
         try read(operation) { () throws(QueueError) in }
         if !inMemory { try execute("PRAGMA temp_store = FILE", operation: operation) }
         defer {
             if !inMemory { try? execute("PRAGMA temp_store = MEMORY", operation: operation) }
         }
         gate.enter()
-        defer { gate.leave() }
-        try execute("VACUUM", operation: operation)
+        let deadline = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
+        deadline.initialize(to: WriteGate.monotonicNanoseconds() &+ budgetNanoseconds)
+        sqlite3_progress_handler(
+            handle, 1000,
+            { context in
+                guard let context else { return 0 }
+                return WriteGate.monotonicNanoseconds() > context.load(as: UInt64.self) ? 1 : 0
+            }, deadline)
+        defer {
+            gate.leave()
+            sqlite3_progress_handler(handle, 0, nil, nil)
+            deadline.deallocate()
+        }
+        do {
+            try execute("VACUUM", operation: operation)
+            return true
+        } catch {
+            guard let handle, sqlite3_errcode(handle) == SQLITE_INTERRUPT else { throw error }
+            return false
+        }
     }
 
     /// `wal_checkpoint(TRUNCATE)` until it succeeds or `deadlineNanoseconds` (monotonic) passes, each try waiting at
-    /// most `tryMilliseconds` for readers of older snapshots (a TRUNCATE checkpoint holds new writers back while it
-    /// waits, so each wait stays short and writers get the lock between tries). Returns true once the WAL is empty.
+    /// most `tryMilliseconds` for readers of older snapshots (a TRUNCATE checkpoint holds the write lock while it
+    /// waits and while it copies, so each wait stays short and writers get the lock between tries). A `PASSIVE`
+    /// checkpoint first copies the frames without the write lock (after a `VACUUM` the WAL holds the whole file),
+    /// so that the `TRUNCATE` has little left to copy. Returns true once the WAL is empty.
     func truncateWAL(tryMilliseconds: Int, deadlineNanoseconds: UInt64, operation: String) throws(QueueError) -> Bool {
+        _ = try scalarInt("PRAGMA wal_checkpoint(PASSIVE)", operation: operation)
         let checkpoint = try statement("PRAGMA wal_checkpoint(TRUNCATE)", operation: operation)
         while true {
             let done = try withBusyTimeout(milliseconds: tryMilliseconds) { () throws(QueueError) -> Bool in

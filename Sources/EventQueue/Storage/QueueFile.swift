@@ -27,6 +27,8 @@ final class QueueFile {
     /// bytes when there are any (`QueueScrub.vacuumAfterPass`). Unknown at open (a process before this one may have
     /// deleted rows and stopped before its upkeep), so the first upkeep scrubs.
     var unscrubbedDeletions = 1
+    /// The token of the mark of an owed scrub when this connection's last `VACUUM` began (`QueueScrub.clearMark`).
+    var scrubMarkBeforeVacuum: String?
     /// Whether the file has per-user idempotency keys (schema 6 and later). A writer never migrates a served file,
     /// so on an older one it keeps the global keys of that schema (docs/SCHEMA.md, "Idempotency keys").
     private(set) var hasUserKeys = false

@@ -1,26 +1,21 @@
 import ArgumentParser
 import EventQueue
 import EventQueueCommandLine
-import EventQueueDelivery
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 
 struct Forget: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "forget",
-        abstract: "Erase one user from the queue (and, with --braze-delete, at Braze, after their records).",
+        abstract: "Erase users from the queue (and, with --braze-delete, at Braze, after their records).",
         discussion: """
-            Removes every record of the user from the queue file in one transaction: pending, in flight (not \
-            delivered again, and not retried if its request fails) and dead, and the idempotency keys the file \
-            remembers for them; then rebuilds the file and empties its WAL, so that no byte of them is left in \
-            either. The user is matched as records are filed (by the identifier they were queued with): a user \
-            known by several identifiers is forgotten once per identifier. With --braze-delete, a deletion is \
-            queued in the user's own stream: Braze's POST /users/delete for that user is sent after every request \
-            that carried a record of theirs has been answered, and before any record of theirs enqueued later. \
-            When a daemon serves the queue (its control socket, as for drain, answers for this file), the daemon \
-            forgets; otherwise (or with --local) this process does. Run it on every host that may hold the user.
+            Removes every record of each user from the queue file (pending, in flight: not delivered again nor \
+            retried; dead) and the idempotency keys remembered for them, then rebuilds the file and empties its \
+            WAL so that no byte of them is left, holding the write lock at most a quarter of the busy timeout: a \
+            file too large for that keeps the bytes until the daemon's upkeep can (exit 75, status: scrub owed). \
+            --ndjson FILE (- for stdin): every identity in it, one a line ({"external_id":"u1"}), one scrub. Users \
+            are matched by the identifier their records were queued with. --braze-delete queues each user's \
+            deletion in their own stream (POST /users/delete, at most 50 users of one type a request, after every \
+            request that carried their records) and asks a daemon serving the queue to launch a pass. Run it on \
+            every host that may hold the user; the daemon's POST /forget?external_id=u1 forgets one user too.
 
             Who may: any writer may forget a user within the queue (writers can delete rows anyway). Deleting a user \
             at Braze is an operator's act: --braze-delete is for root, the daemon's user and members of the \
@@ -39,6 +34,9 @@ struct Forget: ParsableCommand {
 
     @OptionGroup var identity: IdentityOptions
 
+    @Option(help: "Forget every user in this file, one JSON identity a line (- for standard input), with one scrub.")
+    var ndjson: String?
+
     @Flag(
         name: .customLong("braze-delete"),
         help: """
@@ -47,7 +45,7 @@ struct Forget: ParsableCommand {
             """)
     var brazeDelete = false
 
-    @Flag(help: "Forget in this process even when a daemon serves the queue.")
+    @Flag(help: "Do not ask a daemon serving the queue to send the deletion now (it leaves at the next pass).")
     var local = false
 
     @Option(help: "The daemon's control socket (default: as for drain).")
@@ -59,29 +57,46 @@ struct Forget: ParsableCommand {
     @OptionGroup var queue: QueueOptionGroup
 
     func run() throws {
-        let user = try identity.identity()
-        let request = ForgetRequest(user: user, brazeDelete: brazeDelete)
-        let path = try queue.existingPath()
-        var report: ForgetReport?
-        var forgetter = ForgetReportJSON.Forgetter.daemon
-        if !local {
-            report = try RemoteForget(socket: socket, queuePath: path).forget(request)
-        }
-        if report == nil {
-            forgetter = .local
-            let admin = try queue.openAdmin()
-            defer { admin.close() }
-            report = try withQueue { () throws(QueueError) in try admin.forget(user, brazeDelete: brazeDelete) }
-        }
-        guard let report else { return }
+        let users = try self.users()
+        _ = try queue.existingPath()
+        let writer = try queue.openWriter()
+        defer { writer.close() }
+        let report = try withQueue { () throws(QueueError) in try writer.forget(users, brazeDelete: brazeDelete) }
+        // A launch sends nothing of the users, so the socket needs no `SocketTrust` check.
+        let launched =
+            !report.erasureIDs.isEmpty && !local
+            && (try? Status.servingDaemon(socket: socket, queuePath: writer.path)?.client.launch()) != nil
         writeStandardOutput(
             json
-                ? JSONValue.object(ForgetReportJSON.json(report, by: forgetter)).serialized + "\n"
-                : ForgetReportJSON.text(report, by: forgetter))
+                ? JSONValue.object(ForgetReportJSON.json(report, by: .local)).serialized + "\n"
+                : ForgetReportJSON.text(report, launched: launched))
         guard report.scrub.bytesGone else {
             throw fail(
-                "the records are removed, but their bytes may remain in the file or its WAL (busy, or readers held old "
-                    + "snapshots); run the same forget again to scrub them", status: .busy)
+                "the records are removed, but their bytes may remain in the file or its WAL (the file too large to "
+                    + "rebuild within a quarter of the busy timeout, busy, or readers held old snapshots): the scrub "
+                    + "is owed (status shows it) and the daemon's upkeep does it once it fits; forgetting again "
+                    + "tries again", status: .busy)
         }
+    }
+
+    /// The users named by the identity flags or, with --ndjson, by the file: exactly one of the two.
+    private func users() throws -> [UserIdentity] {
+        let flagged = try identity.identityIfGiven()
+        guard let ndjson else { return [try flagged ?? identity.identity()] }
+        guard flagged == nil else { throw ValidationError("give --ndjson or one identity flag, not both") }
+        let input = try NDJSONInput(path: ndjson)
+        var users: [UserIdentity] = []
+        while let (line, text) = try input.next() {
+            guard !text.allSatisfy(\.isWhitespace) else { continue }
+            guard let member = (try? JSONValue.parse(text))?.objectValue, let user = UserIdentity.fromMember(member)
+            else {
+                throw fail(
+                    "\(ndjson):\(line): not one identity (an object with one of external_id, braze_id, email, "
+                        + "phone or user_alias): nothing was forgotten", status: .invalidInput)
+            }
+            users.append(user)
+        }
+        guard !users.isEmpty else { throw fail("\(ndjson) names no user", status: .invalidInput) }
+        return users
     }
 }

@@ -34,13 +34,23 @@ struct IdentityOptions: ParsableArguments {
         help: "A user alias's label (with --alias-name); any text.")
     var aliasLabel: [String] = []
 
+    /// Refuses two users or half an alias; none is refused by `identity()` (`forget --ndjson` names none here).
     func validate() throws {
-        _ = try identity()
+        _ = try identityIfGiven()
     }
 
-    /// The one user named. Two identity flags, of one kind or of two, are a usage error naming both: which one
-    /// was meant cannot be known, and guessing files the record under (or erases) another user.
+    /// The one user named.
     func identity() throws -> UserIdentity {
+        guard let user = try identityIfGiven() else {
+            throw ValidationError(
+                "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got none)")
+        }
+        return user
+    }
+
+    /// The one user named, or `nil` for none. Two identity flags, of one kind or of two, are a usage error naming
+    /// both: which one was meant cannot be known, and guessing files the record under (or erases) another user.
+    func identityIfGiven() throws -> UserIdentity? {
         var given: [(flag: String, value: String)] = []
         for (flag, values) in [
             ("--external-id", externalID), ("--braze-id", brazeID), ("--email", email), ("--phone", phone),
@@ -72,8 +82,7 @@ struct IdentityOptions: ParsableArguments {
         if !aliasName.isEmpty || !aliasLabel.isEmpty {
             throw ValidationError("--alias-name and --alias-label go together: give both")
         }
-        throw ValidationError(
-            "name exactly one user with --external-id, --braze-id, --email, --phone or --alias (got none)")
+        return nil
     }
 
     /// `NAME:LABEL` with exactly one colon, neither side empty; anything else is refused, never guessed.

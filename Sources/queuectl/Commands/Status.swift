@@ -22,7 +22,8 @@ struct Status: ParsableCommand {
     @Flag(
         help: """
             Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version, \
-            remembered_keys, remembered_key_bytes, erasures_pending, erasures_dead, erasures_unauthorized, writers_line (state, reason, \
+            remembered_keys, remembered_key_bytes, erasures_pending, erasures_dead, erasures_unauthorized, \
+            scrub_owed_since (a forget whose bytes are not gone yet, or null), writers_line (state, reason, \
             busy, waiting, held_seconds, handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or \
             null), sink (the daemon's: state, since, last_error, next_probe_at, probes; or null), queue_bytes, \
             limits (max_queue_bytes, when_full, max_age_seconds, set_at), dropped (oldest, refused, expired).
@@ -77,21 +78,31 @@ struct Status: ParsableCommand {
                         ? ", \(stats.erasuresUnauthorized) of them not authorized (planted: never sent)" : "")
                     + " (`queuectl peek`)")
         }
+        if let owed = stats.scrubOwedSinceMilliseconds {
+            lines.append(
+                "scrub owed:     the bytes of users forgotten up to \(ISO8601.format(unixMilliseconds: owed)) are not "
+                    + "gone yet: the file is rebuilt once that fits a quarter of the busy timeout")
+        }
         lines.append("writers' line:  \(line.summary)")
         if let rate = rate?.objectValue { lines.append("braze limit:    " + Self.describe(rate)) }
         if let sink { lines.append("sink:           " + Self.describe(sink: sink)) }
         writeStandardOutput(lines.joined(separator: "\n") + "\n")
     }
 
-    /// The daemon's `daemon.sink` (its availability and `rate_limit`), when a daemon answers within 2 s and serves
-    /// this very file; `nil` otherwise (no daemon, another queue). Never creates the default socket's directory.
+    /// The daemon's `daemon.sink` (its availability and `rate_limit`), when a daemon serves this very file.
     func daemonSink(servingQueueAt path: String) -> JSONObject? {
+        Self.servingDaemon(socket: socket, queuePath: path)?.status["daemon"]?.objectValue?["sink"]?.objectValue
+    }
+
+    /// The daemon on `socket` (default: as for drain) and its status, when it answers within 2 s and serves this
+    /// very file; `nil` otherwise (no daemon, another queue). Never creates the default socket's directory.
+    static func servingDaemon(socket: String?, queuePath: String) -> (client: DaemonClient, status: JSONObject)? {
         let socketPath = QueueEnvironment.socketPath(explicit: socket, createDirectory: false)
-        guard access(socketPath, F_OK) == 0,
-            let status = try? DaemonClient(socketPath: socketPath).status(timeoutSeconds: 2).objectValue,
-            let served = status["path"]?.stringValue, Self.sameFile(served, path)
+        let client = DaemonClient(socketPath: socketPath)
+        guard access(socketPath, F_OK) == 0, let status = try? client.status(timeoutSeconds: 2).objectValue,
+            let served = status["path"]?.stringValue, sameFile(served, queuePath)
         else { return nil }
-        return status["daemon"]?.objectValue?["sink"]?.objectValue
+        return (client, status)
     }
 
     /// The availability part of the daemon's `daemon.sink` (issue 30): `state`, `since`, `last_error`,

@@ -33,10 +33,10 @@ import Testing
         let keysBefore = try raw.scalar("SELECT count(*) FROM delivered_user_keys WHERE user_key = 'external_id:u1'")
         #expect(keysBefore == "1")
 
-        let report = try consumer.admin.forget(.externalID("u1"))
+        let report = try forget(.externalID("u1"))
         #expect(report.pending == 2 && report.leased == 1 && report.dead == 1 && report.removed == 4)
         #expect(report.rememberedKeys >= 1, "the delivered record's key: \(report)")
-        #expect(report.erasureID == nil && report.waitsFor.isEmpty)
+        #expect(report.erasureIDs.isEmpty && report.waitsFor.isEmpty)
         #expect(report.scrub.bytesGone, "\(report.scrub)")
         #expect(try raw.scalar("SELECT count(*) FROM records WHERE user_key = 'external_id:u1'") == "0")
         #expect(try raw.scalar("SELECT count(*) FROM delivered_user_keys WHERE user_key = 'external_id:u1'") == "0")
@@ -55,7 +55,7 @@ import Testing
         let claim = try consumer.claim(limit: 10, leaseMilliseconds: 60_000)
         var lease = claim.lease
         #expect(claim.records.count == 2)
-        let report = try consumer.admin.forget(.externalID("u1"))
+        let report = try forget(.externalID("u1"))
         #expect(report.leased == 1 && report.waitsFor.isEmpty, "no Braze delete, nothing to wait for")
         let u1 = claim.records.filter { $0.userKey == "external_id:u1" }.map(\.id)
         let nack = try consumer.nack(u1, lease: claim.lease, reason: "503", retryAt: 0, maxAttempts: 1)
@@ -72,10 +72,10 @@ import Testing
         let consumer = try QueueConsumer(path: path)
         defer { consumer.close() }
         let claim = try consumer.claim(limit: 1, leaseMilliseconds: 60_000)
-        let report = try consumer.admin.forget(.externalID("u1"), brazeDelete: true)
+        let report = try forget(.externalID("u1"), brazeDelete: true)
         #expect(report.leased == 1 && report.pending == 1)
         #expect(report.waitsFor == [claim.lease.token])
-        let id = try #require(report.erasureID)
+        let id = try #require(report.erasureIDs.first)
         let raw = try RawDatabase(path: path)
         let row = try #require(try raw.rows("SELECT kind, payload, user_key, state, erasure FROM records").first)
         #expect(row[0] == "attribute" && row[1] == #"{"external_id":"u1"}"# && row[2] == "external_id:u1")
@@ -83,7 +83,9 @@ import Testing
         let erasure = try #require(row[4].flatMap(Erasure.init(json:)))
         #expect(erasure.type == .externalIDs && erasure.after == [claim.lease.token])
         let key = try ErasureKey.forVerifying(queuePath: path).get()
-        #expect(key.verifies(erasure.grant, id: id, type: .externalIDs, userKey: "external_id:u1"), "the grant of an admin's forget")
+        #expect(
+            key.verifies(erasure.grant, id: id, type: .externalIDs, userKey: "external_id:u1"),
+            "the grant of an admin's forget")
         #expect(!key.verifies(erasure.grant, id: id + 1, type: .externalIDs, userKey: "external_id:u1"))
         let peeked = try consumer.admin.peek()
         #expect(peeked.map(\.id) == [id] && peeked.first?.erasure?.type == .externalIDs)
@@ -94,11 +96,11 @@ import Testing
     @Test func aSecondForgetKeepsTheFirstErasure() throws {
         let admin = try QueueAdmin(path: try createdQueue())
         defer { admin.close() }
-        let first = try admin.forget(.externalID("u1"), brazeDelete: true)
-        let second = try admin.forget(.externalID("u1"), brazeDelete: true)
+        let first = try forget(.externalID("u1"), brazeDelete: true)
+        let second = try forget(.externalID("u1"), brazeDelete: true)
         #expect(first.erasuresKept == 0 && second.erasuresKept == 1 && second.removed == 0)
         #expect(try admin.peek().compactMap(\.erasure).count == 2)
-        #expect(try admin.forget(.externalID("u1")).erasuresKept == 2, "without a Braze delete too")
+        #expect(try forget(.externalID("u1")).erasuresKept == 2, "without a Braze delete too")
     }
 
     @Test(arguments: [
@@ -111,7 +113,7 @@ import Testing
         ])
         let writer = try QueueWriter(path: path)
         defer { writer.close() }
-        let report = try writer.forget(user, brazeDelete: true)
+        let report = try writer.forget([user], brazeDelete: true)
         #expect(report.pending == 1)
         let raw = try RawDatabase(path: path)
         let keys = try raw.rows("SELECT user_key, erasure IS NOT NULL FROM records ORDER BY id")
@@ -128,7 +130,7 @@ import Testing
         _ = try enqueue([event("x", user: "u1")])
         let admin = try QueueAdmin(path: path)
         defer { admin.close() }
-        #expect(throws: QueueError.self) { try admin.forget(.externalID(""), brazeDelete: true) }
+        #expect(throws: QueueError.self) { try forget(.externalID(""), brazeDelete: true) }
         #expect(try admin.peek().count == 1)
     }
 
@@ -144,12 +146,12 @@ import Testing
         let writer = try QueueWriter(path: path)
         defer { writer.close() }
         #expect(throws: QueueError.erasureNeedsNewerSchema(path: path, fileVersion: 6)) {
-            try writer.forget(.externalID("u1"), brazeDelete: true)
+            try writer.forget([.externalID("u1")], brazeDelete: true)
         }
         let raw = try RawDatabase(path: path)
         #expect(try raw.scalar("SELECT count(*) FROM records") == "1", "refused: nothing was written")
         #expect(try raw.scalar("PRAGMA user_version") == "6")
-        #expect(try writer.forget(.externalID("u1")).pending == 1)
+        #expect(try writer.forget([.externalID("u1")]).pending == 1)
         #expect(try raw.scalar("SELECT count(*) FROM records") == "0")
         #expect(try raw.scalar("PRAGMA user_version") == "6", "a writer never migrates")
     }
@@ -157,7 +159,7 @@ import Testing
     @Test func deadRetryRevivesADeadErasureAndPurgeRemovesIt() throws {
         let admin = try QueueAdmin(path: try createdQueue())
         defer { admin.close() }
-        let id = try #require(try admin.forget(.alias(name: "n", label: "l"), brazeDelete: true).erasureID)
+        let id = try #require(try forget(.alias(name: "n", label: "l"), brazeDelete: true).erasureIDs.first)
         let raw = try RawDatabase(path: path)
         try raw.execute(
             "UPDATE records SET state = 'dead', dead_at_ms = 1, last_error = 'Braze said 400' WHERE id = \(id)")
@@ -172,7 +174,7 @@ import Testing
 
     @Test func salvageCarriesAnErasureAsAnErasure() throws {
         let admin = try QueueAdmin(path: try createdQueue())
-        _ = try admin.forget(.externalID("u1"), brazeDelete: true)
+        _ = try forget(.externalID("u1"), brazeDelete: true)
         admin.close()
         let copy = directory.file("salvaged.db")
         let report = try QueueSalvage.run(from: path, to: copy)
@@ -180,6 +182,13 @@ import Testing
         let raw = try RawDatabase(path: copy)
         let column = try #require(try raw.scalar("SELECT erasure FROM records"))
         #expect(Erasure(json: column)?.type == .externalIDs)
+    }
+
+    /// `QueueWriter.forget` of one user, on a connection of its own.
+    private func forget(_ user: UserIdentity, brazeDelete: Bool = false) throws -> ForgetReport {
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        return try writer.forget([user], brazeDelete: brazeDelete)
     }
 
     /// A queue file with nothing in it.

@@ -112,12 +112,62 @@ import Testing
         #expect(inFlight > 0)
         #expect(!(try canariesWithoutTheScrubAfterDeleting("victim")).isEmpty, "the scenario leaves stale copies")
 
-        let report = try consumer.admin.forget(.externalID("victim"))
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        let report = try writer.forget([.externalID("victim")])
         #expect(report.removed == 300 && report.leased > 0, "\(report)")
         #expect(report.scrub.bytesGone)
         let after = try canaries("canary", in: [path, path + "-wal"])
         #expect(after.isEmpty, "readable after forget: \(after.sorted().prefix(5))")
         #expect(!(try canaries("keeper", in: [path, path + "-wal"])).isEmpty, "another user's records stay")
+    }
+
+    /// Issue 40 #3: a file that cannot be rebuilt within a quarter of the forgetter's busy timeout is not rebuilt
+    /// (writers never wait longer than that); the scrub is owed, `stats` shows it, and the upkeep of a connection
+    /// whose bound fits rebuilds the file and clears it.
+    @Test func aScrubTooLargeForTheBoundIsOwedShownAndDoneByTheUpkeep() throws {
+        try fill(300, user: "victim")
+        try fill(150, canary: "keeper")
+        // A quarter of 4 ms is 1 ms: too short to copy this file's live pages at `assumedBytesPerSecond`.
+        let writer = try QueueWriter(path: path, options: QueueOptions(busyTimeoutMilliseconds: 4))
+        let report = try writer.forget([.externalID("victim")])
+        writer.close()
+        #expect(report.removed == 300 && !report.scrub.vacuumed && !report.scrub.bytesGone, "\(report.scrub)")
+        let admin = try QueueAdmin(path: path)
+        defer { admin.close() }
+        let owed = try #require(try admin.stats().scrubOwedSinceMilliseconds, "status shows the scrub owed")
+        #expect(abs(owed - WallClock.nowMilliseconds()) < 600_000)
+        #expect(try admin.checkpointAndVacuum().checkpointComplete)
+        #expect(try admin.stats().scrubOwedSinceMilliseconds == nil, "the upkeep rebuilt the file and cleared it")
+        let after = try canaries("canary", in: [path, path + "-wal"])
+        #expect(after.isEmpty, "readable after the upkeep: \(after.sorted().prefix(5))")
+        #expect(!(try canaries("keeper", in: [path, path + "-wal"])).isEmpty, "another user's records stay")
+    }
+
+    /// The bound is enforced, not only estimated: a `VACUUM` past its budget is interrupted and rolled back.
+    @Test func aVacuumPastItsBudgetIsGivenUpAndTheFileIsUnchanged() throws {
+        try fill(300)
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        let connection = writer.file.connection
+        let pages = try connection.scalarInt("PRAGMA page_count", operation: "test")
+        #expect(try !connection.vacuum(operation: "test", inMemory: true, budgetNanoseconds: 0))
+        #expect(try connection.scalarInt("PRAGMA page_count", operation: "test") == pages)
+        #expect(try connection.scalarInt("SELECT count(*) FROM records", operation: "test") == 600)
+        #expect(try connection.vacuum(operation: "test", inMemory: true, budgetNanoseconds: 60_000_000_000))
+    }
+
+    /// A forget that ran after a `VACUUM` began (its mark made new) keeps its mark: that `VACUUM` did not scrub it.
+    @Test func aMarkMadeAfterTheVacuumBeganIsKept() throws {
+        let writer = try QueueWriter(path: path)
+        defer { writer.close() }
+        try QueueScrub.markOwed(path)
+        writer.file.scrubMarkBeforeVacuum = QueueScrub.markToken(path)
+        try QueueScrub.markOwed(path)
+        QueueScrub.clearMark(writer.file)
+        #expect(QueueScrub.owedSinceMilliseconds(path) != nil)
+        #expect(try QueueScrub.run(writer.file).bytesGone)
+        #expect(QueueScrub.owedSinceMilliseconds(path) == nil)
     }
 
     /// The premise for `forget`: the victim's rows deleted in a copy with secure deletion, checkpointed, no VACUUM.

@@ -148,7 +148,7 @@ import Testing
         let one = try writer.enqueue(Record.event("played", user: first, idempotencyKey: "k"))
         let two = try writer.enqueue(Record.event("played", user: second, idempotencyKey: "k"))
         #expect(one != two)
-        let report = try writer.forget(second)
+        let report = try writer.forget([second])
         #expect(report.removed == 1)
         let raw = try RawDatabase(path: path)
         #expect(try raw.scalar("SELECT group_concat(id) FROM records") == "\(one)")
