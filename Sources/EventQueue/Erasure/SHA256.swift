@@ -1,9 +1,11 @@
-/// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104), for erasure grants (`ErasureKey`).
+/// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104), for erasure grants (`ErasureKey`) and `queuectl
+/// import-legacy`'s idempotency keys (which must be the same on every run and build, as Swift's seeded `Hasher` is
+/// not).
 ///
 /// Why here and not swift-crypto: the writer library links SQLite and nothing else (an app extension must stay
-/// small and open fast), and a grant needs one MAC of a few dozen bytes per erasure, not a crypto library. Checked
-/// against the FIPS and RFC 4231 test vectors (`SHA256Tests`).
-enum SHA256 {
+/// small and open fast), and a grant needs one MAC of a few dozen bytes per erasure, not a crypto library. Small
+/// inputs only; not constant-time. Checked against the FIPS and RFC 4231 test vectors (`SHA256Tests`).
+package enum SHA256 {
     private static let roundConstants: [UInt32] = [
         0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
         0xd807_aa98, 0x1283_5b01, 0x2431_85be, 0x550c_7dc3, 0x72be_5d74, 0x80de_b1fe, 0x9bdc_06a7, 0xc19b_f174,
@@ -16,7 +18,7 @@ enum SHA256 {
     ]
 
     /// The 32-byte digest of `message`.
-    static func hash(_ message: [UInt8]) -> [UInt8] {
+    package static func hash(_ message: [UInt8]) -> [UInt8] {
         var state: [UInt32] = [
             0x6a09_e667, 0xbb67_ae85, 0x3c6e_f372, 0xa54f_f53a, 0x510e_527f, 0x9b05_688c, 0x1f83_d9ab, 0x5be0_cd19,
         ]
@@ -56,11 +58,16 @@ enum SHA256 {
     }
 
     /// HMAC-SHA-256 of `message` under `key`.
-    static func hmac(key: [UInt8], message: [UInt8]) -> [UInt8] {
+    package static func hmac(key: [UInt8], message: [UInt8]) -> [UInt8] {
         var block = key.count > 64 ? hash(key) : key
         block += [UInt8](repeating: 0, count: 64 - block.count)
         let inner = hash(block.map { $0 ^ 0x36 } + message)
         return hash(block.map { $0 ^ 0x5c } + inner)
+    }
+
+    /// The digest of `bytes` as 64 lowercase hex digits.
+    package static func hex(_ bytes: [UInt8]) -> String {
+        hash(bytes).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
     private static func rotate(_ value: UInt32, _ count: UInt32) -> UInt32 {
