@@ -14,9 +14,12 @@
 -- SQLite cannot change a generated column, so `records` is rebuilt as migration 3 did (a copy of every row, about a
 -- second per 100,000 queued records, once); ids and the AUTOINCREMENT counter are kept. Keys remembered for
 -- delivered records (delivered_user_keys) keep the key their record had: an old key with more than one colon cannot
--- be split back into label and name. Levels: write level 1 (the same columns, defaults and conflict targets, which
--- 1.1.0-1.3.0 writers tolerate as a recorded change of `records`); read level 3: a consumer of read level 2 knows
--- only the old keys, so it must refuse the file rather than order and erase by keys it would misread.
+-- be split back into label and name. Levels: write level 2: the columns, defaults and conflict targets are the
+-- same (a writer following docs/SCHEMA.md keeps writing), but a 1.1.0-1.3.0 Swift writer checks the definition of
+-- `records` and refuses a rebuilt one as a changed schema (`someone with write access changed it`, found by the
+-- version matrix's previous-release scenario); the level makes it say which release to upgrade to instead. Read
+-- level 3: a consumer of read level 2 knows only the old keys, so it must refuse the file rather than order and
+-- erase by keys it would misread.
 CREATE TABLE records_v8 (
     id                  INTEGER PRIMARY KEY AUTOINCREMENT CHECK (id BETWEEN 1 AND 4611686018427387904),
     kind                TEXT    NOT NULL CHECK (kind IN ('event', 'attribute', 'purchase')),
@@ -110,4 +113,4 @@ CREATE TABLE queue_clock_checkpoints (
     max_id     INTEGER NOT NULL
 ) STRICT;
 
-INSERT INTO schema_levels (version, write_level, read_level, release) VALUES (8, 1, 3, '1.4.0');
+INSERT INTO schema_levels (version, write_level, read_level, release) VALUES (8, 2, 3, '1.4.0');

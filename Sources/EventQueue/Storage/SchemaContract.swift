@@ -38,7 +38,8 @@ public enum SchemaContract {
     /// The highest write level this binary's writer implements. Raise it together with the migration that raises
     /// the level (`SchemaContractTests.theBinarysLevelsAreTheNewestMigrationsLevels` compares both levels with the
     /// newest `schema_levels` row the embedded migrations write).
-    public static let writeLevel = 1
+    /// 2: migration 8 rebuilt `records`, which a 1.1.0-1.3.0 writer refuses as a changed schema.
+    public static let writeLevel = 2
     /// The highest read level this binary's consumer implements (3: the filing keys of migration 8).
     public static let readLevel = 3
     /// The schema version that introduced `schema_levels` and `schema_additions` (migration 5).

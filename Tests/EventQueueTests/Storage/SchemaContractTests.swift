@@ -183,15 +183,17 @@ import Testing
     }
 
     @Test func aBreakingChangeForWritersNamesTheReleaseToUpgradeWritersTo() throws {
-        try migratedByTheNextRelease("ALTER TABLE records ADD COLUMN origin TEXT;", levels: (write: 2, read: 1))
+        let level = SchemaContract.writeLevel
+        try migratedByTheNextRelease(
+            "ALTER TABLE records ADD COLUMN origin TEXT;", levels: (write: level + 1, read: SchemaContract.readLevel))
         do {
             _ = try QueueWriter(path: path)
-            Issue.record("a writer of write level 1 must refuse a file that requires 2")
+            Issue.record("a writer of write level \(level) must refuse a file that requires \(level + 1)")
         } catch {
             #expect(
                 error
                     == .needsNewerRelease(
-                        path: path, role: .writer, fileVersion: next, requiredLevel: 2, supportedLevel: 1,
+                        path: path, role: .writer, fileVersion: next, requiredLevel: level + 1, supportedLevel: level,
                         release: "9.0.0"))
             #expect(error.description.contains("upgrade this writer"))
             #expect(error.description.contains("to EventQueue 9.0.0 or later"))
