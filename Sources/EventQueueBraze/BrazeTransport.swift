@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import EventQueueDelivery
 import Logging
 import NIOCore
 
@@ -33,7 +34,17 @@ final class BrazeTransport: Sendable {
         self.requestTimeout = TimeAmount(requestTimeout)
     }
 
-    /// Sends one request; throws on timeouts and connection errors.
+    /// A delivery's lease ended before this request went (`DeliveryLease`): it was not sent.
+    struct LeaseEnded: Error, CustomStringConvertible {
+        var description: String { "the delivery's lease ended before the request was sent (not sent)" }
+    }
+
+    /// Sends one request; throws on timeouts and connection errors. Within a delivery (`DeliveryLease`) it is not
+    /// sent once the delivery's lease has ended. Checked here, not left to AsyncHTTPClient's deadline: it does not
+    /// check a deadline already passed before it writes the request (its timer and the write race), and a request
+    /// already written is not cut at the lease's end either, since renewals move that end while Braze answers (a
+    /// cut would only make an accepted request look failed, and send it twice). A request without an answer, or
+    /// with a gateway's 502 or 504 (Braze may still apply it), is noted on the lease.
     func send(
         method: String, url: String, headers: [(String, String)], body: [UInt8]?, logger: Logger
     ) async throws -> BrazeHTTPResponse {
@@ -41,7 +52,16 @@ final class BrazeTransport: Sendable {
         request.method = .init(rawValue: method)
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
-        let response = try await client.execute(request, deadline: .now() + requestTimeout, logger: logger)
+        let lease = DeliveryLease.current
+        if let lease, lease.remaining() == nil { throw LeaseEnded() }
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, deadline: .now() + requestTimeout, logger: logger)
+        } catch {
+            lease?.noteUnansweredRequest()
+            throw error
+        }
+        if response.status.code == 502 || response.status.code == 504 { lease?.noteUnansweredRequest() }
         // Not `collect(upTo:)`: it throws on an over-size body, which made a delivered batch look failed and
         // sent it again (issue 13, item 12).
         var bytes: [UInt8] = []

@@ -22,6 +22,11 @@ public struct DrainOptions: Sendable, Hashable {
     /// own `maxConcurrentDeliveries` (a file takes one at a time). 1 delivers one batch after another. A SIGKILL redelivers at most the records
     /// of these batches (`maxInFlight` × the claim size), which were in flight or delivered but not yet acked.
     public var maxInFlight: Int
+    /// How long a user's erasure waits after a request that carried the user's records ended without Braze's
+    /// answer (a timeout, a reset, a 5xx, a cancelled delivery): Braze may still apply such a request
+    /// (docs/RELIABILITY.md, "Hardening VI"). 5 minutes: ten times the 30 s request timeout, and past Braze's
+    /// own advice of "up to minutes" between dependent calls; an erasure is due within a month, not seconds.
+    public var erasureHoldAfterUnanswered: Duration = .seconds(300)
 
     /// The default of `--max-in-flight`: enough requests to hide a 50-150 ms round trip to Braze, few enough
     /// that a crash redelivers little. 24, not 16: each request slot also waits for the commit that acks its

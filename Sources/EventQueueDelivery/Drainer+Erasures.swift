@@ -11,6 +11,13 @@ import Synchronization
 /// (renewed like any other, `LeasedDelivery`) and waits, without polling, until no delivery of this pass under one
 /// of those leases is in flight; then the sink's `erase` runs. A wait only ever points at a delivery claimed before
 /// the forget, which waits for nothing of the kind, so no two deliveries can wait for each other.
+///
+/// An ended request is not always an answered one (issue 40 #4): Braze may still apply a request that timed out
+/// on this side, or that a gateway answered 502 or 504 for. So a delivery that ended without an answer for some of
+/// its records (a `.destination` retry, no outcome, a cancelled task, or a request the transport saw go unanswered:
+/// `DeliveryLease`) holds its users' erasures for `unansweredHold`, across passes. A lease of another consumer
+/// (a drainer stopped or dead elsewhere) is not in flight here, and that drainer sends nothing past the lease's end
+/// (`DeliveryLease`): the erasure waits for that end, recorded by the forget, plus the same hold.
 final class InFlightLeases: Sendable {
     private struct Waiter {
         var tokens: Set<String>
@@ -23,9 +30,47 @@ final class InFlightLeases: Sendable {
         /// Waits cancelled before they registered (the cancellation handler can run first).
         var cancelled: Set<UInt64> = []
         var nextWaiter: UInt64 = 0
+        /// Users (`user_key`) whose records went in a request without an answer, and the monotonic time until
+        /// which Braze may still apply it.
+        var holds: [String: Duration] = [:]
     }
 
     private let state = Mutex(State())
+    /// How long an unanswered request holds its users' erasures (`DrainOptions.erasureHoldAfterUnanswered`).
+    let unansweredHold: Duration
+
+    init(unansweredHold: Duration = .zero) {
+        self.unansweredHold = unansweredHold
+    }
+
+    /// Holds the erasures of the users of `records` whose request went without an answer (see the type), until
+    /// `now` (monotonic) plus `unansweredHold`.
+    func holdUsers(
+        of records: [OutgoingRecord], unansweredIn report: DeliveryReport, anyUnanswered: Bool, now: Duration
+    ) {
+        guard unansweredHold > .zero else { return }
+        var users: Set<String> = []
+        for record in records where record.erasure == nil {
+            switch report.outcomes[record.id] {
+            case .retry(_, _, .destination)?: users.insert(record.userKey)
+            case nil where report.halt?.kind != .configuration: users.insert(record.userKey)
+            default: if anyUnanswered { users.insert(record.userKey) }
+            }
+        }
+        guard !users.isEmpty else { return }
+        let until = now + unansweredHold
+        state.withLock { state in
+            state.holds = state.holds.filter { $0.value > now }
+            for user in users { state.holds[user] = max(state.holds[user] ?? until, until) }
+        }
+    }
+
+    /// The monotonic time until which an erasure of `users` must wait for unanswered requests, if later than `now`.
+    func heldUntil(_ users: [String], now: Duration) -> Duration? {
+        let until = state.withLock { state in users.compactMap { state.holds[$0] }.max() }
+        guard let until, until > now else { return nil }
+        return until
+    }
 
     /// A delivery under `token` is handed to the sink: call before its task starts, so that a later claim's
     /// erasure sees it.
@@ -91,7 +136,7 @@ extension LeasedDelivery {
     /// Hands a batch to the sink: its records to `deliver`, then its erasures to `erase` once the deliveries they
     /// wait for have ended (`InFlightLeases`). A batch without erasures is one `deliver` call, as before.
     static func send(
-        _ batch: [OutgoingRecord], to sink: any Sink, inFlight: InFlightLeases, logger: Logger
+        _ batch: [OutgoingRecord], to sink: any Sink, inFlight: InFlightLeases, clock: any DrainClock, logger: Logger
     ) async -> DeliveryReport {
         let erasures = batch.compactMap(\.erasure)
         guard !erasures.isEmpty else { return await sink.deliver(batch) }
@@ -113,10 +158,43 @@ extension LeasedDelivery {
                 metadata: ["erasures": "\(erasures.count)"])
         }
         guard await inFlight.waitUntilEnded(waitsFor) else { return report }
+        // Then the unanswered requests of the users, and the leases of other consumers (see `InFlightLeases`).
+        let now = clock.monotonic()
+        var until = inFlight.heldUntil(batch.filter { $0.erasure != nil }.map(\.userKey), now: now) ?? now
+        let own = DeliveryLease.current?.consumer
+        func foreign(_ token: String) -> Bool { String(token.prefix { $0 != "#" }) != own }
+        for erasure in erasures where erasure.waitsFor.contains(where: foreign) {
+            until = max(until, now + inFlight.foreignLeaseWait(erasure, nowMilliseconds: clock.wallMilliseconds()))
+        }
+        if until > now {
+            logger.info(
+                "holding an erasure until Braze can no longer apply an unanswered request of the user",
+                metadata: ["erasures": "\(erasures.count)", "wait_ms": "\(SinkAvailability.milliseconds(until - now))"])
+            do {
+                try await clock.sleep(for: until - now)
+            } catch {
+                return report  // cancelled: handed back unsent
+            }
+        }
         let erased = await sink.erase(erasures)
         report.outcomes.merge(erased.outcomes) { first, _ in first }
         report.halt = erased.halt
         return report
+    }
+}
+
+extension InFlightLeases {
+    /// How long an erasure waits for the leases of its `after` held by another consumer: until the latest of them
+    /// ends (recorded by the forget; else the longest lease there can be after the forget) plus `unansweredHold`,
+    /// counted from now and never more than that longest lease plus the hold: a wall clock step, or any value a
+    /// writer stored in the column (another user's input), cannot stretch it or overflow it.
+    func foreignLeaseWait(_ erasure: OutgoingErasure, nowMilliseconds: Int64) -> Duration {
+        let longest = ClockHorizon.longestWaitMilliseconds
+        let fallback = erasure.createdAtMilliseconds.addingReportingOverflow(longest)
+        let end = erasure.leasedUntilMilliseconds ?? (fallback.overflow ? Int64.max : fallback.partialValue)
+        let (left, overflow) = end.subtractingReportingOverflow(nowMilliseconds)
+        let leaseLeft = overflow ? (end > 0 ? longest : 0) : min(max(0, left), longest)
+        return .milliseconds(leaseLeft) + unansweredHold
     }
 }
 

@@ -41,6 +41,9 @@ public struct Drainer: Sendable {
     /// The key erasure grants are checked with (`ErasureKey.forVerifying`), or why there is none: then no erasure
     /// is sent (each is dead-lettered with the reason; `queuectl dead retry` it under a consumer that has the key).
     public let erasureKey: Result<ErasureKey, ErasureProblem>
+    /// Deliveries in flight, and users whose requests went unanswered: kept across passes, since a request that
+    /// timed out in one pass holds its users' erasures in the next (`InFlightLeases`).
+    let inFlight: InFlightLeases
 
     public init(
         store: QueueStore, sink: any Sink, options: DrainOptions = DrainOptions(), logger: Logger,
@@ -52,6 +55,7 @@ public struct Drainer: Sendable {
         self.logger = logger
         self.clock = clock
         availability = SinkAvailabilityMonitor(policy: options.availability, clock: clock, logger: logger)
+        inFlight = InFlightLeases(unansweredHold: options.erasureHoldAfterUnanswered)
         erasureKey = ErasureKey.forVerifying(queuePath: store.path)
         if case .failure(let problem) = erasureKey {
             logger.warning("erasures will not be sent: \(problem)")
@@ -180,7 +184,7 @@ public struct Drainer: Sendable {
         let (sink, store, logger, clock) = (self.sink, self.store, self.logger, self.clock)
         let leaseMilliseconds = options.leaseMilliseconds
         let finished = FinishedDeliveries()
-        let inFlight = InFlightLeases()
+        let inFlight = self.inFlight
         let failure: QueueError? = await withTaskGroup(of: Void.self) { group in
             do throws(QueueError) {
                 while true {
@@ -301,6 +305,7 @@ public struct Drainer: Sendable {
             // #2): if one of the oldest records is what makes the sink fail, a probe without it still finds the sink
             // up, and the failing request is then split down to that record (`BrazeBatchDelivery`).
             let cycle = availability.snapshot.probes % 3
+            let claimedFrom = ContinuousClock.now
             let claims = try await commit(
                 &pass, claiming: wanted, limit: limit, probeHalf: probe && cycle > 0 ? cycle - 1 : nil,
                 progress: progress)
@@ -327,7 +332,8 @@ public struct Drainer: Sendable {
                     }
                 }
                 if !outgoing.isEmpty {
-                    deliveries.append(LeasedDelivery(claim: claim, records: outgoing, probe: probe))
+                    deliveries.append(
+                        LeasedDelivery(claim: claim, records: outgoing, probe: probe, claimedFrom: claimedFrom))
                 }
             }
             // Fewer claims than asked, or a short one: the walk reached the end of what is claimable now. (A

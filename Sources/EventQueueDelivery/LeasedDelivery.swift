@@ -11,6 +11,9 @@ struct LeasedDelivery: Sendable {
     var records: [OutgoingRecord]
     /// The sink is unavailable and this batch is the one probe (`SinkAvailability`).
     var probe = false
+    /// Read before the claim that leased the records: the lease ends no sooner than this plus its length, so the
+    /// delivery's `DeliveryLease` ends no later than this plus its length.
+    var claimedFrom = ContinuousClock.now
 
     /// What came back: the sink's report, and whether the task was cancelled meanwhile.
     struct Finished: Sendable {
@@ -30,8 +33,14 @@ struct LeasedDelivery: Sendable {
         defer { inFlight.ended(lease.token) }
         let batch = records
         let interval = max(1, leaseMilliseconds / 3)
+        let deadline = DeliveryLease(
+            consumer: String(lease.token.prefix { $0 != "#" }), end: claimedFrom + .milliseconds(leaseMilliseconds))
         let report = await withTaskGroup(of: DeliveryReport?.self) { group in
-            group.addTask { await Self.send(batch, to: sink, inFlight: inFlight, logger: logger) }
+            group.addTask {
+                await DeliveryLease.$current.withValue(deadline) {
+                    await Self.send(batch, to: sink, inFlight: inFlight, clock: clock, logger: logger)
+                }
+            }
             group.addTask {
                 while !Task.isCancelled {
                     do {
@@ -40,6 +49,7 @@ struct LeasedDelivery: Sendable {
                         return nil  // cancelled: the delivery finished
                     }
                     do {
+                        let renewedFrom = ContinuousClock.now
                         let (held, _) = try await store.withConsumer { consumer throws(QueueError) in
                             // Read on the store's executor: a wait for it must not shorten the renewed lease.
                             let now = clock.wallMilliseconds()
@@ -49,6 +59,7 @@ struct LeasedDelivery: Sendable {
                             return (held, try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds, now: now))
                         }
                         logger.debug("renewed the lease", metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
+                        if held == ids.count { deadline.extend(to: renewedFrom + .milliseconds(leaseMilliseconds)) }
                         if held < ids.count {
                             logger.warning(
                                 "lease lapsed for some records in flight; their late results will be discarded",
@@ -71,6 +82,11 @@ struct LeasedDelivery: Sendable {
             }
             return report
         }
-        return Finished(delivery: self, report: report, cancelled: Task.isCancelled)
+        let cancelled = Task.isCancelled
+        // Before `ended` (deferred) wakes an erasure that waits for this lease: it must see the hold.
+        inFlight.holdUsers(
+            of: records, unansweredIn: report, anyUnanswered: cancelled || deadline.hadUnansweredRequest,
+            now: clock.monotonic())
+        return Finished(delivery: self, report: report, cancelled: cancelled)
     }
 }

@@ -15,6 +15,8 @@ public struct OutgoingErasure: Sendable, Hashable {
     public var createdAtMilliseconds: Int64
     /// Lease tokens of the records of the user that were in flight when `forget` ran.
     public var waitsFor: [String]
+    /// The latest expiry of those leases then (UTC Unix milliseconds), when the forget recorded it.
+    public var leasedUntilMilliseconds: Int64?
 
     /// An erasure of `user` under record id `id` (tests and sinks build them too).
     public init(
@@ -61,6 +63,7 @@ public struct OutgoingErasure: Sendable, Hashable {
             record.erasure = OutgoingErasure(
                 id: claimed.id, user: user, attempts: claimed.attempts,
                 createdAtMilliseconds: claimed.createdAtMilliseconds, waitsFor: erasure.after)
+            record.erasure?.leasedUntilMilliseconds = erasure.leasedUntilMilliseconds
             return .success(record)
         }
     }

@@ -24,6 +24,28 @@ import Testing
         #expect(received.allSatisfy { $0.accepted })
     }
 
+    /// Issue 40 #4: a request of a delivery whose lease has ended (a drainer resumed after a SIGSTOP past it) is
+    /// not sent: Braze may have deleted the user meanwhile. One that times out is noted unanswered on the lease, so
+    /// the users' erasures wait (`InFlightLeases`).
+    @Test func noRequestGoesAfterTheDeliverysLeaseEnded() async throws {
+        let records = distinctEvents(3)
+        let ended = DeliveryLease(consumer: "here:1:a", end: .now - .seconds(1))
+        let (report, stats) = try await withSink { server, sink in
+            let report = await DeliveryLease.$current.withValue(ended) { await sink.deliver(records) }
+            return (report, server.stats())
+        }
+        #expect(stats.requests == 0, "sent after the lease ended: \(stats)")
+        #expect(report.outcomes.values.allSatisfy { if case .retry = $0 { true } else { false } }, "\(report)")
+        var faults = FakeBrazeFaults()
+        faults.hangRate = 1
+        let live = DeliveryLease(consumer: "here:1:a", end: .now + .seconds(60))
+        let timedOut = try await withSink(faults: faults, requestTimeout: .milliseconds(500)) { _, sink in
+            await DeliveryLease.$current.withValue(live) { await sink.deliver(records) }
+        }
+        #expect(timedOut.outcomes.values.allSatisfy { $0 != .delivered })
+        #expect(live.hadUnansweredRequest)
+    }
+
     @Test func mixedKindsArriveInTheirArraysInIdOrder() async throws {
         // a's purchase (3) then a's event (6) would be applied backwards in one request: 6 goes in a second one.
         let records = [

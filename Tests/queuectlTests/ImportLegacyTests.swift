@@ -145,6 +145,25 @@ import EventQueueTestSupport
         #expect(try Data(contentsOf: URL(fileURLWithPath: store)) == before)
     }
 
+    /// Issue 40 #5: a dry run on a queue at a `refuse` limit says the import would be refused and changes nothing,
+    /// `dropped.refused` included (before: each dry run added its entries to the count).
+    @Test func aDryRunAtARefuseLimitCountsNothingRefused() async throws {
+        let scratch = Scratch()
+        let store = try Self.copy("store.xml", in: scratch)
+        let db = scratch.queuePath
+        let admin = try QueueAdmin(path: db)
+        defer { admin.close() }
+        try admin.recordLimits(QueueLimits(maxQueueBytes: 4096, whenFull: .refuse))
+        let dry = try await queuectl(
+            ["import-legacy", store, "--alias", "device-7:device_id", "--dry-run"], db: db, in: scratch)
+        #expect(dry.status == 74, "\(dry.stdout) \(dry.stderr)")
+        #expect(dry.stderr.contains("queue full"), "\(dry.stderr)")
+        #expect(try admin.drops() == QueueDrops(), "a dry run changes nothing")
+        let real = try await queuectl(["import-legacy", store, "--alias", "device-7:device_id"], db: db, in: scratch)
+        #expect(real.status == 74, "\(real.stdout) \(real.stderr)")
+        #expect(try admin.drops().refused > 0, "the import itself is refused and counted")
+    }
+
     /// Each entry's outcome in a `--json` summary: entry, outcome and reason (a dry run shows no new ids).
     static func outcomes(_ result: ProcessResult) throws -> [String] {
         let entries = try Self.summary(result)["entries"] as? [[String: Any]] ?? []

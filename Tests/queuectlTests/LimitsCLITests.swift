@@ -57,6 +57,10 @@ import EventQueueTestSupport
         let stored = try await storedIDs(db: db, in: scratch)
         #expect(stored == Array(1...10) + printed, "printed \(printed.count), stored \(stored.count)")
         #expect(printed.count >= 1_000 && printed.count % 1_000 == 0, "whole chunks: \(printed.count)")
+        // Issue 40 #5: every line left unstored is counted refused, the refused chunk's and those after it.
+        let admin = try QueueAdmin(path: db)
+        #expect(try admin.drops().refused == Int64(9_000 - printed.count), "printed \(printed.count)")
+        admin.close()
 
         // One record on the command line, as large as a record's properties may be (about 48 KB): the room the
         // refused chunk left is soon taken, then the same exit status and text.
@@ -83,8 +87,8 @@ import EventQueueTestSupport
         let status = try await Self.statusJSON(db: db, in: scratch)
         let dropped = try #require(status["dropped"] as? [String: Any])
         let refused = dropped["refused"] as? Int ?? 0
-        // The chunk that did not fit (the records it had appended, and the one that did not fit), then the one.
-        #expect(refused > 1 && refused <= 1_000 + 1, "\(dropped)")
+        // Every line the bulk enqueue left unstored (the chunk that did not fit and the rest), then the one.
+        #expect(refused == 9_000 - printed.count + 1, "\(dropped)")
         #expect(dropped["oldest"] as? Int == 0 && dropped["expired"] as? Int == 0)
         #expect((status["queue_bytes"] as? Int ?? Int.max) <= Int(Self.limit))
     }

@@ -47,6 +47,31 @@ import EventQueueTestSupport
         }
     }
 
+    /// Issue 40 #5: `drain --wait` just after an outage ends, within 5 s of the last probe (the least spacing of
+    /// two), waits for the probe its launch asked for, which finds Braze back, and exits 0 with everything
+    /// delivered (before: exit 11 at once, "next probe at ...", the records still queued).
+    @Test func drainWaitRightAfterAnOutageEndsWaitsForTheProbe() async throws {
+        var faults = FakeBrazeFaults()
+        faults.serverErrorRate = 1
+        try await BrazeScenario.run(records: MarkedRecord.make(20, users: 5), faults: faults) { scenario in
+            let daemon = try await scenario.startDaemon()
+            try await withDaemon(daemon) { daemon in
+                let (outage, _) = try await Self.drainWait(daemon, within: .seconds(60), in: scenario.scratch)
+                #expect(outage.status == 11, "\(outage.stdout) \(outage.stderr)")
+                try await waitFor("a probe during the outage") {
+                    let sink = try await daemon.daemonStatus()["sink"] as? [String: Any]
+                    return (sink?["probes"] as? Int ?? 0) >= 1
+                }
+                scenario.server.setFaults(FakeBrazeFaults())
+                let (after, seconds) = try await Self.drainWait(daemon, within: .seconds(60), in: scenario.scratch)
+                print("DrainWaitBound after an outage: exit \(after.status) after \(seconds) s")
+                #expect(after.status == 0, "\(after.stdout) \(after.stderr)")
+                #expect(seconds < 15, "\(seconds) s: one probe's spacing at most")
+                scenario.expectNothingLostOrReordered()
+            }
+        }
+    }
+
     @Test func drainWaitExits11AtOnceWhenARateLimitResetIsFarAhead() async throws {
         var faults = FakeBrazeFaults()
         faults.rateLimitNextRequests = 1_000_000  // 429 forever

@@ -38,22 +38,30 @@ public struct Erasure: Sendable, Hashable {
     /// loop sends the deletion only once no delivery under one of these leases is still in flight, so Braze
     /// answers every request that carried a record of the user before the delete goes out.
     public var after: [String]
+    /// The latest expiry (UTC Unix milliseconds) of those leases when the forget ran (issue 40 #4): a drainer
+    /// that holds one elsewhere, stopped rather than dead, sends nothing past it (`DeliveryLease`), so the
+    /// deletion waits that long, and then as long as Braze may still apply a request sent before it.
+    public var leasedUntilMilliseconds: Int64?
 
     /// The operator's authority for this row (`ErasureKey.grant`): without a grant the row's key verifies, the
     /// erasure is dead-lettered, never sent.
     public var grant: String?
 
     /// An erasure of `type`, waiting for the deliveries under `after`.
-    public init(type: IdentifierType, after: [String] = [], grant: String? = nil) {
+    public init(
+        type: IdentifierType, after: [String] = [], grant: String? = nil, leasedUntilMilliseconds: Int64? = nil
+    ) {
         self.type = type
         self.after = after
         self.grant = grant
+        self.leasedUntilMilliseconds = leasedUntilMilliseconds
     }
 
     /// The column's JSON: `{"type":"external_ids","after":["host:1:ab#7"],"grant":"9f2c..."}`.
     public var json: String {
         var object: JSONObject = ["type": .string(type.rawValue), "after": .array(after.map(JSONValue.string))]
         if let grant { object["grant"] = .string(grant) }
+        if let leasedUntilMilliseconds { object["leased_until_ms"] = .number(JSONNumber(leasedUntilMilliseconds)) }
         return JSONValue.object(object).serialized
     }
 
@@ -73,7 +81,9 @@ public struct Erasure: Sendable, Hashable {
             }
         default: return nil
         }
-        self.init(type: type, after: after, grant: object["grant"]?.stringValue)
+        self.init(
+            type: type, after: after, grant: object["grant"]?.stringValue,
+            leasedUntilMilliseconds: object["leased_until_ms"]?.numberValue?.integerValue)
     }
 
     /// The payload an erasure row stores for `user`: the identifier member alone, so that the generated

@@ -35,6 +35,15 @@ public final class QueueBatch {
         self.hasUserKeys = hasUserKeys
     }
 
+    /// Whether the size limit refused this batch: nothing of it will be stored.
+    package var isRefused: Bool { keeper?.refusal != nil }
+
+    /// Counts one more record the refused batch leaves unstored without offering it (the rest of an input read
+    /// piece by piece: `queuectl enqueue --ndjson`), so that `dropped.refused` counts every record not stored.
+    package func countUnstored() {
+        keeper?.offeredAfterTheRefusal()
+    }
+
     /// Checks and appends one record (as `QueueWriter.enqueue`). A rule broken throws `invalidRecord`; the caller
     /// decides whether that ends the batch.
     public func enqueue(_ record: Record) throws(QueueError) -> BatchOutcome {
@@ -149,7 +158,10 @@ public final class QueueBatch {
     private func insert(
         kind: RecordKind, payload: [UInt8], key: String?, scope: KeyScope?, deadReason: String?
     ) throws(QueueError) -> BatchOutcome {
-        if let refusal = keeper?.refusal { throw refusal }
+        if let keeper, let refusal = keeper.refusal {
+            keeper.offeredAfterTheRefusal()
+            throw refusal
+        }
         let outcome = try RecordInsert.insert(
             connection, hasUserKeys: hasUserKeys, kind: kind, payload: payload, createdAt: now, key: key,
             scope: scope, deadReason: deadReason)
@@ -178,9 +190,15 @@ extension QueueWriter {
     /// Under a size limit (`QueueLimits`) each record is measured as it is appended. With `refuse`, the first
     /// record that does not fit refuses the whole transaction: nothing it appended is kept, the records it appended
     /// are counted refused (committed), and the batch throws, whatever the body did with the `queueFull` its
-    /// `enqueue` threw (its own error when it threw one, else the `queueFull`). With `drop-oldest` the oldest
-    /// records make room, the batch's own earlier ones included once nothing older is left.
+    /// `enqueue` threw (its own error when it threw one, else the `queueFull`). With `drop-oldest` older records
+    /// make room, never the batch's own: a batch that does not fit even so is refused whole.
     public func batch<T>(_ body: (QueueBatch) throws -> T) throws -> T {
+        try batch(countingRefusal: true, body)
+    }
+
+    /// `batch`; with `countingRefusal` false a refusal rolls back its count too, so that a dry run that throws to
+    /// roll back (`queuectl import-legacy --dry-run`) changes nothing, `queue_drops` included (issue 40 #5).
+    package func batch<T>(countingRefusal: Bool, _ body: (QueueBatch) throws -> T) throws -> T {
         try file.checkFreeSpaceReserve()
         let file = self.file
         let connection = file.connection
@@ -194,11 +212,12 @@ extension QueueWriter {
                     value = try body(batch)
                 } catch {
                     // A refusal ends the batch whatever error the body made of it: its count commits, then that error.
-                    if let keeper = batch.keeper, keeper.refusal != nil, try keeper.finish() != nil {
+                    if countingRefusal, let keeper = batch.keeper, keeper.refusal != nil, try keeper.finish() != nil {
                         return .refused(error)
                     }
                     throw error
                 }
+                if let refusal = batch.keeper?.refusal, !countingRefusal { throw refusal }
                 if let refusal = try batch.keeper?.finish() { return .refused(refusal) }
                 return .stored(value)
             }

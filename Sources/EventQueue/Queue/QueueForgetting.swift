@@ -109,6 +109,7 @@ enum QueueForgetting {
         }
         let userKey = user.orderingKey
         var tokens: [String] = []
+        var leasedUntil: Int64?
         for tail in [false, true] {
             let delete = try connection.statement(
                 RecordStateSQL.forgetUser(hasErasures: hasErasures, tail: tail), operation: operation)
@@ -119,6 +120,7 @@ enum QueueForgetting {
                 case "leased":
                     report.leased += 1
                     if let token = delete.text(1), !tokens.contains(token) { tokens.append(token) }
+                    leasedUntil = max(leasedUntil ?? 0, delete.int64(2))
                 case "dead": report.dead += 1
                 default: report.pending += 1
                 }
@@ -131,7 +133,9 @@ enum QueueForgetting {
                 "INSERT INTO records (kind, payload, erasure) VALUES ('attribute', ?1, ?2) RETURNING id",
                 operation: operation)
             insert.bind(1, Erasure.payload(for: user))
-            insert.bind(2, Erasure(type: Erasure.IdentifierType(user), after: tokens).json)
+            insert.bind(
+                2, Erasure(type: Erasure.IdentifierType(user), after: tokens, leasedUntilMilliseconds: leasedUntil).json
+            )
             guard try insert.step() else {
                 throw QueueError.sqlite(code: 0, message: "the erasure's INSERT returned no id", operation: operation)
             }
@@ -142,7 +146,10 @@ enum QueueForgetting {
             let grant = try connection.statement("UPDATE records SET erasure = ?1 WHERE id = ?2", operation: operation)
             grant.bind(
                 1,
-                Erasure(type: type, after: tokens, grant: erasureKey.grant(id: id, type: type, userKey: userKey)).json)
+                Erasure(
+                    type: type, after: tokens, grant: erasureKey.grant(id: id, type: type, userKey: userKey),
+                    leasedUntilMilliseconds: leasedUntil
+                ).json)
             grant.bind(2, id)
             try grant.run()
             report.erasureIDs.append(id)

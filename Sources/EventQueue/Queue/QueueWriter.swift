@@ -80,7 +80,7 @@ public final class QueueWriter {
 
     /// Appends already-encoded records in one transaction. Under a size limit each record is measured as it is
     /// appended (so a batch larger than the limit never grows the file past it); a refusal refuses the whole
-    /// batch, every record of it counted refused.
+    /// batch, every record of it not already stored counted refused.
     func enqueue(encoded: [EncodedRecord]) throws(QueueError) -> [Int64] {
         guard !encoded.isEmpty else { return [] }
         try file.checkFreeSpaceReserve()
@@ -100,7 +100,7 @@ public final class QueueWriter {
                     break
                 }
             }
-            if let refusal = try keeper?.finish(offered: encoded.count) { return .refused(refusal) }
+            if let refusal = try keeper?.finish(notOffered: encoded.count - ids.count) { return .refused(refusal) }
             return .stored(ids)
         }.get()
     }

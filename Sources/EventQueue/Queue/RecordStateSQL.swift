@@ -210,7 +210,7 @@ package enum RecordStateSQL {
         """
         DELETE FROM records WHERE \(tail ? "id > ?2" : "id IN (SELECT value FROM json_each(?2))") AND user_key = ?1\(
             hasErasures ? " AND erasure IS NULL" : "")
-        RETURNING state, lease_owner
+        RETURNING state, lease_owner, lease_expires_at_ms
         """
     }
 

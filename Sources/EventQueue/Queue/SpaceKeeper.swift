@@ -34,6 +34,11 @@ final class SpaceKeeper {
     let policy: QueueLimits.WhenFull
     /// Records this transaction appended (pending or dead), for the refusal's count.
     private(set) var appended = 0
+    /// Records offered after the refusal (a `batch` body that goes on): left unstored too (issue 40 #5).
+    private var offeredAfterRefusal = 0
+    /// The id of the transaction's first new row: drop-oldest drops only rows below it, never the transaction's
+    /// own, so that every id a batch returns names a stored record (issue 40 #5).
+    private var firstRow: Int64?
     /// Set once the transaction cannot stay within the limit: it commits nothing but the refusal's count.
     private(set) var refusal: QueueError?
     /// Bytes the transaction may still append, as records and their allowance, before it measures again.
@@ -151,11 +156,14 @@ final class SpaceKeeper {
     }
 
     /// Called after each new row (`id`, its payload `payloadBytes`): true when the file is within the limit, making
-    /// room first under drop-oldest (rows below `id` only). False when it cannot be: the transaction is then refused
-    /// (`refusal`). Measures only once the records since the last measure could have used up the room.
+    /// room first under drop-oldest (rows older than the transaction's first only). False when it cannot be: the
+    /// transaction is then refused (`refusal`). Measures only once the records since the last measure could have
+    /// used up the room.
     func admit(newRow id: Int64, payloadBytes: Int) throws(QueueError) -> Bool {
         guard refusal == nil else { return false }
         appended += 1
+        let floor = firstRow ?? id
+        firstRow = floor
         room -= Int64(payloadBytes) + Self.allowancePerRecord * pageSize
         guard room < 0 else { return true }
         var used = try Self.usedPages(connection) &* pageSize
@@ -165,7 +173,7 @@ final class SpaceKeeper {
             var pace = DropPace()
             while used > maxBytes {
                 let (dropped, uncounted) = try Self.dropOldest(
-                    connection, below: id, atMost: pace.next(over: used - maxBytes))
+                    connection, below: floor, atMost: pace.next(over: used - maxBytes))
                 guard dropped > 0 else { break }
                 try QueueDrops.add(uncounted, cause: .oldest, connection)
                 let now = try Self.usedPages(connection) &* pageSize
@@ -183,10 +191,10 @@ final class SpaceKeeper {
             detail: policy == .refuse
                 ? "this record would take it to \(used) bytes of pages in use, past its limit of \(maxBytes) bytes "
                     + "(queued --max-queue-bytes, --when-full refuse)"
-                : "even with every dead letter and pending record before it dropped, this record would take it to "
-                    + "\(used) bytes, past its limit of \(maxBytes) bytes (queued --max-queue-bytes, --when-full "
-                    + "drop-oldest): the rest is records in delivery, erasures, remembered idempotency keys and the "
-                    + "file's own tables")
+                : "even with every dead letter and pending record before this transaction dropped, this record "
+                    + "would take it to \(used) bytes, past its limit of \(maxBytes) bytes (queued --max-queue-bytes, "
+                    + "--when-full drop-oldest): the rest is this transaction's own records (never dropped), records "
+                    + "in delivery, erasures, remembered idempotency keys and the file's own tables")
         return false
     }
 
@@ -216,18 +224,24 @@ final class SpaceKeeper {
         return (connection.changes, connection.changes)
     }
 
+    /// Records offered after the refusal, without a row (`QueueBatch`): counted refused with the others.
+    func offeredAfterTheRefusal() {
+        offeredAfterRefusal += 1
+    }
+
     /// Ends the transaction's limited part. Within the limit: keeps everything. Refused: rolls back to the
-    /// savepoint (nothing of the transaction stays, not even its drops) and counts `offered` records refused (at
-    /// least those it appended), in the transaction the write door commits next; returns the refusal to throw
-    /// after that commit.
-    func finish(offered: Int? = nil) throws(QueueError) -> QueueError? {
+    /// savepoint (nothing of the transaction stays, not even its drops) and counts refused the records it leaves
+    /// unstored, once: those it appended, those offered after the refusal, and `notOffered` (the rest of an
+    /// `enqueue(contentsOf:)`), never one already stored (an idempotency key already queued), in the transaction
+    /// the write door commits next; returns the refusal to throw after that commit.
+    func finish(notOffered: Int = 0) throws(QueueError) -> QueueError? {
         guard let refusal else {
             if refusable { try connection.statement(Self.release, operation: "enqueueing").run() }
             return nil
         }
         try connection.statement(Self.rollback, operation: "refusing records for the size limit").run()
         try connection.statement(Self.release, operation: "refusing records for the size limit").run()
-        try QueueDrops.add(max(offered ?? appended, appended), cause: .refused, connection)
+        try QueueDrops.add(appended + offeredAfterRefusal + notOffered, cause: .refused, connection)
         return refusal
     }
 }

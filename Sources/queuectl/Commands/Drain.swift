@@ -14,8 +14,9 @@ struct Drain: AsyncParsableCommand {
             /run/eventqueue/control.sock for root, else \
             ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. Without --wait it exits 0 once the \
             daemon accepted the launch; with --wait it shows progress on stderr and the pass summary on stdout. \
-            --wait stops waiting and exits 11 at once, with the reason, when the daemon reports the sink unavailable \
-            or a rate-limit wait of more than a minute, and after --timeout seconds (default 900); the daemon's \
+            --wait stops waiting and exits 11, with the reason, when the daemon reports the sink unavailable (after \
+            its next probe, if due within --timeout) or a rate-limit wait of more than a minute, and after \
+            --timeout seconds (default 900); the daemon's \
             pass goes on. --local against a sink that fails exits 11 with the reason once the sink is unavailable.
 
             """

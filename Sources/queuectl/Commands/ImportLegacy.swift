@@ -95,7 +95,7 @@ struct ImportLegacy: ParsableCommand {
             } ?? queue.openWriter()
         defer { writer.close() }
         do {
-            return try writer.batch { batch in
+            return try writer.batch(countingRefusal: !dryRun) { batch in
                 var outcomes: [LegacyImportSummary.Outcome] = []
                 for entry in entries {
                     let context = entry.label + ": "

@@ -130,6 +130,12 @@ enum NDJSONEnqueue {
             do {
                 lastLine = try writer.batch { batch in
                     var (count, last) = (0, lastLine)
+                    defer {
+                        // A refusal leaves the rest of the input unstored too: counted refused with the chunk.
+                        if batch.isRefused {
+                            while (try? nextLine()) != nil { batch.countUnstored() }
+                        }
+                    }
                     while count < recordsPerTransaction {
                         guard let (line, encoded, text) = try nextLine() else {
                             atEnd = true

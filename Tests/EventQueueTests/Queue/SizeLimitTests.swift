@@ -142,6 +142,36 @@ import Testing
         try admin { admin throws in #expect(try admin.drops().refused == 2_000) }
     }
 
+    /// Issue 40 #5: a refusal counts the records it leaves unstored, once: a record already stored (its key queued
+    /// by an earlier enqueue) is not counted, and records a batch's body offers after the refusal are (before: every
+    /// record of `enqueue(contentsOf:)` counted, those already stored included; only a batch's rows appended).
+    @Test func aRefusalCountsTheRecordsLeftUnstoredOnce() throws {
+        try setLimits(.refuse)
+        let writer = try QueueWriter(path: path, options: Self.fast)
+        defer { writer.close() }
+        func keyed(_ index: Int) -> Record {
+            var record = Self.record(index)
+            record.idempotencyKey = "k\(index)"
+            return record
+        }
+        _ = try writer.enqueue(contentsOf: (0..<100).map(keyed))
+        #expect(throws: QueueError.self) {
+            try writer.enqueue(contentsOf: (0..<2_100).map(keyed))
+        }
+        try admin { admin throws in #expect(try admin.drops().refused == 2_000, "the 100 stored are not counted") }
+        var offered = 0
+        #expect(throws: QueueError.self) {
+            try writer.batch { batch in
+                for index in 10_000..<13_000 {
+                    offered += 1
+                    _ = try? batch.enqueue(Self.record(index))
+                }
+            }
+        }
+        #expect(offered == 3_000)
+        try admin { admin throws in #expect(try admin.drops().refused == 2_000 + 3_000) }
+    }
+
     /// `batch`: the first record that does not fit refuses the transaction whatever the body does with the error;
     /// the records the transaction appended are counted refused, dead letters included.
     @Test func aRefusedBatchCommitsOnlyItsCountWhateverTheBodyDoes() throws {
@@ -183,19 +213,29 @@ import Testing
         try admin { admin throws in #expect(try admin.drops().refused == Int64(appended + 1 + second + 1)) }
     }
 
-    /// A batch three times the limit under drop-oldest: its own oldest records make room for its newest, and the
-    /// file never grows past the limit on the way.
-    @Test func aBatchLargerThanTheLimitKeepsItsNewestUnderDropOldest() throws {
+    /// Issue 40 #5: a batch never drops its own rows under drop-oldest, so every id `enqueue(contentsOf:)` returns
+    /// names a stored record. One that fits once older records go is stored whole; one three times the limit is
+    /// refused whole (before: its oldest records made room for its newest, and their ids were still returned), and
+    /// the file never grows past the limit on the way.
+    @Test func aBatchUnderDropOldestNeverDropsItsOwnRecords() throws {
         try setLimits(.dropOldest)
         let writer = try QueueWriter(path: path, options: Self.fast)
         defer { writer.close() }
-        let ids = try writer.enqueue(contentsOf: (0..<2_000).map { Self.record($0) })
         let raw = try RawDatabase(path: path)
-        let kept = try Int64(raw.scalar("SELECT count(*) FROM records") ?? "") ?? -1
-        #expect(try raw.scalar("SELECT max(id) FROM records") == String(ids.last ?? 0))
-        #expect(try raw.scalar("SELECT min(id) FROM records") == String((ids.last ?? 0) - kept + 1))
+        let older = try writer.enqueue(contentsOf: (0..<400).map { Self.record($0) })
+        let ids = try writer.enqueue(contentsOf: (400..<800).map { Self.record($0) })
+        let stored = Set(try raw.rows("SELECT id FROM records").compactMap { $0[0].flatMap { Int64($0) } })
+        #expect(ids.allSatisfy(stored.contains), "every id returned is stored")
+        #expect(!older.allSatisfy(stored.contains), "older records made room")
+        let before = try raw.scalar("SELECT count(*) FROM records")
+        #expect(throws: QueueError.self) {
+            let returned = try writer.enqueue(contentsOf: (1_000..<3_000).map { Self.record($0) })
+            let now = Set(try raw.rows("SELECT id FROM records").compactMap { $0[0].flatMap { Int64($0) } })
+            Issue.record("stored: \(returned.filter(now.contains).count) of the \(returned.count) ids returned")
+        }
+        #expect(try raw.scalar("SELECT count(*) FROM records") == before, "refused whole: nothing dropped")
         try admin { admin throws in
-            #expect(try admin.drops() == QueueDrops(oldest: 2_000 - kept))
+            #expect(try admin.drops().refused == 2_000)
             #expect(try admin.queueBytes() <= Self.limit)
         }
         let pages = try Int64(raw.scalar("PRAGMA page_count") ?? "") ?? 0

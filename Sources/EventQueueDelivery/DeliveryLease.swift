@@ -1,0 +1,50 @@
+import Synchronization
+
+/// The lease of the delivery a task sends for, as its requests see it (issue 40 #4): when it ends on the monotonic
+/// clock, whose it is, and whether one of its requests went without an answer.
+///
+/// **The end.** A drainer stopped past its lease (SIGSTOP, a frozen VM) may be resumed after `forget` deleted the
+/// records and Braze deleted the user; a request it sent then would make a new profile. So a request of a delivery
+/// is sent only before the end (checked by the Braze transport), and an erasure that follows a lease held elsewhere
+/// waits past that lease's recorded end, and then as long as Braze may still apply a request (`InFlightLeases`). The monotonic clock, not the file's wall-clock lease: a stopped process finds on resume that
+/// its deadline has passed, whatever the wall clock did. Read before the claim (or renewal) that set the lease, so
+/// it is never later than the lease's end in the file.
+///
+/// **Unanswered.** A request that timed out, was reset, or that a gateway answered 502 or 504 for may still be
+/// applied by Braze: the sink's transport says so here (`noteUnansweredRequest`), and the delivery's users' erasures
+/// are held (`InFlightLeases.holdUsers`), whatever outcome the records got in the end (a split may deliver them).
+public final class DeliveryLease: Sendable {
+    /// The lease of the delivery the current task sends for (bound by `LeasedDelivery`); `nil` outside one.
+    @TaskLocal public static var current: DeliveryLease?
+
+    /// The consumer that holds the lease (its token before `#`).
+    public let consumer: String
+    private let state: Mutex<(end: ContinuousClock.Instant, unanswered: Bool)>
+
+    public init(consumer: String, end: ContinuousClock.Instant) {
+        self.consumer = consumer
+        state = Mutex((end, false))
+    }
+
+    /// The lease's end as known now.
+    public var end: ContinuousClock.Instant { state.withLock { $0.end } }
+
+    /// The time left before the end, or `nil` once it has passed: then nothing more may be sent.
+    public func remaining() -> Duration? {
+        let left = end - ContinuousClock.now
+        return left > .zero ? left : nil
+    }
+
+    /// A request of the delivery went without an answer Braze is known to have applied nothing under.
+    public func noteUnansweredRequest() {
+        state.withLock { $0.unanswered = true }
+    }
+
+    /// Whether `noteUnansweredRequest` was called.
+    public var hadUnansweredRequest: Bool { state.withLock { $0.unanswered } }
+
+    /// A renewal that kept every record of the delivery moves the end later (never earlier).
+    func extend(to later: ContinuousClock.Instant) {
+        state.withLock { $0.end = max($0.end, later) }
+    }
+}
