@@ -1,5 +1,6 @@
 import EventQueue
 import EventQueueBraze
+import EventQueueDelivery
 
 /// A fleet of hosts sharing one Braze workspace's rate limit, simulated: what goodput, share of 429s and fairness
 /// the daemon's own pacing (`BrazeRatePolicy`, the code `BrazeRateGovernor` runs) gives H hosts, for H beyond
@@ -172,8 +173,8 @@ private struct World {
         }
     }
 
-    private func moment(_ host: Int) -> BrazeRatePolicy.Moment {
-        BrazeRatePolicy.Moment(
+    private func moment(_ host: Int) -> Moment {
+        Moment(
             monotonic: .microseconds(now),
             wallMilliseconds: brazeEpochMilliseconds + now / 1000 + hosts[host].skewMilliseconds)
     }

@@ -28,7 +28,7 @@ actor BrazeRateGovernor {
         self.clock = clock
     }
 
-    var snapshot: BrazeRatePolicy.Snapshot { policy.snapshot(at: moment()) }
+    var snapshot: BrazeRatePolicy.Snapshot { policy.snapshot(at: clock.moment()) }
 
     /// Waits until a request may start, then counts it in flight. `nil` only when the task is cancelled; the
     /// caller then sends nothing.
@@ -36,7 +36,7 @@ actor BrazeRateGovernor {
         let started = clock.monotonic()
         var waited = false
         while !Task.isCancelled {
-            let now = moment()
+            let now = clock.moment()
             switch policy.decide(at: now) {
             case .start(let ticket):
                 if waited { policy.recordWait(milliseconds: BrazeRatePolicy.milliseconds(now.monotonic - started)) }
@@ -58,7 +58,7 @@ actor BrazeRateGovernor {
         // A new 429 round is exactly a step up of the streak; the snapshot (a copy of the policy) is taken only
         // for the log lines, not on every answer.
         let streakBefore = policy.streak
-        let now = moment()
+        let now = clock.moment()
         policy.release(ticket, feedback, at: now)
         wakeAnswerWaiters()
         if policy.streak > streakBefore, !limited {
@@ -110,10 +110,6 @@ actor BrazeRateGovernor {
         let waiters = answerWaiters.values
         answerWaiters.removeAll(keepingCapacity: true)
         for waiter in waiters { waiter.resume() }
-    }
-
-    private func moment() -> BrazeRatePolicy.Moment {
-        BrazeRatePolicy.Moment(monotonic: clock.monotonic(), wallMilliseconds: clock.wallMilliseconds())
     }
 }
 

@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueDelivery
 
 #if canImport(Glibc)
     import Glibc
@@ -38,18 +39,6 @@ import EventQueue
 /// - **`--max-requests-per-second R`** (this host's share, set by hand): no request starts while R others are
 ///   in flight or were answered within the last second (counted from the answer, so it holds at Braze too).
 package struct BrazeRatePolicy: Sendable {
-    /// Now, on both clocks: `monotonic` orders and spaces requests; `wallMilliseconds` (UTC) is what
-    /// `X-RateLimit-Reset` is compared with.
-    package struct Moment: Sendable, Hashable {
-        package var monotonic: Duration
-        package var wallMilliseconds: Int64
-
-        package init(monotonic: Duration, wallMilliseconds: Int64) {
-            self.monotonic = monotonic
-            self.wallMilliseconds = wallMilliseconds
-        }
-    }
-
     /// What to do now.
     package enum Decision: Sendable, Hashable {
         /// Send; hand the ticket back to `release` with the answer.

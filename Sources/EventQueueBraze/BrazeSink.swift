@@ -215,8 +215,7 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
     private static func describe(_ error: any Error) -> String {
         if let error = error as? HTTPClientError {
             if error == .deadlineExceeded || error == .readTimeout { return "timed out" }
-            return "\(error)"
         }
-        return "\(error)"
+        return ExternalText.transportError(error)
     }
 }

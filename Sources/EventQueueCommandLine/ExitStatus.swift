@@ -96,9 +96,24 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         }
     }
 
-    /// The `Exit status:` paragraph of a tool's `--help`, built from this table.
+    /// The `Exit status:` paragraph of a tool's `--help`: `queuectl`'s from this table, `queued`'s in its own words
+    /// (the table's name `queuectl`'s commands too).
     public static func helpText(for tool: Tool) -> String {
-        helpText(listing: allCases.filter { $0.tools.contains(tool) })
+        guard tool == .queued else { return helpText(listing: allCases.filter { $0.tools.contains(tool) }) }
+        return helpText([
+            .success: "stopped cleanly on SIGTERM or SIGINT",
+            .usage: "usage: an unknown flag or argument, or a value that does not parse or is out of its range",
+            .internalError: "an internal failure (the log has the details)",
+            .cannotCreate: "cannot open or create the queue file or the control socket",
+            .ioError: "disk full or I/O error", .busy: "queue busy, retry",
+            .badQueueFileOrConfiguration:
+                "not a queue file, corrupt, or a newer schema (the file is never modified), or a bad configuration",
+        ])
+    }
+
+    /// The `Exit status:` paragraph of a command's `--help`: each status it exits with, in its own words.
+    public static func helpText(_ statuses: KeyValuePairs<ExitStatus, String>) -> String {
+        "Exit status: " + statuses.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: "; ") + "."
     }
 
     /// The same for some of the statuses (a subcommand's own).

@@ -51,13 +51,14 @@ public struct SystemConfiguration: Sendable, Hashable {
     /// The control socket of the system installation.
     public var socketPath: String? { values["EVENTQUEUE_SOCKET"].flatMap { $0.isEmpty ? nil : $0 } }
 
-    private static func readFile(_ path: String) -> String? {
+    /// The text of the file at `path` (its first `limit` bytes, about), or `nil` when it cannot be opened.
+    package static func readFile(_ path: String, limit: Int = 1 << 20) -> String? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        while bytes.count < limit {
             let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { break }

@@ -30,4 +30,20 @@ public protocol DrainClock: Sendable {
 extension DrainClock {
     /// The monotonic time elapsed since `earlier`, a reading of `monotonic()`.
     public func elapsed(since earlier: Duration) -> Duration { monotonic() - earlier }
+
+    /// Now, on both clocks.
+    public func moment() -> Moment { Moment(monotonic: monotonic(), wallMilliseconds: wallMilliseconds()) }
+}
+
+/// Now, on both clocks: the monotonic side orders and spaces probes and requests; the wall side (UTC) is what status
+/// shows and what `X-RateLimit-Reset` is compared with. Time comes into `SinkAvailability` and `BrazeRatePolicy` as
+/// this value, so that every transition is tested on numbers.
+public struct Moment: Sendable, Hashable {
+    public var monotonic: Duration
+    public var wallMilliseconds: Int64
+
+    public init(monotonic: Duration, wallMilliseconds: Int64) {
+        self.monotonic = monotonic
+        self.wallMilliseconds = wallMilliseconds
+    }
 }

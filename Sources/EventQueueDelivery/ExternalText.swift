@@ -65,6 +65,12 @@ public enum ExternalText {
         return String(result)
     }
 
+    /// A transport error's description, its brackets balanced: SwiftNIO's `IOError` reads "connection reset (error
+    /// set): Connection refused) (errno: 111)", one closing bracket too many (issue 42).
+    public static func transportError(_ error: any Error) -> String {
+        "\(error)".replacing(") (errno: ", with: " (errno: ")
+    }
+
     /// Redacted, then escaped: what every text from outside goes through before it is logged, stored or shown.
     public static func sanitized(_ text: String, newlinesAsSpace: Bool = false) -> String {
         escaped(redacted(text), newlinesAsSpace: newlinesAsSpace)

@@ -24,7 +24,8 @@ struct Queued: AsyncParsableCommand {
             EVENTQUEUE_SOCKET in that file, else /run/eventqueue/control.sock for root, else ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. \
             With systemd socket activation (LISTEN_FDS) the passed socket is served instead.
             Control socket (HTTP/1.1): POST /launch, POST /launch?wait=true (NDJSON progress and summary), \
-            GET /status, GET /metrics (Prometheus). A socket directory another user owns or can write to is refused.
+            GET /status, GET /metrics (Prometheus), POST /forget?external_id=u1 (one user, as `queuectl forget`; \
+            &braze_delete=true also at Braze). A socket directory another user owns or can write to is refused.
 
             """ + ExitStatus.helpText(for: .queued),
         version: EventQueueVersion.string

@@ -16,8 +16,8 @@ import Testing
     static let wall0: Int64 = 1_800_000_000_400
     static let reset: Int64 = 1_800_000_003_000
 
-    static func at(_ milliseconds: Int64) -> BrazeRatePolicy.Moment {
-        BrazeRatePolicy.Moment(monotonic: .milliseconds(milliseconds), wallMilliseconds: wall0 + milliseconds)
+    static func at(_ milliseconds: Int64) -> Moment {
+        Moment(monotonic: .milliseconds(milliseconds), wallMilliseconds: wall0 + milliseconds)
     }
 
     static func headers(remaining: Int, reset: Int64 = reset, limit: Int = 150) -> BrazeRateHeaders {

@@ -26,4 +26,17 @@ import Testing
         // Ordinary text, including non-ASCII, is unchanged.
         #expect(ExternalText.escaped("Grüße, 東京 ✓") == "Grüße, 東京 ✓")
     }
+
+    /// Issue 42: a refused connection read "... Connection refused) (errno: 111)" (SwiftNIO's `IOError` text).
+    @Test func aTransportErrorsBracketsAreBalanced() {
+        struct Refused: Error, CustomStringConvertible {
+            var description: String {
+                "Connection errors: SingleConnectionFailure(target: [IPv4]127.0.0.1/127.0.0.1:9, error: connection "
+                    + "reset (error set): Connection refused) (errno: 111))"
+            }
+        }
+        let text = ExternalText.transportError(Refused())
+        #expect(text.hasSuffix("Connection refused (errno: 111))"), "\(text)")
+        #expect(text.filter { $0 == "(" }.count == text.filter { $0 == ")" }.count, "\(text)")
+    }
 }

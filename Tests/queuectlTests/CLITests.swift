@@ -168,6 +168,11 @@ import EventQueueTestSupport
             let help = words(try await run(program, ["--help"], in: scratch).stdout)
             #expect(help.contains("for root, else ${XDG_STATE_HOME:-~/.local/state}/eventqueue/queue.db"), "\(help)")
         }
+        // Issue 42: each help lists its own exit statuses; queued's names POST /forget.
+        let queued = words(try await run(Products.queued, ["--help"], in: scratch).stdout)
+        #expect(queued.contains("POST /forget") && !queued.contains("`drain`"), "\(queued)")
+        let forget = words(try await run(Products.queuectl, ["forget", "--help"], in: scratch).stdout)
+        #expect(forget.contains("Exit status: 0 the users are forgotten") && !forget.contains("`drain`"), "\(forget)")
         for kind in ["event", "attribute", "purchase"] {
             let help = words(try await run(Products.queuectl, ["enqueue", kind, "--help"], in: scratch).stdout)
             #expect(help.contains("An idempotency key, per user"), "\(kind): \(help)")

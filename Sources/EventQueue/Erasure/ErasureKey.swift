@@ -58,7 +58,7 @@ public struct ErasureKey: Sendable, Hashable {
     /// The grant of an erasure row: hex HMAC-SHA-256 of its id, identifier type and filing key.
     public func grant(id: Int64, type: Erasure.IdentifierType, userKey: String) -> String {
         let message = Array("eventqueue-erasure-v1\n\(id)\n\(type.rawValue)\n\(userKey)".utf8)
-        return Self.hex(SHA256.hmac(key: secret, message: message))
+        return hexDigits(SHA256.hmac(key: secret, message: message))
     }
 
     /// Whether `grant` is the grant of that row (compared in constant time).
@@ -119,18 +119,13 @@ public struct ErasureKey: Sendable, Hashable {
         defer { close(descriptor) }
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        let text = Array((hex(bytes) + "\n").utf8)
+        let text = Array((hexDigits(bytes) + "\n").utf8)
         let written = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
         guard written == text.count, fsync(descriptor) == 0 else {
             unlink(path)
             return ErasureProblem(description: "cannot write the erasure key \(path)")
         }
         return nil
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        return String(decoding: bytes.flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0x0F)]] }, as: UTF8.self)
     }
 
     private static func unhex(_ text: Substring) -> [UInt8]? {

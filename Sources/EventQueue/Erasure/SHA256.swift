@@ -65,11 +65,6 @@ package enum SHA256 {
         return hash(block.map { $0 ^ 0x5c } + inner)
     }
 
-    /// The digest of `bytes` as 64 lowercase hex digits.
-    package static func hex(_ bytes: [UInt8]) -> String {
-        hash(bytes).map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
-    }
-
     private static func rotate(_ value: UInt32, _ count: UInt32) -> UInt32 {
         (value >> count) | (value << (32 - count))
     }

@@ -83,7 +83,7 @@ extension Connection {
 
     /// A long-lived consumer and every writer compare the schema at each transaction when its cookie moved.
     ///
-    /// Why: `PRAGMA trusted_schema=OFF` cannot be set with this SQLite (see `jsonFunctionsAreInnocuous`), so a
+    /// Why: `PRAGMA trusted_schema=OFF` is left on (`Connection.init`), so a
     /// trigger another group member plants while a long-lived consumer runs would otherwise fire inside its next ack.
     /// The cookie is a header field SQLite keeps in memory (no I/O); inside `BEGIN IMMEDIATE` nobody can change the
     /// schema between this check and the body's statements.

@@ -73,43 +73,14 @@ final class Connection {
             throw QueueError.readOnly(
                 path: path, detail: QueuePath.accessProblem(path) ?? "SQLite could only open it read-only")
         }
-        // The schema is input from every writer in the group: functions in planted triggers, views and
-        // generated columns must not run with this process's privileges (only SQLITE_INNOCUOUS ones may).
-        // Where the linked SQLite does not mark its JSON functions innocuous (3.40, Debian 12's), the queue's
-        // own CHECK and generated column could not run with it off; there the schema comparison at open
-        // (QueueSchema) is what keeps planted objects out, and no application function is ever registered.
-        guard
-            !Connection.jsonFunctionsAreInnocuous
-                || sqlite3_exec(db, "PRAGMA trusted_schema = OFF", nil, nil, nil) == SQLITE_OK
-        else {
-            let message = String(cString: sqlite3_errmsg(db))
-            sqlite3_close_v2(db)
-            throw QueueError.cannotOpen(path: path, reason: "could not turn trusted_schema off: \(message)")
-        }
+        // `PRAGMA trusted_schema=OFF` is left at SQLite's default (on): the queue's own CHECK and generated column
+        // call JSON functions that Debian 12's SQLite (3.40) does not mark innocuous, so they could not run with it
+        // off. The schema comparison at open and at every write (`QueueSchema`, `reverifySchemaIfChanged`) is what
+        // keeps planted triggers, views and indexes out, and no application function is ever registered.
         handle = db
         sqlite3_extended_result_codes(db, 1)
         gate.install(on: db)
     }
-
-    /// Whether this process's SQLite lets the queue's schema (JSON functions in a CHECK and a generated column)
-    /// run with `trusted_schema=OFF`. Found out once per process, in a throw-away in-memory database.
-    static let jsonFunctionsAreInnocuous: Bool = {
-        var raw: OpaquePointer?
-        guard sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
-            let db = raw
-        else {
-            sqlite3_close_v2(raw)
-            return false
-        }
-        defer { sqlite3_close_v2(db) }
-        let probe = """
-            PRAGMA trusted_schema = OFF;
-            CREATE TABLE t (x TEXT CHECK (json_valid(x) AND json_type(x) = 'object'),
-                y TEXT GENERATED ALWAYS AS (json_extract(x, '$.a')) STORED);
-            INSERT INTO t (x) VALUES ('{"a":"b"}');
-            """
-        return sqlite3_exec(db, probe, nil, nil, nil) == SQLITE_OK
-    }()
 
     /// Runs `body` with a different busy timeout (a checkpoint that must not hold writers back for long), then
     /// restores the connection's own.

@@ -14,6 +14,16 @@ public enum Migrations {
     /// its levels allow (`SchemaContract`), and refused otherwise.
     public static var latestVersion: Int { embedded.last?.version ?? 0 }
 
+    /// The release that carries schema `version`, from its migration's `schema_levels` row (5 on): what messages
+    /// name, so that they follow the migration table, not a version written into the message.
+    static func release(of version: Int) -> String? {
+        guard let sql = embedded.first(where: { $0.version == version })?.sql,
+            let row = sql.firstRange(of: "VALUES (\(version), ")
+        else { return nil }
+        let fields = sql[row.upperBound...].prefix { $0 != ")" }.split(separator: "'")
+        return fields.count >= 2 ? String(fields[1]) : nil
+    }
+
     /// Brings the file up to `target` (default: the latest), one migration per `BEGIN IMMEDIATE` transaction
     /// that also sets `PRAGMA user_version`. The version is read again inside each transaction, so when two
     /// processes open a new file at once one migrates and the other finds the work done.
@@ -67,7 +77,7 @@ public enum Migrations {
     /// or changed (docs/SCHEMA.md, "Compatibility"). A migration that creates a trigger or a view is refused: no
     /// binary may tolerate code that runs inside its statements. So is one (from `firstRuledVersion` on) that
     /// adds what older binaries refuse whatever the levels say (`SchemaContract.problem(with:...)`: a UNIQUE,
-    /// partial or expression index on an existing table, a constrained column) without raising both levels:
+    /// partial or expression index on an existing table, a changed table) without raising both levels:
     /// older binaries would stop at that object instead of at the levels, with the release to upgrade to.
     private static func recordAdditions(
         _ connection: Connection, of migration: Migration, before: [String: QueueSchema.Object]

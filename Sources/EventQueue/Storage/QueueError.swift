@@ -104,7 +104,7 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
             return "queue file \(path) refused: \(reason) (nothing was written)"
         case .erasureNeedsNewerSchema(let path, let version):
             return "queue file \(path) has schema version \(version): a Braze delete needs schema 7 (EventQueue "
-                + "1.4.0), since the daemon serving an older file would send the erasure to /users/track and recreate "
+                + "\(Migrations.release(of: 7) ?? "?")), since the daemon serving an older file would send the erasure to /users/track and recreate "
                 + "the user; upgrade that daemon (it migrates the file at start) or run `queuectl migrate --db "
                 + "\(path)`, then forget again (nothing was written)"
         case .erasureNotPermitted(_, let detail):

@@ -114,19 +114,11 @@ final class QueueFile {
         // Writers and the daemon refuse a file with schema objects EventQueue did not create (a planted trigger
         // runs inside every statement that touches its table), before anything is written. The level is checked
         // again with the schema: a newer release may migrate the file while this connection is open.
-        let role = role
-        let check: (Connection) throws(QueueError) -> Void
-        switch schemaCheck {
-        case .names:
-            check = { (connection) throws(QueueError) in
-                try SchemaContract.admitAgain(connection, role: role)
-                try QueueSchema.verifyNames(connection, version: Migrations.latestVersion)
-            }
-        case .full:
-            check = { (connection) throws(QueueError) in
-                try SchemaContract.admitAgain(connection, role: role)
-                try QueueSchema.verify(connection, version: Migrations.latestVersion)
-            }
+        let (role, full) = (role, schemaCheck == .full)
+        let check = { (connection: Connection) throws(QueueError) in
+            try SchemaContract.admitAgain(connection, role: role)
+            let verify = full ? QueueSchema.verify : QueueSchema.verifyNames
+            try verify(connection, Migrations.latestVersion)
         }
         // One read transaction, so that the version and the objects the check reads are one snapshot: a consumer
         // may be migrating the file step by step meanwhile.

@@ -3,12 +3,10 @@ import CSQLite
 /// The schema objects of a queue file compared with the ones EventQueue's migrations create.
 ///
 /// Why: every writer in the group can write the file, and so can plant a trigger that runs on every ack (or
-/// silently cancels it), a view, or an index replaced by another of the same name. `PRAGMA trusted_schema=OFF`
-/// keeps functions with side effects out of them, but a trigger's own INSERT/DELETE/RAISE still runs. So the
-/// daemon (every `QueueConsumer`) and `queuectl check` compare the whole schema with the one the migrations build
-/// in an in-memory database, and writers do a cheaper comparison of names and types (their open must stay O(1));
-/// in a file a newer release migrated, both also ask whether each recorded addition is one they may tolerate
-/// (`SchemaContract.intolerableAdditions`).
+/// silently cancels it), a view, or an index replaced by another of the same name. So the daemon (every
+/// `QueueConsumer`) and `queuectl check` compare the whole schema with the one the migrations build in an in-memory
+/// database, and writers compare names and types (their open must stay O(1)); in a file a newer release migrated,
+/// both also ask whether each recorded addition is one they may tolerate (`SchemaContract.intolerableAdditions`).
 public enum QueueSchema {
     /// One row of `sqlite_schema`.
     public struct Object: Sendable, Hashable {
@@ -122,31 +120,15 @@ public enum QueueSchema {
         return found
     }
 
-    /// Every difference between `actual` and `expected` (no tolerated additions): the public spelling.
-    public static func differences(actual: [String: Object], expected: [String: Object]) -> [String] {
-        differences(actual: actual, expected: expected, tolerated: [:])
-    }
-
     /// The full comparison (daemon start, every `QueueConsumer`; a writer on a newer file with a recorded change to
     /// one of its own objects) of the file with what a binary of schema `version` expects: the objects of the
     /// file's own version when it is older (a file not migrated yet), and of `version` plus the recorded additions
     /// it may tolerate when it is newer. Throws `.unsafeQueueFile` naming the first differences and the `check`
     /// command that lists them all.
     static func verify(_ connection: Connection, version: Int) throws(QueueError) {
-        let comparison = try compare(connection, version: version)
-        guard !comparison.differences.isEmpty else { return }
-        if comparison.intolerable == comparison.differences.count {
-            throw try additionsRefusal(connection, comparison.differences)
-        }
-        throw refusal(connection.path, comparison.differences)
-    }
-
-    /// What the full comparison found.
-    struct Comparison {
-        /// Every difference, one sentence each, in name order.
-        var differences: [String]
-        /// How many of them are recorded additions this binary does not tolerate (the rest were not recorded).
-        var intolerable: Int
+        let (found, onlyRecorded) = try compare(connection, version: version)
+        guard !found.isEmpty else { return }
+        throw try onlyRecorded ? additionsRefusal(connection, found) : refusal(connection.path, found)
     }
 
     /// The differences `verify` and `queuectl check` report for a binary of schema `version`.
@@ -154,13 +136,15 @@ public enum QueueSchema {
         try compare(connection, version: version).differences
     }
 
-    private static func compare(_ connection: Connection, version: Int) throws(QueueError) -> Comparison {
+    /// Every difference, and whether all of them are recorded additions this binary does not tolerate (none was
+    /// planted without being recorded).
+    private static func compare(_ connection: Connection, version: Int) throws(QueueError) -> (
+        differences: [String], onlyRecorded: Bool
+    ) {
         let fileVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))
         let actual = try actual(connection)
         let expected = try expected(version: min(max(fileVersion, 1), version))
-        guard fileVersion > version else {
-            return Comparison(differences: differences(actual: actual, expected: expected), intolerable: 0)
-        }
+        guard fileVersion > version else { return (differences(actual: actual, expected: expected), false) }
         let tolerated = try SchemaContract.additions(connection, after: version)
         // The rule judges what changed after the last migration that predates it: a binary older than that (only
         // `UserKeyTests`' schema-5 binary) takes migration 6's changes to its tables as they were recorded.
@@ -168,10 +152,8 @@ public enum QueueSchema {
         let intolerable = try SchemaContract.intolerableAdditions(
             connection, actual: actual, expected: version < baseline ? try Self.expected(version: baseline) : expected,
             additions: tolerated)
-        return Comparison(
-            differences: differences(
-                actual: actual, expected: expected, tolerated: tolerated, intolerable: intolerable),
-            intolerable: intolerable.count)
+        let found = differences(actual: actual, expected: expected, tolerated: tolerated, intolerable: intolerable)
+        return (found, intolerable.count == found.count)
     }
 
     /// The writers' comparison: no trigger or view, and exactly the expected names with their types. One short
@@ -182,8 +164,7 @@ public enum QueueSchema {
     /// names. In a newer file, an object a newer migration recorded (`schema_additions`, read only then) is
     /// accepted when it is one this binary may tolerate, which is a question about its definition, not its name
     /// (`SchemaContract.intolerance`: a few pragmas per recorded object). A recorded object under one of this
-    /// binary's own names (a table with a column added) can only be judged against this binary's definition of
-    /// it: then the writer runs the full comparison (about 4 ms; docs/RELIABILITY.md, issue 32 #4).
+    /// binary's own names is refused unless it is this binary's definition: the full comparison (about 4 ms) says.
     static func verifyNames(_ connection: Connection, version: Int) throws(QueueError) {
         let fileVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))
         let known = min(max(fileVersion, 1), version)

@@ -10,15 +10,9 @@ extension SchemaContract {
     static let firstRuledVersion = 9
 
     /// The recorded additions present in a newer file that this binary must not tolerate, by name, each with a
-    /// sentence that says what it is, what is wrong with it and which release recorded it.
-    ///
-    /// Why: `schema_additions` is not a security boundary (any group member can write it), so being listed there
-    /// cannot be what makes an object harmless. An index is maintained inside every write of its table: an
-    /// expression or partial index evaluates its SQL there (`abs(record_id * 0 - 9223372036854775807 - 1)` on
-    /// `delivered_user_keys` made every ack fail with "integer overflow" after Braze had accepted the batch), and a
-    /// UNIQUE one refuses rows (`UNIQUE ... ON records (kind)` refused every enqueue). So the object itself must be
-    /// of a kind that cannot change the outcome of any statement this binary runs (docs/SCHEMA.md,
-    /// "Compatibility"); `additions` only tells them from planted objects by name and SQL, as before.
+    /// sentence that says what it is, what is wrong with it and which release recorded it. Being listed in
+    /// `schema_additions` (which any group member can write) only tells an object from a planted one; whether it
+    /// can change the outcome of this binary's statements is asked of the object itself (docs/SCHEMA.md).
     static func intolerableAdditions(
         _ connection: Connection, actual: [String: QueueSchema.Object], expected: [String: QueueSchema.Object],
         additions: [String: Addition]
@@ -50,23 +44,20 @@ extension SchemaContract {
     }
 
     /// Why `present`, an object a newer migration recorded, could change what this binary's statements do, or
-    /// `nil` when it cannot. `ours` are the objects this binary's own migrations create: the only tables it
-    /// writes (and reads).
+    /// `nil` when it cannot, asked of SQLite's catalog, never of the SQL text. `ours` are the objects this binary's
+    /// own migrations create: the only tables it writes (and reads).
     ///
-    /// Tolerated: a table none of ours (this binary never writes or reads it) that is an ordinary table and
-    /// references none of ours; any index on such a table; on a table of ours, an index that is not UNIQUE, not
-    /// partial, and whose keys are stored columns (no expression, no VIRTUAL generated column) with a built-in
-    /// collation; a table of ours with columns added after its last one, each `NAME TYPE [DEFAULT literal]`.
-    /// Everything else is refused: an index of ours replaced, a UNIQUE constraint added to a table of ours, any
-    /// other change to a table of ours.
+    /// Tolerated: a table none of ours that is an ordinary table and references none of ours; any index on such a
+    /// table; on a table of ours, an index that is not UNIQUE, not partial, and whose keys are stored columns with a
+    /// built-in collation. Everything else is refused, any change to a table or index of ours included: a column
+    /// for a table of ours raises both levels or lives in a side table.
     static func problem(
         with present: QueueSchema.Object, ours: [String: QueueSchema.Object], connection: Connection
     ) throws(QueueError) -> String? {
         let ourTables = Set(ours.values.filter { $0.type == "table" }.map { $0.name.lowercased() })
         if let wanted = ours[present.name] {
-            guard present.type == "table", wanted.type == "table", let expected = wanted.sql, let sql = present.sql
-            else { return "replaces EventQueue's \(wanted.type) of that name, which no migration does" }
-            return AddedColumns.problem(expected: expected, present: sql)
+            return "replaces EventQueue's \(wanted.type) of that name: a migration that changes one of EventQueue's "
+                + "tables or indexes raises both levels (a new column lives in a side table)"
         }
         switch present.type {
         case "table":

@@ -16,24 +16,12 @@ public enum QueueRole: String, Sendable, Hashable {
 /// spirit of SQLite's read and write format versions: a breaking change for writers raises `write_level`, one for
 /// consumers raises `read_level`, an additive change raises neither.
 ///
-/// What a binary tolerates in a file a newer release migrated, when the levels let it in: the objects the newer
-/// migrations recorded in `schema_additions` (same type, table and SQL), and of those only the ones that cannot
-/// change the outcome of any statement it runs, since the list proves nothing (any group member can write it) and
-/// an index runs inside every write of its table (`intolerableAdditions`):
-/// - a table that is none of this binary's (it never writes or reads it): an ordinary table (not virtual) without
-///   a foreign key to one of this binary's tables; and any index on such a table;
-/// - on a table of this binary's, an index that is not UNIQUE, not partial, and whose keys are stored columns (no
-///   expression, no VIRTUAL generated column) with one of SQLite's own collations (BINARY, NOCASE, RTRIM);
-/// - a table of this binary's whose definition differs only by columns added after its last one, each
-///   `NAME TYPE` or `NAME TYPE DEFAULT literal` with a literal a STRICT column of that type stores as it is (no
-///   CHECK, NOT NULL, COLLATE, REFERENCES or generated column: each can fail or change the INSERT of an older
-///   writer that leaves the column out).
-/// Anything else is refused by writers and consumers (`unsafeQueueFile`, exit 78) and reported by `queuectl
-/// check`, as an unknown object always was: an expression, partial or UNIQUE index, a constraint on an added
-/// column, a UNIQUE constraint added to a table of this binary's, an index of its own replaced. A migration that needs any of these must raise both
-/// levels (`Migrations` refuses one from `firstRuledVersion` on that does not), so that older binaries stop at
-/// the levels with the release to upgrade to; a purely additive migration (new tables, plain indexes, such
-/// columns) keeps them.
+/// In a file a newer release migrated, when the levels let it in, a binary tolerates the objects the newer
+/// migrations recorded in `schema_additions` (same type, table and SQL) that cannot change the outcome of any
+/// statement it runs (`problem(with:ours:connection:)`: new tables and plain indexes); anything else is refused
+/// (`unsafeQueueFile`, exit 78) and reported by `queuectl check`. A migration that adds anything else raises both
+/// levels (`Migrations` refuses one from `firstRuledVersion` on that does not), so that older binaries stop at the
+/// levels with the release to upgrade to.
 public enum SchemaContract {
     /// The highest write level this binary's writer implements. Raise it together with the migration that raises
     /// the level (`SchemaContractTests.theBinarysLevelsAreTheNewestMigrationsLevels` compares both levels with the
@@ -44,9 +32,6 @@ public enum SchemaContract {
     public static let readLevel = 3
     /// The schema version that introduced `schema_levels` and `schema_additions` (migration 5).
     public static let firstContractVersion = 5
-    /// The release that first carried the contract: what a file older than it is shared with (EventQueue 1.0.0
-    /// carried schema version 4 and refuses any newer file).
-    public static let firstContractRelease = "1.1.0"
 
     /// The levels a file requires, from its newest `schema_levels` row.
     public struct Levels: Sendable, Hashable {

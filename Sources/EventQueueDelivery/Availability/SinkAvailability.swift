@@ -65,17 +65,6 @@ public struct SinkAvailability: Sendable {
         case available, unavailable
     }
 
-    /// Now, on both clocks: the monotonic side times the probes, the wall side is what status shows.
-    public struct Moment: Sendable, Hashable {
-        public var monotonic: Duration
-        public var wallMilliseconds: Int64
-
-        public init(monotonic: Duration, wallMilliseconds: Int64) {
-            self.monotonic = monotonic
-            self.wallMilliseconds = wallMilliseconds
-        }
-    }
-
     /// What the drain loop may do now.
     public enum Admission: Sendable, Hashable {
         /// Claim and deliver as usual.

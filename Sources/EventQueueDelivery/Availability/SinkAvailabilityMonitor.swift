@@ -17,7 +17,7 @@ public final class SinkAvailabilityMonitor: Sendable {
     ) {
         self.clock = clock
         self.logger = logger
-        state = Mutex(SinkAvailability(policy: policy, at: Self.moment(clock), seed: seed))
+        state = Mutex(SinkAvailability(policy: policy, at: clock.moment(), seed: seed))
     }
 
     public var snapshot: SinkAvailability.Snapshot { state.withLock { $0.snapshot } }
@@ -26,13 +26,13 @@ public final class SinkAvailabilityMonitor: Sendable {
 
     /// What the drain loop may do now.
     public func admission() -> SinkAvailability.Admission {
-        let now = Self.moment(clock)
+        let now = clock.moment()
         return state.withLock { $0.admission(at: now) }
     }
 
     /// A launch: the next probe goes now (or `probeSpacing` after the last one). Nothing while available.
     public func requestProbe() {
-        let now = Self.moment(clock)
+        let now = clock.moment()
         state.withLock { $0.requestProbe(at: now) }
     }
 
@@ -47,14 +47,14 @@ public final class SinkAvailabilityMonitor: Sendable {
     }
 
     func probeStarted() {
-        let now = Self.moment(clock)
+        let now = clock.moment()
         state.withLock { $0.probeStarted(at: now) }
         logger.debug("probing the sink")
     }
 
     /// A probe was due and nothing was claimable (see `SinkAvailability.nothingToProbe`).
     func nothingToProbe() {
-        let now = Self.moment(clock)
+        let now = clock.moment()
         if state.withLock({ $0.nothingToProbe(at: now) }) != nil {
             logger.info(
                 "nothing left to probe the unavailable sink with; taking it as available until a delivery fails")
@@ -63,7 +63,7 @@ public final class SinkAvailabilityMonitor: Sendable {
 
     /// Learns from one settled delivery, and logs a change of state.
     func record(_ signal: SinkAvailability.Signal) {
-        let now = Self.moment(clock)
+        let now = clock.moment()
         let (transition, snapshot) = state.withLock { state in (state.record(signal, at: now), state.snapshot) }
         switch transition {
         case .becameUnavailable?:
@@ -100,9 +100,5 @@ public final class SinkAvailabilityMonitor: Sendable {
             reason += "; next probe at \(ISO8601.format(unixMilliseconds: next))"
         }
         return SinkHalt(kind: .unavailable, reason: reason + "; records are kept and no attempt is counted")
-    }
-
-    private static func moment(_ clock: any DrainClock) -> SinkAvailability.Moment {
-        SinkAvailability.Moment(monotonic: clock.monotonic(), wallMilliseconds: clock.wallMilliseconds())
     }
 }

@@ -373,15 +373,7 @@ struct JSONByteParser {
         var position = start
         while bytes.count - position >= 8 {
             let word = UInt64(littleEndian: UnsafeRawPointer(base + position).loadUnaligned(as: UInt64.self))
-            let ones: UInt64 = 0x0101_0101_0101_0101
-            let quotes = word ^ (ones &* 0x22)
-            let backslashes = word ^ (ones &* 0x5C)
-            // Classic "has zero byte" / "has byte less than" tests: exact for the lowest flagged byte, which is
-            // all that is needed to find the first special one.
-            let below = (word &- ones &* 0x20) & ~word
-            let quote = (quotes &- ones) & ~quotes
-            let backslash = (backslashes &- ones) & ~backslashes
-            let flags = (below | quote | backslash | word) & (ones &* 0x80)
+            let flags = JSONWriter.escapeFlags(word) | word & 0x8080_8080_8080_8080
             if flags != 0 { return position + flags.trailingZeroBitCount >> 3 }
             position += 8
         }

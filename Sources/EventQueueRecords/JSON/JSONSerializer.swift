@@ -33,19 +33,10 @@ extension JSONObject {
     ///
     /// Offered directly on `JSONObject` because event payloads are objects, and wrapping one in
     /// `JSONValue.object` just to serialize it reads poorly at call sites.
-    public var serialized: String {
-        var writer = JSONWriter()
-        writer.write(self)
-        return writer.makeString()
-    }
+    public var serialized: String { JSONValue.object(self).serialized }
 
-    /// Appends the object's compact JSON text to `buffer` as UTF-8, for building request bodies and stored
-    /// blobs without intermediate strings.
-    public func serialize(into buffer: inout [UInt8]) {
-        var writer = JSONWriter()
-        writer.write(self)
-        writer.append(to: &buffer)
-    }
+    /// Appends the object's compact JSON text to `buffer` as UTF-8 (see `JSONValue.serialize(into:)`).
+    public func serialize(into buffer: inout [UInt8]) { JSONValue.object(self).serialize(into: &buffer) }
 }
 
 /// A growable byte buffer written through a raw pointer.
@@ -172,9 +163,9 @@ struct JSONWriter: ~Copyable {
 
     /// Sets the high bit of each byte of `word` (bytes in memory order, lowest address least significant) that
     /// is below 0x20, `"` or `\`. Exact for the lowest flagged byte (the classic "has zero byte" tests), which
-    /// is all a scan needs.
+    /// is all a scan needs (this one and `JSONParser`'s).
     @inline(__always)
-    private static func escapeFlags(_ word: UInt64) -> UInt64 {
+    static func escapeFlags(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
         let quotes = word ^ (ones &* 0x22)
         let backslashes = word ^ (ones &* 0x5C)

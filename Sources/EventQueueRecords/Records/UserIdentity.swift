@@ -53,7 +53,7 @@ public enum UserIdentity: Sendable, Hashable {
         case .brazeID(let id): return "braze_id:" + id
         case .alias(let name, let label):
             guard label.utf8.contains(UInt8(ascii: ":")) else { return "user_alias:" + label + ":" + name }
-            return "user_alias#" + Self.upperHex(label.utf8) + ":" + name
+            return "user_alias#" + hexDigits(label.utf8, uppercase: true) + ":" + name
         case .email(let email): return "email:" + email
         case .phone(let phone): return "phone:" + phone
         }
@@ -70,16 +70,16 @@ public enum UserIdentity: Sendable, Hashable {
         case .phone(let phone): return .init(key: "phone", value: .string(phone))
         }
     }
+}
 
-    /// SQLite's `hex()` of a text: its UTF-8 bytes, two upper-case digits each.
-    private static func upperHex(_ bytes: String.UTF8View) -> String {
-        let digits = Array("0123456789ABCDEF".utf8)
-        var hex: [UInt8] = []
-        hex.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            hex.append(digits[Int(byte >> 4)])
-            hex.append(digits[Int(byte & 0x0F)])
-        }
-        return String(decoding: hex, as: UTF8.self)
+/// Bytes as two hex digits each, lower case, or upper case as SQLite's `hex()` writes them.
+package func hexDigits<Bytes: Sequence<UInt8>>(_ bytes: Bytes, uppercase: Bool = false) -> String {
+    let digits = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
+    var hex: [UInt8] = []
+    hex.reserveCapacity(bytes.underestimatedCount * 2)
+    for byte in bytes {
+        hex.append(digits[Int(byte >> 4)])
+        hex.append(digits[Int(byte & 0x0F)])
     }
+    return String(decoding: hex, as: UTF8.self)
 }

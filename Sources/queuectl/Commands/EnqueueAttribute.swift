@@ -18,7 +18,6 @@ struct EnqueueAttribute: ParsableCommand {
 
     func validate() throws {
         try refuseNDJSONWithSubcommand(parent)
-        _ = try singleValue(idempotencyKeys, flag: "--key")
     }
 
     func run() throws {

@@ -16,12 +16,11 @@ struct EnqueuePurchase: ParsableCommand {
 
     @ParentCommand var parent: Enqueue
 
-    /// `--price` that is not a number is a malformed flag value: a usage error (64), like `--prop` without `=`.
     func validate() throws {
         try refuseNDJSONWithSubcommand(parent)
-        _ = try Self.number(price)
     }
 
+    /// `--price` that is not a number is a malformed flag value: a usage error (64), like `--prop` without `=`.
     static func number(_ price: String) throws -> JSONNumber {
         guard let number = JSONNumber(text: price) else {
             throw ValidationError("--price must be a number (got \"\(price)\")")

@@ -25,11 +25,13 @@ struct Forget: ParsableCommand {
             with exit 77 and nothing changes. The daemon sends an erasure only when its grant verifies under that key: \
             an erasure row planted with any SQLite client is dead-lettered as not authorized, never sent.
 
+            Exit status: 0 the users are forgotten and no byte of them is left; 64 usage: an \
+            unknown flag, two identities, or --ndjson with an identity flag; 65 a line of --ndjson is not one \
+            identity, or it names no user; 66 the --ndjson file or the queue is missing; 73 cannot open the queue \
+            file; 74 disk full or I/O error; 75 queue busy, or the scrub is owed: the records are removed, their \
+            bytes may remain; 77 you may not delete users at Braze (root, the daemon's user, eventqueue-admins); 78 \
+            not a queue file, corrupt, or a newer schema (never modified).
             """
-                + ExitStatus.helpText(
-                    listing: [
-                        .success, .usage, .invalidInput, .inputMissing, .busy, .refused, .badQueueFileOrConfiguration,
-                    ])
     )
 
     @OptionGroup var identity: IdentityOptions
@@ -81,9 +83,10 @@ struct Forget: ParsableCommand {
 
     /// The users named by the identity flags or, with --ndjson, by the file: exactly one of the two.
     private func users() throws -> [UserIdentity] {
-        let flagged = try identity.identityIfGiven()
-        guard let ndjson else { return [try flagged ?? identity.identity()] }
-        guard flagged == nil else { throw ValidationError("give --ndjson or one identity flag, not both") }
+        guard let ndjson else { return [try identity.identity()] }
+        guard try identity.identityIfGiven() == nil else {
+            throw ValidationError("give --ndjson or one identity flag, not both")
+        }
         let input = try NDJSONInput(path: ndjson)
         var users: [UserIdentity] = []
         while let (line, text) = try input.next() {

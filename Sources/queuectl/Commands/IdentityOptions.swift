@@ -34,11 +34,6 @@ struct IdentityOptions: ParsableArguments {
         help: "A user alias's label (with --alias-name); any text.")
     var aliasLabel: [String] = []
 
-    /// Refuses two users or half an alias; none is refused by `identity()` (`forget --ndjson` names none here).
-    func validate() throws {
-        _ = try identityIfGiven()
-    }
-
     /// The one user named.
     func identity() throws -> UserIdentity {
         guard let user = try identityIfGiven() else {
@@ -59,15 +54,16 @@ struct IdentityOptions: ParsableArguments {
             for value in values { given.append((flag, value)) }
         }
         let pairedAlias = aliasName.count == 1 && aliasLabel.count == 1
-        let named =
-            given.filter { !pairedAlias || ($0.flag != "--alias-name" && $0.flag != "--alias-label") }
-            .map { "\($0.flag) \(CommandLineText.quoted($0.value))" }
-            + (pairedAlias
-                ? [
-                    "--alias-name \(CommandLineText.quoted(aliasName[0])) --alias-label "
-                        + CommandLineText.quoted(aliasLabel[0])
-                ] : [])
-        if named.count > 1 {
+        // The names are spelled out only for the error: this runs on every `queuectl enqueue`.
+        if given.count - (pairedAlias ? 1 : 0) > 1 {
+            let named =
+                given.filter { !pairedAlias || ($0.flag != "--alias-name" && $0.flag != "--alias-label") }
+                .map { "\($0.flag) \(CommandLineText.quoted($0.value))" }
+                + (pairedAlias
+                    ? [
+                        "--alias-name \(CommandLineText.quoted(aliasName[0])) --alias-label "
+                            + CommandLineText.quoted(aliasLabel[0])
+                    ] : [])
             throw ValidationError(
                 "two users named: \(named[0]) and \(named[1])\(named.count > 2 ? " (and \(named.count - 2) more)" : ""); "
                     + "name exactly one user with one of --external-id, --braze-id, --email, --phone or --alias "

@@ -15,13 +15,6 @@ struct PropertyOptions: ParsableArguments {
     /// The one `--key`, if given (a second is refused: `singleValue`).
     var idempotencyKey: String? { get throws { try singleValue(idempotencyKeys, flag: "--key") } }
 
-    /// A malformed flag value is a usage error (64) before anything runs; a record that breaks Braze's rules
-    /// is 65, once it is built.
-    func validate() throws {
-        _ = try idempotencyKey
-        _ = try object()
-    }
-
     func object() throws -> JSONObject {
         var object = JSONObject()
         if let properties {

@@ -16,7 +16,7 @@ extension Status {
             limits.maxAgeSeconds > 0
             ? "\(formatSeconds(Double(limits.maxAgeSeconds))) (a pending record older becomes a dead letter)"
             : "none (records are kept until delivered)"
-        let recorded = stats.limits == nil ? " (no daemon of 1.4.0 or later has recorded limits)" : ""
+        let recorded = stats.limits == nil ? " (no daemon has recorded limits in this file)" : ""
         return [
             "queue size:     " + size + recorded,
             "max age:        " + age,

@@ -39,7 +39,7 @@ enum LegacyEntries {
         case "pending_custom_attributes": short = "attribute"
         default: short = "user"
         }
-        return "legacy:\(generation):\(short):\(index):" + SHA256.hex(content).prefix(32)
+        return "legacy:\(generation):\(short):\(index):" + hexDigits(SHA256.hash(content)).prefix(32)
     }
 
     static func sortedKeys(_ value: JSONValue) -> JSONValue {

@@ -2,10 +2,6 @@ import EventQueueDelivery
 import Synchronization
 import EventQueueCommandLine
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// A writer that creates a queue no daemon serves is told so on stderr, once (when the queue is created): a
 /// per-user queue is legitimate for single-user setups and `--local` drains, but records that nobody will ever
 /// deliver must not go unnoticed (a writer without the system configuration, or a mistyped `--db`).
@@ -38,7 +34,7 @@ enum UnservedQueueNotice {
     /// Whether a process (or systemd, for an activated daemon) listens on the Unix socket at `path`. Read from
     /// the kernel's socket table, never by connecting: a connection to `queued.socket` would start the daemon.
     private static func someoneListens(at path: String) -> Bool {
-        if let table = readSocketTable() {
+        if let table = SystemConfiguration.readFile("/proc/net/unix", limit: .max) {
             // "Num RefCount Protocol Flags Type St Inode Path": flags 00010000 (__SO_ACCEPTCON) is a listener.
             return table.split(separator: "\n").contains { line in
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -46,20 +42,5 @@ enum UnservedQueueNotice {
             }
         }
         return UnixSocketProbe.someoneAccepts(at: path)
-    }
-
-    private static func readSocketTable() -> String? {
-        let descriptor = open("/proc/net/unix", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count > 0 else { break }
-            bytes.append(contentsOf: chunk.prefix(count))
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

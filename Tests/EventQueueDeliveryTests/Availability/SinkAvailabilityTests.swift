@@ -6,9 +6,9 @@ import Testing
 /// The sink-availability state machine of issue 30 point 2, on numbers: every time is an argument, nothing sleeps.
 @Suite struct SinkAvailabilityTests {
     /// A moment `seconds` after an arbitrary start, on both clocks.
-    static func at(_ seconds: Double) -> SinkAvailability.Moment {
+    static func at(_ seconds: Double) -> Moment {
         let milliseconds = Int64(seconds * 1000)
-        return SinkAvailability.Moment(
+        return Moment(
             monotonic: .milliseconds(milliseconds), wallMilliseconds: 1_800_000_000_000 + milliseconds)
     }
 

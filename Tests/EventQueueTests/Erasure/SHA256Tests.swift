@@ -4,33 +4,29 @@ import Testing
 
 /// The grant's MAC against published vectors: SHA-256 from FIPS 180-4's examples, HMAC-SHA-256 from RFC 4231.
 @Suite struct SHA256Tests {
-    static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
-    }
-
     @Test func digestsMatchFIPS180Examples() {
-        #expect(Self.hex(SHA256.hash([])) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(hexDigits(SHA256.hash([])) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         #expect(
-            Self.hex(SHA256.hash(Array("abc".utf8)))
+            hexDigits(SHA256.hash(Array("abc".utf8)))
                 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(
-            Self.hex(SHA256.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)))
+            hexDigits(SHA256.hash(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)))
                 == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
         #expect(
-            Self.hex(SHA256.hash([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)))
+            hexDigits(SHA256.hash([UInt8](repeating: UInt8(ascii: "a"), count: 1_000_000)))
                 == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
     @Test func hmacMatchesRFC4231() {
         #expect(
-            Self.hex(SHA256.hmac(key: [UInt8](repeating: 0x0b, count: 20), message: Array("Hi There".utf8)))
+            hexDigits(SHA256.hmac(key: [UInt8](repeating: 0x0b, count: 20), message: Array("Hi There".utf8)))
                 == "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
         #expect(
-            Self.hex(SHA256.hmac(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8)))
+            hexDigits(SHA256.hmac(key: Array("Jefe".utf8), message: Array("what do ya want for nothing?".utf8)))
                 == "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843")
         // A key longer than a block is hashed first (test case 6).
         #expect(
-            Self.hex(
+            hexDigits(
                 SHA256.hmac(
                     key: [UInt8](repeating: 0xaa, count: 131),
                     message: Array("Test Using Larger Than Block-Size Key - Hash Key First".utf8)))

@@ -1,4 +1,3 @@
-import CSQLite
 import Foundation
 import Testing
 
@@ -27,18 +26,6 @@ import Testing
         let inspect = try perCall { _ = try QueuePath.inspect(path) }
         let full = try perCall { try QueueSchema.verify(seed.file.connection, version: Migrations.latestVersion) }
         seed.close()
-        // What Connection.jsonFunctionsAreInnocuous pays once per process, with the same statements.
-        let probe = perCall {
-            var raw: OpaquePointer?
-            _ = sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
-            _ = sqlite3_exec(
-                raw,
-                "PRAGMA trusted_schema = OFF; CREATE TABLE t (x TEXT CHECK (json_valid(x) AND json_type(x) = 'object'), "
-                    + "y TEXT GENERATED ALWAYS AS (json_extract(x, '$.a')) STORED); INSERT INTO t (x) VALUES ('{\"a\":\"b\"}');",
-                nil, nil, nil)
-            sqlite3_close_v2(raw)
-        }
-        print(String(format: "open cost: trusted_schema probe (once per process) %.1f us", probe))
         print(
             String(
                 format: "open cost: writer open+close %.1f us, of which path check %.1f us, names check %.1f us; "

@@ -115,12 +115,4 @@ import Testing
         try raw.execute("DROP INDEX records_dead")
         #expect(QueueCheck.run(path: path).problems.contains { $0.contains("index records_dead is missing") })
     }
-
-    /// Where the linked SQLite lets the queue's own schema run with it, trusted_schema is off on every connection.
-    @Test func trustedSchemaIsOffWhereTheSchemaAllowsIt() throws {
-        let writer = try QueueWriter(path: path)
-        defer { writer.close() }
-        let trusted = try writer.file.connection.scalarInt("PRAGMA trusted_schema", operation: "test")
-        #expect(trusted == (Connection.jsonFunctionsAreInnocuous ? 0 : 1))
-    }
 }
