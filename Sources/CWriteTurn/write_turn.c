@@ -55,8 +55,7 @@
 // languages always do), or truncate the file between a writer's size check and its access to the page (SIGBUS,
 // as with SQLite's `-shm`; write_turn.h).
 //
-// Why not a robust, process-shared pthread mutex (the first design; docs/PERFORMANCE.md section 5 has the reasons
-// in full): its word holds a thread id that the kernel looks up in the waiter's PID namespace, any value a group
+// Why not a robust, process-shared pthread mutex (the first design): its word holds a thread id that the kernel looks up in the waiter's PID namespace, any value a group
 // member writes there is taken for an owner until that owner dies, and its layout is glibc's, not ours.
 
 // "EQTURN" and the layout's version. Version 2 (1.3.0) cleared the served time while handing on and locked one

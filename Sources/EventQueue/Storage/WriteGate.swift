@@ -19,7 +19,7 @@ import CSQLite
 /// process at every commit, which costs half the throughput. So: the default's first steps (about 1, 2, 5 and
 /// 10 ms), which leave the lock with whoever is using it, and once a wait passes `eagerAfterNanoseconds`, polls
 /// every 0.3–0.9 ms, so no waiter is passed over for long. Jittered, so waiters do not wake in step. Measured with
-/// `eventqueue-bench contention` (docs/PERFORMANCE.md, "What was profiled and changed").
+/// `eventqueue-bench contention` (docs/PERFORMANCE.md, section 5, "Tried and dropped").
 final class WriteGate {
     /// How long one write may wait in all (in line and for the lock), in milliseconds.
     var timeoutMilliseconds: Int
