@@ -88,8 +88,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // A local stand-in for Braze's `/users/track` that enforces the documented contract and injects faults:
-        // used by the tests and the benchmarks, never shipped.
+        // A local stand-in for Braze that enforces the documented contract and injects faults: test support, under
+        // Tests/ (used by the tests, the benchmarks and CI's scripts), never installed by the package.
         .target(
             name: "FakeBraze",
             dependencies: [
@@ -97,9 +97,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
+            ],
+            path: "Tests/FakeBraze"
         ),
-        .executableTarget(name: "fake-braze", dependencies: ["FakeBraze"]),
+        .executableTarget(name: "fake-braze", dependencies: ["FakeBraze"], path: "Tests/fake-braze"),
         .executableTarget(
             name: "queued",
             dependencies: [
