@@ -1,7 +1,9 @@
 import EventQueue
 import EventQueueDelivery
 
-/// Delivers one claimed batch as a sequence of requests and turns the answers into one `DeliveryReport`.
+/// Delivers one claimed batch as a sequence of requests and turns the answers into one `DeliveryReport`: the one
+/// runner of every endpoint (`/users/track`'s records, `/users/delete`'s erasures), so an answer means the same
+/// whatever the endpoint.
 ///
 /// Kept apart from the HTTP client (it only sees a `BrazeRequestSender`) so the decisions (bisect, stop, hold
 /// back a user's later records) read in one place. Requests go one after another: per-user order depends on an
@@ -23,8 +25,8 @@ import EventQueueDelivery
 /// failed request's cause: no attempt either way.
 struct BrazeBatchDelivery {
     let sender: any BrazeRequestSender
-    /// The batch's objects, serialized once.
-    let encoded: BrazeEncodedObjects?
+    /// The body of one request of these records: `/users/track`'s arrays, `/users/delete`'s identifiers, ...
+    let body: ([OutgoingRecord]) -> BrazeRequestBody
 
     private(set) var outcomes: [Int64: DeliveryOutcome] = [:]
     private(set) var halt: SinkHalt?
@@ -46,9 +48,14 @@ struct BrazeBatchDelivery {
     /// finds no answer that recent, and splits nothing.
     static let upEvidence: Duration = .seconds(2)
 
+    /// `/users/track`: `encoded` holds the batch's objects serialized once.
     init(encoded: BrazeEncodedObjects? = nil, sender: any BrazeRequestSender) {
-        self.encoded = encoded
+        self.init(sender: sender) { BrazeRequestBody($0, encoded: encoded) }
+    }
+
+    init(sender: any BrazeRequestSender, body: @escaping ([OutgoingRecord]) -> BrazeRequestBody) {
         self.sender = sender
+        self.body = body
     }
 
     var stopped: Bool { halt != nil || stopRetry != nil || cancelled }
@@ -82,7 +89,7 @@ struct BrazeBatchDelivery {
             }
         }
         guard !sendable.isEmpty, !stopped else { return }
-        let body = BrazeRequestBody(sendable, encoded: encoded)
+        let body = self.body(sendable)
         guard let answer = await sender.send(body) else {
             cancelled = true
             return
@@ -105,12 +112,15 @@ struct BrazeBatchDelivery {
             }
             await bisect(sendable)
         case .misconfigured(let status, let message):
+            // The permission the key needs is named after the endpoint: `users.track`, `users.delete`, ...
+            let permission = body.path.dropFirst().replacing("/", with: ".")
             halt = SinkHalt(
                 kind: .configuration,
-                reason: "Braze answered \(status) (\(message)): check the API key / instance URL")
+                reason: "Braze answered \(status) to \(body.path) (\(message)): check the API key / instance URL "
+                    + "(the key needs the \(permission) permission)")
         case .rateLimited(let after):
             // `BrazeSink` sends a 429'd request again itself; a poster that hands one back still costs no attempt.
-            let reason = "Braze rate limit (429)"
+            let reason = "Braze rate limit on \(body.path) (429)"
             retry(sendable, reason: reason, afterMilliseconds: after, cause: .backPressure)
             stopRetry = (reason, after, .backPressure)
         case .untrustedCertificate(let reason):

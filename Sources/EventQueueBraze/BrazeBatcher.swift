@@ -37,6 +37,7 @@ public struct BrazeBatcher: Sendable, Hashable {
         case .attribute: return 0
         case .event: return 1
         case .purchase: return 2
+        case .identify, .alias, .merge: return 3  // never in a /users/track request (`BrazeSink.deliver`)
         }
     }
 

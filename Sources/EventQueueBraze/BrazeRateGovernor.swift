@@ -116,7 +116,7 @@ actor BrazeRateGovernor {
 extension BrazeRateGovernor {
     /// Runs `attempt` once the governor lets a request start, and again after every 429 (the governor has been
     /// told of it and paces the next try); `nil` when cancelled before a start. The one loop of both endpoints'
-    /// senders (`BrazeSink.send`, `BrazeDeleteSender.sendDelete`).
+    /// endpoints (`BrazeEndpoint.send`).
     nonisolated func sendUntilNotRateLimited(
         _ attempt: (BrazeRatePolicy.Ticket) async -> BrazeAnswer
     ) async -> BrazeAnswer? {

@@ -1,12 +1,18 @@
 import EventQueue
 import EventQueueDelivery
 
-/// The body of one `/users/track` request, and which record sits at each position of each array (Braze names
-/// refused objects by array and index).
+/// The body of one request to one endpoint (`path`), and which record sits at each position of each array (Braze
+/// names refused objects by array and index).
 struct BrazeRequestBody: Sendable {
+    /// The endpoint, e.g. `/users/track`: one a request.
+    var path = Self.trackPath
     var bytes: [UInt8]
     /// Record ids by array (`attributes`, `events`, `purchases`), in the order they appear in the body.
     var idsByArray: [String: [Int64]]
+    /// The objects (or identifiers) the body carries, for logs.
+    var count: Int
+
+    static let trackPath = "/users/track"
 
     /// The arrays in the order Braze applies them; empty arrays are left out.
     static let arrayOrder: [RecordKind] = [.attribute, .event, .purchase]
@@ -47,5 +53,15 @@ struct BrazeRequestBody: Sendable {
         bytes.append(UInt8(ascii: "}"))
         self.bytes = bytes
         self.idsByArray = idsByArray
+        count = records.count
+    }
+
+    /// A body of one array, `{"<array>":[...]}`, for the endpoints of the users bucket (`/users/delete`'s
+    /// `external_ids`, ...): `members` in order, the records they stand for in `ids`.
+    init(path: String, array: String, members: [JSONValue], ids: [Int64]) {
+        self.path = path
+        bytes = Array(JSONValue.object([array: .array(members)]).serialized.utf8)
+        idsByArray = [array: ids]
+        count = members.count
     }
 }

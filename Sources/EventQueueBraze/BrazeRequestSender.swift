@@ -1,4 +1,4 @@
-/// What sends one request to `/users/track` and interprets the answer: `BrazeSink` (pacing, resending after a
+/// What sends one request to its endpoint and interprets the answer: a `BrazeEndpoint` (pacing, resending after a
 /// 429, the HTTP client), or a scripted stand-in in a test.
 protocol BrazeRequestSender: Sendable {
     /// Sends `body` and returns the interpreted answer; `nil` when it was not sent (the delivery was cancelled):

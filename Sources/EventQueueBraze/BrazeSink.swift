@@ -9,31 +9,32 @@ import Synchronization
 ///
 /// A batch becomes as few requests as Braze's limits and per-user ordering allow (see `BrazeBatcher`), sent one
 /// after another. Several batches are delivered at once (the drain loop's `maxInFlight`; they never share a
-/// user), all paced by one `BrazeRateGovernor`. Each answer is mapped to per-record outcomes: Braze's partial
-/// success (`errors`) rejects only the objects it names; a 400 is bisected down to the offending records so one
-/// bad record never blocks or dead-letters its neighbours; 401/403/404 and redirects (never followed) halt the
-/// pass (nothing is counted against the records); 408, 5xx and network failures are the destination's failures,
-/// retried without costing the records an attempt (a few in a row make the sink unavailable: the drain loop's
-/// `SinkAvailability` then probes it); a 429 is back-pressure: the same request goes again once the shared rate
-/// window allows (`BrazeRatePolicy`). The whole table is `BrazeBatchDelivery`'s. The API key never
-/// appears in logs, errors or descriptions.
-public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible, CustomReflectable {
+/// user), all paced by one `BrazeRateGovernor` per rate bucket (`BrazeEndpoint`). Every endpoint's answers are
+/// mapped to per-record outcomes by one runner, `BrazeBatchDelivery` (its table): Braze's partial success
+/// (`errors`) rejects only the objects it names; a 400 is bisected down to the offending records so one bad record
+/// never blocks or dead-letters its neighbours; 401/403/404 and redirects (never followed) halt the pass (nothing
+/// is counted against the records); 408, 5xx and network failures are the destination's failures, retried without
+/// costing the records an attempt; a 429 is back-pressure: the same request goes again once the bucket's rate
+/// window allows (`BrazeRatePolicy`). The API key never appears in logs, errors or descriptions.
+public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     public let name: String
-    private let endpoint: String
     /// Why the base URL is unusable, if it is: every batch then halts with a configuration error.
     private let baseURLError: BrazeConfigurationError?
-    private let apiKey: BrazeAPIKey
     private let batcher: BrazeBatcher
     private let transport: BrazeTransport
-    private let governor: BrazeRateGovernor
-    private let observer: (any BrazeRequestObserver)?
+    /// `/users/track`, in its own rate bucket.
+    private let track: BrazeEndpoint
+    /// `/users/delete` (`erase`), in the bucket Braze shares among the calls that change who a user is.
+    private let users: BrazeEndpoint
     private let logger: Logger
-    /// `POST /users/delete`, paced in its own rate bucket (`erase`).
-    private let deleter: BrazeDeleteSender
     /// See `Sink.maxConcurrentDeliveries`: the drain loop's `--max-in-flight` is the cap.
     public let maxConcurrentDeliveries: Int
-    /// When `/users/track` last answered (`answered(within:)`).
-    private let lastAnswer = Mutex<ContinuousClock.Instant?>(nil)
+    /// How long an identity call's rows stay leased after Braze answered it (`call`).
+    let settleDelay: Duration
+
+    /// The default `settleDelay`: Braze applies a call in 10-100 ms normally and advises waiting between dependent
+    /// calls; a second is ten times its usual delay, and costs a device-login a second once.
+    public static let defaultSettleDelay: Duration = .seconds(1)
 
     /// - Parameters:
     ///   - baseURL: the REST endpoint of the account's instance, e.g. `https://rest.iad-01.braze.com` (never
@@ -43,6 +44,7 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
     ///   - requestTimeout: the deadline for one request, answer body included; a timeout is retried.
     ///   - maxInFlight: requests in flight at most (the send window's ceiling; a 429 halves the window).
     ///   - maxRequestsPerSecond: this host's share of the workspace's rate limit; `nil` for no cap of our own.
+    ///   - settleDelay: how long an identity call holds its users' later records after Braze answered it.
     ///
     /// An unusable `baseURL` does not throw here (check it first with `validate(baseURL:)`); every batch then
     /// halts with a configuration error, so records are kept untouched.
@@ -50,9 +52,10 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
         baseURL: String, apiKey: BrazeAPIKey, maxObjectsPerRequest: Int? = nil,
         connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(30),
         maxInFlight: Int = DrainOptions.defaultMaxInFlight, maxRequestsPerSecond: Int? = nil,
-        observer: (any BrazeRequestObserver)? = nil,
+        settleDelay: Duration = BrazeSink.defaultSettleDelay, observer: (any BrazeRequestObserver)? = nil,
         logger: Logger
     ) {
+        self.settleDelay = max(.zero, settleDelay)
         var base = baseURL
         while base.hasSuffix("/") { base.removeLast() }
         do {
@@ -62,18 +65,17 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
             baseURLError = error
         }
         name = "braze:" + BrazeBaseURL.displayed(base)
-        endpoint = base + "/users/track"
-        self.apiKey = apiKey
         batcher = BrazeBatcher(maxObjectsPerRequest: maxObjectsPerRequest)
         maxConcurrentDeliveries = max(1, maxInFlight)
         transport = BrazeTransport(
             connectTimeout: connectTimeout, requestTimeout: requestTimeout, maxConnections: maxConcurrentDeliveries)
-        governor = BrazeRateGovernor(
-            maxWindow: maxConcurrentDeliveries, maxRequestsPerSecond: maxRequestsPerSecond, logger: logger)
-        self.observer = observer
+        track = BrazeEndpoint(
+            baseURL: base, sinkName: name, apiKey: apiKey, transport: transport, maxWindow: maxConcurrentDeliveries,
+            maxRequestsPerSecond: maxRequestsPerSecond, observer: observer, logger: logger)
+        users = BrazeEndpoint(
+            baseURL: base, sinkName: name, apiKey: apiKey, transport: transport, maxWindow: BrazeEndpoint.usersWindow,
+            maxRequestsPerSecond: nil, observer: observer, logger: logger)
         self.logger = logger
-        deleter = BrazeDeleteSender(
-            baseURL: base, sinkName: name, apiKey: apiKey, transport: transport, logger: logger)
     }
 
     /// One full request: 75 objects (an array's limit), or the combined limit when set.
@@ -82,7 +84,7 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
     /// The send window, requests in flight, the last rate-limit reading and the waits, for `/metrics` and
     /// `GET /status`.
     public func rateStatus() async -> BrazeRateStatus {
-        BrazeRateStatus(await governor.snapshot)
+        BrazeRateStatus(await track.governor.snapshot)
     }
 
     /// Checks that `baseURL` is an absolute `http(s)://` URL, so a typo is reported at startup rather than at
@@ -109,113 +111,160 @@ public final class BrazeSink: Sink, BrazeRequestSender, CustomStringConvertible,
         if let baseURLError {
             return DeliveryReport(halt: SinkHalt(kind: .configuration, reason: "\(baseURLError)"))
         }
-        let encoded = BrazeEncodedObjects(batch)
-        let requests = batcher.split(batch, size: encoded)
-        var delivery = BrazeBatchDelivery(encoded: encoded, sender: self)
-        await delivery.run(requests)
-        logger.debug(
-            "braze batch done",
-            metadata: [
-                "records": "\(batch.count)", "requests": "\(delivery.requestsSent)",
-                "planned_requests": "\(requests.count)",
-            ])
-        return DeliveryReport(outcomes: delivery.outcomes, halt: delivery.halt)
+        let calls = batch.filter(\.kind.isIdentityCall)
+        let records = calls.isEmpty ? batch : batch.filter { !$0.kind.isIdentityCall }
+        var report = DeliveryReport()
+        if !records.isEmpty {
+            let encoded = BrazeEncodedObjects(records)
+            let requests = batcher.split(records, size: encoded)
+            var delivery = BrazeBatchDelivery(encoded: encoded, sender: track)
+            await delivery.run(requests)
+            logger.debug(
+                "braze batch done",
+                metadata: [
+                    "records": "\(records.count)", "requests": "\(delivery.requestsSent)",
+                    "planned_requests": "\(requests.count)",
+                ])
+            report = DeliveryReport(outcomes: delivery.outcomes, halt: delivery.halt)
+        }
+        // The claim never puts an identity call in a batch with another row of either of its users, so the records
+        // and the calls of one batch need no order between them.
+        if !calls.isEmpty, report.halt == nil {
+            let called = await call(calls)
+            report.outcomes.merge(called.outcomes) { first, _ in first }
+            report.halt = called.halt
+        }
+        return report
     }
 
-    /// Deletes the users of `erasures` with `POST /users/delete`: one identifier type per request, at most 50 each,
-    /// paced in the deletions' own rate bucket (`BrazeDeleteSender`, `BrazeDeleteDelivery`).
+    /// Deletes the users of `erasures` with `POST /users/delete`: one identifier type per request, at most 50 each
+    /// (Braze's contract), in id order within a type, through the same runner as records (`BrazeBatchDelivery`).
     public func erase(_ erasures: [OutgoingErasure]) async -> DeliveryReport {
         if let baseURLError {
             return DeliveryReport(halt: SinkHalt(kind: .configuration, reason: "\(baseURLError)"))
         }
-        var delivery = BrazeDeleteDelivery(sender: deleter)
-        await delivery.run(erasures)
+        var delivery = BrazeBatchDelivery(sender: users) { records in
+            let type = records.first?.erasure?.identifierType ?? .externalIDs
+            return BrazeRequestBody(
+                path: "/users/delete", array: type.rawValue,
+                members: records.compactMap { $0.erasure?.user.brazeMember.value }, ids: records.map(\.id))
+        }
+        await delivery.run(Self.deletions(erasures))
         return DeliveryReport(outcomes: delivery.outcomes, halt: delivery.halt)
     }
 
-    /// Sends one request once the governor lets it start, and again after every 429 (back-pressure, not
-    /// failure: the records keep their lease, which `LeasedDelivery` renews, and no attempt is spent); `nil` when
-    /// the delivery was cancelled before an answer came.
-    func send(_ body: BrazeRequestBody) async -> BrazeAnswer? {
-        await governor.sendUntilNotRateLimited { ticket in await self.send(body, ticket: ticket) }
-    }
-
-    /// One try of one request; tells the governor what the answer said about the rate.
-    private func send(_ body: BrazeRequestBody, ticket: BrazeRatePolicy.Ticket) async -> BrazeAnswer {
-        let started = ContinuousClock.now
-        let objects = body.idsByArray.values.reduce(0) { $0 + $1.count }
-        var answer: BrazeAnswer
-        var feedback = BrazeRatePolicy.Feedback.noAnswer
-        var status: Int?
-        do {
-            let response = try await transport.send(
-                method: "POST", url: endpoint,
-                headers: [("Authorization", "Bearer " + apiKey.secret), ("Content-Type", "application/json")],
-                body: body.bytes, logger: logger)
-            answer = BrazeAnswer.interpret(
-                status: response.status, headers: response.headers, body: response.body,
-                nowMilliseconds: WallClock.nowMilliseconds())
-            status = response.status
-            let rate = BrazeRateHeaders(response.headers)
-            if case .rateLimited(let hint) = answer {
-                feedback = .rateLimited(rate, hintMilliseconds: hint)
-            } else {
-                feedback = .answered(rate)
+    /// The `/users/delete` requests of `erasures`: grouped by identifier type (in the order the types first appear),
+    /// each group cut into requests of at most 50, in id order within each. A batch never holds two rows of one
+    /// user, so grouping cannot reorder a user's calls.
+    static func deletions(_ erasures: [OutgoingErasure]) -> [[OutgoingRecord]] {
+        var types: [Erasure.IdentifierType] = []
+        var byType: [Erasure.IdentifierType: [OutgoingRecord]] = [:]
+        for erasure in erasures.sorted(by: { $0.id < $1.id }) {
+            let type = erasure.identifierType
+            if byType[type] == nil { types.append(type) }
+            var record = OutgoingRecord(
+                id: erasure.id, kind: .event, object: JSONObject(members: [erasure.user.brazeMember]),
+                userKey: erasure.user.orderingKey, createdAtMilliseconds: erasure.createdAtMilliseconds,
+                attempts: erasure.attempts)
+            record.erasure = erasure
+            byType[type, default: []].append(record)
+        }
+        return types.flatMap { type in
+            let group = byType[type] ?? []
+            return stride(from: 0, to: group.count, by: maxIdentifiersPerRequest).map {
+                Array(group[$0..<min($0 + maxIdentifiersPerRequest, group.count)])
             }
-            logger.debug(
-                "braze request answered",
-                metadata: [
-                    "status": "\(response.status)", "objects": "\(objects)",
-                    "latency_ms": "\(Self.milliseconds(since: started))",
-                ])
-        } catch {
-            answer =
-                BrazeAnswer.untrustedCertificate(error, endpoint: name)
-                ?? .transient(reason: "request to \(name) failed: \(Self.describe(error))")
         }
-        await governor.release(ticket, feedback)
-        if case .transient = answer {} else { lastAnswer.withLock { $0 = ContinuousClock.now } }
-        observer?.requestFinished(status: status, latency: ContinuousClock.now - started)
-        switch answer {
-        case .accepted(let errors) where !errors.isEmpty:
-            logger.warning("braze refused some objects", metadata: ["refused": "\(errors.count)"])
-        case .accepted: break
-        case .badRequest(let status, let message):
-            logger.warning(
-                "braze refused a request; bisecting",
-                metadata: ["status": "\(status)", "message": "\(message)", "objects": "\(objects)"])
-        case .misconfigured(let status, let message):
-            logger.warning(
-                "braze refused the key or URL", metadata: ["status": "\(status)", "message": "\(message)"])
-        case .rateLimited(let after):
-            // A round is logged once by the governor; each 429 only at debug level.
-            logger.debug("braze rate limit", metadata: ["retry_after_ms": "\(after.map { "\($0)" } ?? "none")"])
-        case .untrustedCertificate(let reason):
-            logger.error("braze's certificate could not be verified", metadata: ["reason": "\(reason)"])
-        case .transient(let reason):
-            // At debug level: one line per failed request would repeat every probe of an outage; the drain loop's
-            // `SinkAvailabilityMonitor` logs the outage once, with this reason, when it starts and when it ends.
-            logger.debug(
-                "braze request failed",
-                metadata: ["reason": "\(reason)", "latency_ms": "\(Self.milliseconds(since: started))"])
-        }
-        return answer
     }
 
-    func answered(within span: Duration) -> Bool {
-        lastAnswer.withLock { $0.map { ContinuousClock.now - $0 <= span } ?? false }
-    }
+    /// The most identifiers (or items) one request to an endpoint of the users bucket may carry.
+    static let maxIdentifiersPerRequest = 50
+}
 
-    private static func milliseconds(since start: ContinuousClock.Instant) -> Int64 {
-        let (seconds, attoseconds) = (ContinuousClock.now - start).components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-
-    /// A short description of a transport error (AsyncHTTPClient's errors never include request headers).
-    private static func describe(_ error: any Error) -> String {
-        if let error = error as? HTTPClientError {
-            if error == .deadlineExceeded || error == .readTimeout { return "timed out" }
+extension BrazeSink {
+    /// Sends identity calls (`identify`, `alias`, `merge`) through the runner, in the users bucket: consecutive
+    /// calls of one endpoint and array share a request (120 identifies of aliases are 3 requests), at most 50 each.
+    /// Once Braze has answered, the calls' rows stay leased for `settleDelay`, so their users' later records (held
+    /// behind them by the claim) reach Braze only after it has applied the call: Braze is eventually consistent and
+    /// advises waiting between dependent calls.
+    func call(_ calls: [OutgoingRecord]) async -> DeliveryReport {
+        var refused: [Int64: DeliveryOutcome] = [:]
+        var requests: [[OutgoingRecord]] = []
+        var lastTarget: BrazeIdentityCall.Target?
+        for record in calls.sorted(by: { $0.id < $1.id }) {
+            guard let item = BrazeIdentityCall(record) else {
+                refused[record.id] = .rejected(reason: "not an identity call Braze takes: \(record.object.serialized)")
+                continue
+            }
+            if item.target == lastTarget, let last = requests.indices.last,
+                requests[last].count < Self.maxIdentifiersPerRequest
+            {
+                requests[last].append(record)
+            } else {
+                requests.append([record])
+            }
+            lastTarget = item.target
         }
-        return ExternalText.transportError(error)
+        var delivery = BrazeBatchDelivery(sender: users) { records in
+            let items = records.compactMap(BrazeIdentityCall.init)
+            let target = items.first?.target ?? BrazeIdentityCall.Target(path: "/users/merge", array: "merge_updates")
+            return BrazeRequestBody(
+                path: target.path, array: target.array, members: items.map(\.item), ids: records.map(\.id))
+        }
+        await delivery.run(requests)
+        if delivery.outcomes.values.contains(.delivered), settleDelay > .zero {
+            try? await Task.sleep(for: settleDelay)
+        }
+        return DeliveryReport(outcomes: delivery.outcomes.merging(refused) { first, _ in first }, halt: delivery.halt)
+    }
+}
+
+/// One identity call as Braze's item: its endpoint, the array it goes in, and the object.
+struct BrazeIdentityCall {
+    struct Target: Hashable {
+        var path: String
+        var array: String
+    }
+
+    var target: Target
+    var item: JSONValue
+
+    /// Braze's order of profiles to pick when an email or phone names several (required with an email or phone).
+    static let prioritization: JSONValue = ["unidentified", "most_recently_updated"]
+
+    /// `nil` for a row that is not an identity call of a shape Braze takes (the consumer's checks make that rare).
+    init?(_ record: OutgoingRecord) {
+        guard let user = UserIdentity(filing: record.object),
+            let other = UserIdentity(filingOther: record.object, kind: record.kind)
+        else { return nil }
+        switch (record.kind, user, other) {
+        case (.identify, .externalID(let id), .alias):
+            target = Target(path: "/users/identify", array: "aliases_to_identify")
+            item = .object(JSONObject(members: [.init(key: "external_id", value: .string(id)), other.brazeMember]))
+        case (.identify, .externalID(let id), .email), (.identify, .externalID(let id), .phone):
+            let email = if case .email = other { true } else { false }
+            target = Target(path: "/users/identify", array: email ? "emails_to_identify" : "phone_numbers_to_identify")
+            var object = JSONObject(members: [.init(key: "external_id", value: .string(id)), other.brazeMember])
+            object["prioritization"] = Self.prioritization
+            item = .object(object)
+        case (.alias, .externalID(let id), .alias(let name, let label)):
+            target = Target(path: "/users/alias/new", array: "user_aliases")
+            item = ["external_id": .string(id), "alias_name": .string(name), "alias_label": .string(label)]
+        case (.merge, _, _):
+            target = Target(path: "/users/merge", array: "merge_updates")
+            item = ["identifier_to_merge": Self.identifier(other), "identifier_to_keep": Self.identifier(user)]
+        default:
+            return nil
+        }
+    }
+
+    /// An identifier of `/users/merge`: an email or phone also says which profile it means.
+    static func identifier(_ user: UserIdentity) -> JSONValue {
+        var object = JSONObject(members: [user.brazeMember])
+        switch user {
+        case .email, .phone: object["prioritization"] = prioritization
+        default: break
+        }
+        return .object(object)
     }
 }

@@ -25,6 +25,9 @@ public enum ReportJSON {
             "erasures_dead": number(stats.erasuresDead),
             "erasures_unauthorized": number(stats.erasuresUnauthorized),
             "scrub_owed_since": time(stats.scrubOwedSinceMilliseconds),
+            "held_users": .object([
+                "count": number(stats.heldUsers), "keys": .array(stats.heldUserKeys.map(JSONValue.string)),
+            ]),
             "next_retry_at": time(stats.nextRetryAtMilliseconds),
             "path": .string(path),
             "writers_line": writeLine(line),

@@ -32,6 +32,10 @@ struct Settlement: Sendable {
     /// a record's own failure), or a misconfiguration halt (a 401 is an answer: the sink is up, the key is wrong).
     private(set) var answered = false
 
+    /// How long an erasure or identity call waits after its endpoint failed (a 5xx, a timeout): the first probe
+    /// delay of `SinkAvailability.Policy`, the pace of a probe in an outage of records.
+    static var usersOutageWait: Int64 { SinkAvailability.milliseconds(SinkAvailability.Policy().firstProbeDelay) }
+
     /// What the batch says about the destination, for `SinkAvailability`. `probe`: the batch was the probe.
     func signal(probe: Bool) -> SinkAvailability.Signal {
         let declaredDown = halt?.kind == .unavailable
@@ -45,20 +49,29 @@ struct Settlement: Sendable {
         halt = report.halt
         if report.halt?.kind == .configuration { answered = true }
         for record in records {
-            switch report.outcomes[record.id] {
+            // Only records speak for the availability (of `/users/track`): an erasure or an identity call goes to
+            // another endpoint with its own outages (Braze's users bucket), so its answer must not end a track
+            // outage nor its failure begin one (issue 40 #5). Its failure paces itself instead: it waits
+            // `usersOutageWait` (no attempt), where a record would be due at once and sent again in a loop.
+            let speaks = record.erasure == nil && !record.kind.isIdentityCall
+            var outcome = report.outcomes[record.id]
+            if !speaks, case .retry(let reason, _, .destination)? = outcome {
+                outcome = .retry(reason: reason, afterMilliseconds: Self.usersOutageWait, cause: .backPressure)
+            }
+            switch outcome {
             case .delivered:
                 delivered.append(record.id)
-                answered = true
+                answered = answered || speaks
             case .rejected(let reason):
                 rejected[reason, default: []].append(record.id)
-                answered = true
+                answered = answered || speaks
             case .retry(let reason, let after, let cause):
                 retries[RetryGroup(reason: reason, afterMilliseconds: after, cause: cause), default: []]
                     .append(record.id)
                 if cause == .destination {
-                    lastDestinationFailure = reason
+                    if speaks { lastDestinationFailure = reason }
                 } else {
-                    answered = true
+                    answered = answered || speaks
                 }
             case nil:
                 if cancelled || report.halt?.kind == .configuration {

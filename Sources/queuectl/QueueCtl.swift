@@ -19,7 +19,7 @@ struct QueueCtl: AsyncParsableCommand {
         version: EventQueueVersion.string,
         subcommands: [
             Enqueue.self, Drain.self, Status.self, Peek.self, Dead.self, Check.self, Migrate.self, Salvage.self,
-            ImportLegacy.self, Keys.self, Forget.self,
+            ImportLegacy.self, Keys.self, Forget.self, Identify.self, Alias.self, Merge.self,
         ]
     )
 

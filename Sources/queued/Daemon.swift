@@ -24,7 +24,8 @@ struct Daemon {
             (baseSink, rateStatus) = try makeSink(
                 spec: configuration.sinkSpec, apiKeyFile: configuration.apiKeyFile,
                 brazeMaxObjects: configuration.brazeMaxObjects, maxInFlight: configuration.drainOptions.maxInFlight,
-                maxRequestsPerSecond: configuration.maxRequestsPerSecond, observer: metrics, logger: logger)
+                maxRequestsPerSecond: configuration.maxRequestsPerSecond, settleDelay: configuration.settleDelay,
+                observer: metrics, logger: logger)
         } catch {
             throw .configuration("\(error)")
         }

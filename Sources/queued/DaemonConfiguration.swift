@@ -1,6 +1,7 @@
 import EventQueue
 import EventQueueDelivery
 import Logging
+import EventQueueBraze
 
 /// Everything the command line and environment decided, validated once before anything is opened.
 struct DaemonConfiguration: Sendable {
@@ -9,6 +10,8 @@ struct DaemonConfiguration: Sendable {
     var sinkSpec: String
     var apiKeyFile: String?
     var brazeMaxObjects: Int?
+    /// How long an identity call holds its users after Braze answered it (`BrazeSink.settleDelay`).
+    var settleDelay: Duration = BrazeSink.defaultSettleDelay
     var maxRequestsPerSecond: Int?
     var socketPath: String
     var drainOptions: DrainOptions

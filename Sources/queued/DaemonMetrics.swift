@@ -28,6 +28,8 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let erasuresDead: Metrics.Gauge
     private let erasuresUnauthorized: Metrics.Gauge
     private let erasuresDelivered: Metrics.Counter
+    /// Users held back by a dead erasure or identity call (`QueueStats.heldUsers`).
+    private let heldUsers: Metrics.Gauge
     private let recordsInFlight: Metrics.Gauge
     private let requestsInFlight: Metrics.Gauge
     private let sendWindow: Metrics.Gauge
@@ -91,6 +93,7 @@ final class DaemonMetrics: BrazeRequestObserver {
         erasuresDead = Metrics.Gauge(label: "eventqueue_erasures_dead")
         erasuresUnauthorized = Metrics.Gauge(label: "eventqueue_erasures_unauthorized")
         erasuresDelivered = Metrics.Counter(label: "eventqueue_erasures_delivered_total")
+        heldUsers = Metrics.Gauge(label: "eventqueue_held_users")
         recordsInFlight = Metrics.Gauge(label: "eventqueue_records_in_flight")
         requestsInFlight = Metrics.Gauge(label: "eventqueue_braze_requests_in_flight")
         sendWindow = Metrics.Gauge(label: "eventqueue_braze_send_window")
@@ -211,6 +214,7 @@ final class DaemonMetrics: BrazeRequestObserver {
         erasuresPending.record(stats.erasuresPending)
         erasuresDead.record(stats.erasuresDead)
         erasuresUnauthorized.record(stats.erasuresUnauthorized)
+        heldUsers.record(stats.heldUsers)
     }
 
     /// Brings the enqueued counter up to the highest id ever assigned (read from the file at scrape time).

@@ -63,6 +63,13 @@ struct Queued: AsyncParsableCommand {
     var brazeMaxObjects: Int?
 
     @Option(
+        name: .customLong("settle-delay"),
+        help: """
+            Seconds an identity call (identify, alias, merge) holds its users' later records after Braze answered             it, for Braze to apply it first (default: 1; 0 to 60).
+            """)
+    var settleDelay: Double = 1
+
+    @Option(
         name: .customLong("max-requests-per-second"),
         help: "At most N Braze requests start in any 1 s (this host's share of the workspace limit; default: none).")
     var maxRequestsPerSecond: Int?
@@ -119,6 +126,7 @@ struct Queued: AsyncParsableCommand {
             OptionRange.problem("--shutdown-timeout", shutdownTimeout, OptionRange.shutdownTimeoutSeconds),
             drainInterval.flatMap { OptionRange.problem("--drain-interval", $0, OptionRange.drainIntervalSeconds) },
             brazeMaxObjects.flatMap { OptionRange.problem("--braze-max-objects", $0, OptionRange.brazeMaxObjects) },
+            OptionRange.problem("--settle-delay", settleDelay, 0...60),
             maxRequestsPerSecond.flatMap {
                 OptionRange.problem("--max-requests-per-second", $0, OptionRange.maxRequestsPerSecond)
             },
@@ -176,6 +184,7 @@ struct Queued: AsyncParsableCommand {
             sinkSpec: sink,
             apiKeyFile: apiKeyFile,
             brazeMaxObjects: brazeMaxObjects,
+            settleDelay: .milliseconds(Int64(settleDelay * 1000)),
             maxRequestsPerSecond: maxRequestsPerSecond,
             socketPath: QueueEnvironment.socketPath(explicit: socket),
             drainOptions: flags.drainOptions,

@@ -9,12 +9,13 @@ import Logging
 /// - `braze:BASE_URL` posts to `BASE_URL/users/track`. Its key comes from `--api-key-file`, else the systemd
 ///   credential `braze-api-key` (`$CREDENTIALS_DIRECTORY`), else `$BRAZE_API_KEY`; it is never logged.
 ///   `--braze-max-objects` caps the objects per request for accounts limited to 50 combined.
-///   `--max-in-flight` and `--max-requests-per-second` pace its requests (`BrazeRateGovernor`).
+///   `--max-in-flight` and `--max-requests-per-second` pace its requests (`BrazeRateGovernor`); `--settle-delay`
+///   is how long an identity call holds its users after Braze answered it.
 ///
 /// Returns the sink and, for Braze, how to read its rate-limit state (`GET /status`, `/metrics`).
 func makeSink(
     spec: String, apiKeyFile: String?, brazeMaxObjects: Int?, maxInFlight: Int, maxRequestsPerSecond: Int?,
-    observer: (any BrazeRequestObserver)?, logger: Logger
+    settleDelay: Duration = BrazeSink.defaultSettleDelay, observer: (any BrazeRequestObserver)?, logger: Logger
 ) throws -> (sink: any Sink, rateStatus: (@Sendable () async -> BrazeRateStatus)?) {
     if spec.hasPrefix("braze:") {
         let baseURL = String(spec.dropFirst("braze:".count))
@@ -26,7 +27,8 @@ func makeSink(
             }
             let sink = BrazeSink(
                 baseURL: baseURL, apiKey: key, maxObjectsPerRequest: brazeMaxObjects, maxInFlight: maxInFlight,
-                maxRequestsPerSecond: maxRequestsPerSecond, observer: observer, logger: logger)
+                maxRequestsPerSecond: maxRequestsPerSecond, settleDelay: settleDelay, observer: observer,
+                logger: logger)
             logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
             return (sink, { await sink.rateStatus() })
         } catch let error as BrazeConfigurationError {

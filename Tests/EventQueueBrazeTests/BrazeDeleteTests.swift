@@ -97,11 +97,36 @@ import Testing
     }
 
     @Test func theRequestBodyIsBrazesShape() {
-        let alias = BrazeDeleteBody([erasure(1, .alias(name: "n", label: "l"))], type: .userAliases)
+        func body(_ erasures: [OutgoingErasure]) -> BrazeRequestBody {
+            let requests = BrazeSink.deletions(erasures)
+            #expect(requests.count == 1)
+            let records = requests.first ?? []
+            return BrazeRequestBody(
+                path: "/users/delete", array: erasures[0].identifierType.rawValue,
+                members: records.compactMap { $0.erasure?.user.brazeMember.value }, ids: records.map(\.id))
+        }
+        let alias = body([erasure(1, .alias(name: "n", label: "l"))])
         #expect(
             String(decoding: alias.bytes, as: UTF8.self) == #"{"user_aliases":[{"alias_name":"n","alias_label":"l"}]}"#)
-        let ids = BrazeDeleteBody([erasure(1, .externalID("a")), erasure(2, .externalID("b"))], type: .externalIDs)
+        let ids = body([erasure(2, .externalID("b")), erasure(1, .externalID("a"))])
         #expect(String(decoding: ids.bytes, as: UTF8.self) == #"{"external_ids":["a","b"]}"#)
-        #expect(ids.ids == [1, 2])
+        #expect(ids.idsByArray == ["external_ids": [1, 2]])
+    }
+
+    @Test func aDeletionFailureRightAfterATrackAnswerIsStillAnOutageOfItsOwnBucket() async throws {
+        // Each rate bucket judges its failures by its own answers (issue 40 #5): an answered /users/track says
+        // nothing about /users/delete, so a failing deletion is not split as if Braze were up and costs no attempt.
+        var faults = FakeBrazeFaults()
+        faults.deleteFailures = [503, 503, 503]
+        let (tracked, report) = try await withSink(faults: faults) { _, sink in
+            let tracked = await sink.deliver([event(10, user: "t")])
+            return (tracked, await sink.erase([erasure(1, .externalID("u1")), erasure(2, .externalID("u2"))]))
+        }
+        #expect(tracked.outcomes[10] == .delivered)
+        guard case .retry(_, _, let cause)? = report.outcomes[1] else {
+            Issue.record("\(report)")
+            return
+        }
+        #expect(cause == .destination)
     }
 }

@@ -255,6 +255,28 @@ struct DrainerErasureTests {
         #expect(live.map(\.attempts) == [1, 0] && live.first?.erasure != nil)
     }
 
+    /// Issue 40 #5: the deletion endpoint's outage is its own. Failing erasures neither make the sink unavailable
+    /// (records of other users keep going) nor go out again at once; an erasure's answer never ends a track outage.
+    @Test func aDeletionOutageNeitherStopsRecordsNorLoops() async throws {
+        _ = try forget("u1")
+        _ = try enqueue((1...5).map { testEvent("u2-\($0)", user: "u2") }, at: path)
+        let sink = LoggingSink { _ in .retry(reason: "HTTP 503", cause: .destination) }
+        let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 1))
+        let started = WallClock.nowMilliseconds()
+        let summary = try await drainOnce(drainer)
+        #expect(summary.delivered == 5 && summary.retried == 1, "\(summary)")
+        #expect(drainer.availability.snapshot.state == .available)
+        #expect(sink.events.filter { $0.hasPrefix("erase") }.count == 1, "not sent again at once: \(sink.events)")
+        let erasure = try #require(try liveRecords(path).values.first)
+        #expect(erasure.attempts == 0 && erasure.nextAttemptAtMilliseconds >= started + 1_000)
+
+        var row = OutgoingRecord(
+            id: 1, kind: .event, object: [:], userKey: "external_id:u1", createdAtMilliseconds: 0, attempts: 0)
+        row.erasure = OutgoingErasure(id: 1, user: .externalID("u1"))
+        let settled = Settlement(records: [row], report: DeliveryReport(outcomes: [1: .delivered]), cancelled: false)
+        #expect(!settled.signal(probe: true).answered, "an erasure's answer says nothing of /users/track")
+    }
+
     @Test func aSinkThatCannotEraseDeadLettersTheErasureWithTheReason() async throws {
         _ = try forget("u1")
         let sink = ScriptedSink.acceptingEverything()

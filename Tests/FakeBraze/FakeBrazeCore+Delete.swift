@@ -1,9 +1,10 @@
 import Foundation
 
 /// `POST /users/delete`, with Braze's contract: exactly one identifier array of at most 50 identifiers, answered
-/// `202 {"deleted": n, "message": "success"}`; its own rate bucket (20,000 requests per minute, in the
-/// `X-RateLimit-*` headers), the key check, and its faults (`FakeBrazeFaults.deleteFailures`,
-/// `deleteRejectIdentifier`, `deleteDelayMilliseconds`). Recorded in the timeline like `/users/track`.
+/// `202 {"deleted": n, "message": "success"}`; the users bucket it shares with the identity calls (20,000 requests
+/// per minute, in the `X-RateLimit-*` headers), the key check, and its faults (`FakeBrazeFaults.deleteFailures`,
+/// `deleteRejectIdentifier`, `deleteDelayMilliseconds`, which the whole bucket shares). Recorded in the timeline
+/// like `/users/track`.
 extension FakeBrazeCore {
     static let deletePath = "/users/delete"
     /// Braze's documented bucket for `/users/delete` and its neighbours.
@@ -18,9 +19,30 @@ extension FakeBrazeCore {
 
     /// Decides the answer to `POST /users/delete`.
     func delete(authorization: String?, contentType: String?, body: Data) -> FakeBrazeAction {
-        let parsed = FakeBrazeContract.parse(body)
-        let checked = Self.checkDelete(parsed)
-        let users = checked.users
+        let checked = Self.checkDelete(FakeBrazeContract.parse(body))
+        return usersBucket(
+            path: Self.deletePath, authorization: authorization, contentType: contentType, users: checked.users,
+            malformed: checked.malformed
+        ) { number, faults, headers in
+            if let rejected = faults.deleteRejectIdentifier, checked.identifiers.contains(rejected) {
+                return Self.message(400, "fake-braze: identifier \(rejected) refused", headers)
+            }
+            let deletion = ReceivedDeletion(request: number, type: checked.type, identifiers: checked.identifiers)
+            state.withLock { $0.deletions.append(deletion) }
+            return FakeBrazeAction(
+                status: 202, headers: headers,
+                body: Self.json(["deleted": checked.identifiers.count, "message": "success"]))
+        }
+    }
+
+    /// One request to an endpoint of the users bucket (`/users/delete`, `/users/identify`, `/users/alias/new`,
+    /// `/users/merge`): one request count, rate window and list of failures to come for all of them, as Braze's
+    /// shared 20,000 a minute; the key and content type checked, the body's `malformed` answered 400, else
+    /// `answer`'s. Recorded in the timeline (`users`: the identities the request names) like `/users/track`.
+    func usersBucket(
+        path: String, authorization: String?, contentType: String?, users: [String], malformed: String?,
+        answer: (_ number: Int, FakeBrazeFaults, [(String, String)]) -> FakeBrazeAction
+    ) -> FakeBrazeAction {
         let (seconds, attoseconds) = (ContinuousClock.now - started).components
         let now = Double(seconds) + Double(attoseconds) / 1e18
         let epochSeconds = Int(Date().timeIntervalSince1970)
@@ -34,8 +56,7 @@ extension FakeBrazeCore {
             state.deletesInRateWindow += 1
             let number = state.deleteRequests
             state.inFlight.started(request: -number, users: users, at: now)
-            state.timeline.record(
-                endpoint: Self.deletePath, request: number, phase: .started, users: users, status: nil)
+            state.timeline.record(endpoint: path, request: number, phase: .started, users: users, status: nil)
             let failure = state.deleteFailuresLeft.isEmpty ? nil : state.deleteFailuresLeft.removeFirst()
             let headers = [
                 ("X-RateLimit-Limit", "\(Self.deleteRateLimit)"),
@@ -53,20 +74,14 @@ extension FakeBrazeCore {
                 failure, "fake-braze: injected failure", headers + (failure == 429 ? [("Retry-After", "1")] : []))
         } else if !(contentType?.lowercased().hasPrefix("application/json") ?? false) {
             action = Self.message(400, "Content-Type must be application/json", headers)
-        } else if let reason = checked.malformed {
-            action = Self.message(400, reason, headers)
-        } else if let rejected = faults.deleteRejectIdentifier, checked.identifiers.contains(rejected) {
-            action = Self.message(400, "fake-braze: identifier \(rejected) refused", headers)
+        } else if let malformed {
+            action = Self.message(400, malformed, headers)
         } else {
-            let deletion = ReceivedDeletion(request: number, type: checked.type, identifiers: checked.identifiers)
-            state.withLock { $0.deletions.append(deletion) }
-            action = FakeBrazeAction(
-                status: 202, headers: headers,
-                body: Self.json(["deleted": checked.identifiers.count, "message": "success"]))
+            action = answer(number, faults, headers)
         }
         action.request = number
-        action.endpoint = Self.deletePath
-        action.delayMilliseconds = max(0, faults.deleteDelayMilliseconds)
+        action.endpoint = path
+        action.delayMilliseconds = max(0, faults.deleteDelayMilliseconds, faults.delayMilliseconds)
         state.withLock { $0.stats.byStatus[action.status, default: 0] += 1 }
         return action
     }

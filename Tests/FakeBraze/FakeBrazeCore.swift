@@ -23,6 +23,8 @@ final class FakeBrazeCore: Sendable {
         var timeline = FakeBrazeTimeline()
         /// `/users/delete`: its answered deletions, its request count, its own rate window and its failures to come.
         var deletions: [ReceivedDeletion] = []
+        /// `/users/identify`, `/users/alias/new` and `/users/merge`: the calls answered 2xx.
+        var identityCalls: [ReceivedIdentityCall] = []
         var deleteRequests = 0
         var deleteRateWindow = 0
         var deletesInRateWindow = 0
@@ -61,6 +63,7 @@ final class FakeBrazeCore: Sendable {
             $0.inFlight.resetCounters()
             $0.timeline = FakeBrazeTimeline()
             $0.deletions = []
+            $0.identityCalls = []
         }
     }
 
@@ -99,7 +102,7 @@ final class FakeBrazeCore: Sendable {
     /// The handler answered (or dropped: no `status`) request `number` of `endpoint`: it is no longer in flight.
     func finished(request number: Int, endpoint: String, status: Int?) {
         state.withLock { state in
-            state.inFlight.finished(request: endpoint == Self.deletePath ? -number : number)
+            state.inFlight.finished(request: endpoint == "/users/track" ? number : -number)
             state.timeline.record(endpoint: endpoint, request: number, phase: .answered, users: [], status: status)
         }
     }

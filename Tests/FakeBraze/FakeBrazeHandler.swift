@@ -56,6 +56,10 @@ final class FakeBrazeHandler: ChannelInboundHandler, RemovableChannelHandler {
             action = core.delete(
                 authorization: head.headers.first(name: "authorization"),
                 contentType: head.headers.first(name: "content-type"), body: bytes)
+        } else if head.method == .POST, FakeBrazeCore.identityArrays[path] != nil {
+            action = core.identityCall(
+                path: path, authorization: head.headers.first(name: "authorization"),
+                contentType: head.headers.first(name: "content-type"), body: bytes)
         } else {
             action = FakeBrazeCore.message(404, "Not Found", [])
         }

@@ -89,6 +89,9 @@ public final class FakeBrazeServer: Sendable {
     /// Every `/users/delete` answered 2xx, in arrival order.
     public func deletions() -> [ReceivedDeletion] { core.deletions() }
 
+    /// Every `/users/identify`, `/users/alias/new` and `/users/merge` request answered 2xx, in arrival order.
+    public func identityCalls() -> [ReceivedIdentityCall] { core.identityCalls() }
+
     /// Both endpoints' requests, arriving and answered, in the order the fake saw them (`FakeBrazeEvent`).
     public func timeline() -> [FakeBrazeEvent] { core.timeline() }
 

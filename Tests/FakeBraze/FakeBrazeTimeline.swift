@@ -1,4 +1,4 @@
-/// One moment in the fake's timeline: a request arriving, or its answer going out, on either endpoint, in the order
+/// One moment in the fake's timeline: a request arriving, or its answer going out, on any endpoint, in the order
 /// the fake saw them. Tests check order from it (a user's deletion after the answer of every request that carried
 /// the user; no `/users/track` object of the user after the deletion), not from the client's side.
 public struct FakeBrazeEvent: Sendable, Hashable {
@@ -9,7 +9,7 @@ public struct FakeBrazeEvent: Sendable, Hashable {
 
     /// Position in the timeline, from 1.
     public var sequence: Int
-    /// `/users/track` or `/users/delete`.
+    /// `/users/track`, `/users/delete`, `/users/identify`, `/users/alias/new` or `/users/merge`.
     public var endpoint: String
     /// The request's number on its endpoint, from 1 (`ReceivedObject.request`, `ReceivedDeletion.request`).
     public var request: Int
@@ -19,6 +19,8 @@ public struct FakeBrazeEvent: Sendable, Hashable {
     public var users: [String]
     /// The answer's status; `nil` for an arrival or a dropped connection.
     public var status: Int?
+    /// When it happened, for the gaps between dependent calls (the settle delay).
+    public var at = ContinuousClock.now
 }
 
 /// A `POST /users/delete` the fake answered 2xx: which users it deleted.

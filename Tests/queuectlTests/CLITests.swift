@@ -110,6 +110,28 @@ import EventQueueTestSupport
         .init(arguments: ["dead", "retry"], status: 64, message: "either --all or one or more record ids"),
         .init(arguments: ["dead", "purge", "12345"], status: 1, message: "not dead letters: 12345"),
         .init(arguments: ["peek", "--limit", "-1"], status: 64, message: "--limit"),
+        // Issue 41: identity calls name both sides, once each, and only what Braze takes.
+        .init(arguments: ["identify", "--alias", "d:device_id"], status: 64, message: "give --external-id"),
+        .init(arguments: ["identify", "--external-id", "U1"], status: 64, message: "give --alias, --email or --phone"),
+        .init(
+            arguments: ["identify", "--external-id", "U1", "--alias", "d:l", "--email", "a@b.co"], status: 64,
+            message: #"two users named: --email "a@b.co" and --alias "d:l""#),
+        .init(
+            arguments: ["identify", "--external-id", "U1", "--email", "not-an-email"], status: 65,
+            message: "identify.email"),
+        .init(
+            arguments: ["alias", "--external-id", "U1", "--email", "a@b.co"], status: 64, message: "alias takes --alias"
+        ),
+        .init(
+            arguments: ["merge", "--merge-external-id", "u", "--keep-external-id", "u"], status: 65,
+            message: "merges the user into itself"),
+        .init(
+            arguments: ["merge", "--merge-external-id", "u", "--merge-email", "a@b.co", "--keep-external-id", "v"],
+            status: 64, message: #"two users named: --merge-external-id "u" and --merge-email "a@b.co""#),
+        .init(arguments: ["merge", "--merge-external-id", "u"], status: 64, message: "give one of --keep-external-id"),
+        .init(
+            arguments: ["enqueue", "--ndjson", "-"], stdin: #"{"type":"merge","external_id":"u","merge":{}}"#,
+            status: 65, message: "merge.record"),
     ]
 
     @Test(arguments: badInvocations)
@@ -222,6 +244,33 @@ import EventQueueTestSupport
                 ["alias_name": "urn:x:1", "alias_label": "crm:eu"],
                 ["alias_name": "device-7", "alias_label": "device_id"],
             ], "\(peek.stdout)")
+    }
+
+    /// Issue 41: `identify`, `alias` and `merge` queue one call each, and NDJSON takes the same calls; `peek` shows
+    /// their kinds.
+    @Test func identityCallsAreQueuedFromFlagsAndNDJSON() async throws {
+        let scratch = Scratch()
+        let db = scratch.file("q.db")
+        for arguments in [
+            ["identify", "--external-id", "U1", "--alias", "dev-1:device_id"],
+            ["alias", "--external-id", "U1", "--alias-name", "crm:7", "--alias-label", "crm"],
+            ["merge", "--merge-email", "old@example.com", "--keep-external-id", "U1"],
+        ] {
+            let result = try await queuectl(arguments, db: db, in: scratch)
+            #expect(result.status == 0, "\(arguments): \(result.stderr)")
+        }
+        let ndjson = try await queuectl(
+            ["enqueue", "--ndjson", "-"], db: db,
+            stdin: #"{"type":"identify","external_id":"U2","identify":{"phone":"+15555550100"}}"#, in: scratch)
+        #expect(ndjson.status == 0, "\(ndjson.stderr)")
+        let peek = try await queuectl(["peek", "--json"], db: db, in: scratch)
+        let records = try JSONSerialization.jsonObject(with: Data(peek.stdout.utf8)) as? [[String: Any]] ?? []
+        #expect(
+            records.compactMap { $0["type"] as? String } == ["identify", "alias", "merge", "identify"], "\(peek.stdout)"
+        )
+        let merge = records.count > 2 ? records[2]["object"] as? [String: Any] : nil
+        #expect(merge?["external_id"] as? String == "U1")
+        #expect((merge?["merge"] as? [String: String]) == ["email": "old@example.com"])
     }
 
     @Test func propValuesAreJSONWhenTheyParseAndStringsOtherwise() async throws {

@@ -44,7 +44,7 @@ import EventQueueTestSupport
         _ = FileManager.default.createFile(atPath: notAQueue, contents: Data(repeating: 0x41, count: 4096))
         let options = [
             "--batch-size", "--lease-seconds", "--max-attempts", "--drain-interval", "--shutdown-timeout",
-            "--braze-max-objects",
+            "--braze-max-objects", "--settle-delay",
         ]
         var runs = 0
         for (index, value) in Self.values(count: 40, seed: 13).enumerated() {

@@ -14,6 +14,29 @@ extension QueueAdmin {
         guard try statement.step() else { return (0, 0, 0) }
         return (Int(statement.int64(0)), Int(statement.int64(1)), Int(statement.int64(2)))
     }
+
+    /// The users a dead barrier (an erasure or identity call Braze refused) holds back (issue 40 #4, issue 41):
+    /// how many, and the first `shown` keys. Reads the dead letters only (`records_dead`).
+    func heldUsers(shown: Int = 5) throws(QueueError) -> (count: Int, keys: [String]) {
+        let statement = try file.connection.statement(
+            """
+            WITH barriers AS (
+                SELECT user_key, other_user_key FROM records INDEXED BY records_dead
+                WHERE state = 'dead' AND (erasure IS NOT NULL OR other_user_key IS NOT NULL)),
+            held AS (
+                SELECT user_key AS key FROM barriers
+                UNION SELECT other_user_key FROM barriers WHERE other_user_key IS NOT NULL)
+            SELECT key, count(*) OVER () FROM held ORDER BY key LIMIT ?1
+            """, operation: "counting held users")
+        defer { statement.reset() }
+        statement.bind(1, Int64(shown))
+        var (count, keys) = (0, [String]())
+        while try statement.step() {
+            count = Int(statement.int64(1))
+            if let key = statement.text(0) { keys.append(key) }
+        }
+        return (count, keys)
+    }
 }
 
 extension QueueWriter {

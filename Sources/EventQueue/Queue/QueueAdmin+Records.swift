@@ -60,6 +60,7 @@ extension QueueAdmin {
         }
         if includingErasures {
             (stats.erasuresPending, stats.erasuresDead, stats.erasuresUnauthorized) = try erasureCounts()
+            if file.hasQueueClock { (stats.heldUsers, stats.heldUserKeys) = try heldUsers() }
         }
         return stats
     }

@@ -43,4 +43,8 @@ public struct QueueStats: Sendable, Hashable {
     /// When the last `forget` whose removed records' bytes may still be readable in the file ran (Unix ms): its
     /// scrub did not fit the write-lock bound (`ScrubReport.vacuumed`) and is owed; `nil` when none is.
     public var scrubOwedSinceMilliseconds: Int64? = nil
+    /// Users whose later records wait behind a dead erasure or identity call until `dead retry` or `dead purge` of
+    /// it, and the first few of their keys (filled in with the erasures).
+    public var heldUsers: Int = 0
+    public var heldUserKeys: [String] = []
 }

@@ -24,12 +24,18 @@ package enum RecordStateSQL {
     /// SQLite may use the partial index, and reads state and times from the row.
     /// A due time or expiry beyond `?5` (now plus `ClockHorizon.longestWaitMilliseconds`) was written by a clock
     /// ahead of ours (a clock stepped back since): it counts as passed, so it neither parks nor blocks anything.
-    /// An erasure (`erasure` set: `forget` with a Braze delete, Migrations/0007) is a barrier in its user's stream:
-    /// it is claimed only once no earlier live row of its user is left, and a live erasure holds back every later
-    /// row of its user, claimable or not, so an erasure and the user's other rows are never in flight together
-    /// (nor in one claim: the subselect reads the rows as they were before the claim). "Any earlier live row" is
-    /// not in the narrow index: that probe walks `records_live` up to the erasure, which the claim's walk has just
-    /// walked anyway, and runs only for an erasure that is a candidate (rare: `forget` deletes the user's rows).
+    /// A barrier is an erasure (`erasure` set: `forget` with a Braze delete, Migrations/0007) or an identity call
+    /// (`other_user_key` set: identify, alias, merge, issue 41), and it stands in the stream of every user it names
+    /// (`user_key`, and `other_user_key`, whose own index `records_other_user` holds only identity calls): it is
+    /// claimed only once no earlier live row of those users is left, and it holds back every later row of them,
+    /// claimable or not, and dead too (issue 40 #4: Braze refused it; `dead retry` or `dead purge` lets them go),
+    /// so a barrier and its users' other rows are never in flight together (nor in one claim: the subselect reads
+    /// the rows as they were before the claim). "Any earlier live row" is not in the narrow index: that probe walks
+    /// `records_live` up to the barrier, which the claim's walk has just walked anyway, and runs only for a barrier
+    /// that is a candidate (rare). An ordinary row pays one more probe, into `records_other_user`, only when that
+    /// index holds a row at all (an uncorrelated subquery, run once per claim): a queue without identity calls
+    /// claims at about 39 VM steps a row, against 32 before them (80 with the probe always run and the column
+    /// VIRTUAL).
     package static let claim = """
         UPDATE records
         SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
@@ -60,16 +66,44 @@ package enum RecordStateSQL {
                 OR (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) > ?5)
               AND NOT EXISTS (
                   SELECT 1 FROM records AS e INDEXED BY records_user_order
-                  WHERE e.user_key = r.user_key AND e.id < r.id AND e.dead_at_ms IS NULL AND e.state != 'dead'
-                    AND (e.state = 'leased' OR e.next_attempt_at_ms > 0 OR e.erasure IS NOT NULL)
-                    AND ((CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
-                        BETWEEN ?3 + 1 AND ?5 OR e.erasure IS NOT NULL))
-              AND (r.erasure IS NULL OR NOT EXISTS (
+                  WHERE e.user_key = r.user_key AND e.id < r.id
+                    AND \(userOrderIndexed("e"))
+                    AND (\(barrier("e")) OR (e.state != 'dead'
+                        AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
+                        BETWEEN ?3 + 1 AND ?5)))
+              AND ((SELECT 1 FROM records INDEXED BY records_other_user WHERE other_user_key IS NOT NULL LIMIT 1)
+                    IS NULL
+                OR NOT EXISTS (
+                  SELECT 1 FROM records AS o INDEXED BY records_other_user
+                  WHERE o.other_user_key = r.user_key AND o.id < r.id AND o.other_user_key IS NOT NULL))
+              AND ((r.erasure IS NULL AND r.other_user_key IS NULL) OR (NOT EXISTS (
                   SELECT 1 FROM records AS b INDEXED BY records_live
-                  WHERE b.state != 'dead' AND b.id < r.id AND b.user_key = r.user_key AND b.dead_at_ms IS NULL))
+                  WHERE b.state != 'dead' AND b.id < r.id AND b.dead_at_ms IS NULL
+                    AND (b.user_key IN (r.user_key, r.other_user_key)
+                        OR b.other_user_key IN (r.user_key, r.other_user_key)))
+                AND (r.other_user_key IS NULL OR (NOT EXISTS (
+                  SELECT 1 FROM records AS e INDEXED BY records_user_order
+                  WHERE e.user_key = r.other_user_key AND e.id < r.id AND \(userOrderIndexed("e"))
+                    AND (\(barrier("e"))))
+                AND NOT EXISTS (
+                  SELECT 1 FROM records AS o INDEXED BY records_other_user
+                  WHERE o.other_user_key = r.other_user_key AND o.id < r.id AND o.other_user_key IS NOT NULL)))))
             ORDER BY r.id
             LIMIT ?4
         """
+
+    /// A barrier in its users' streams: an erasure, or an identity call (`other_user_key` set, issue 41). Dead, it
+    /// still holds its users' later rows, until `dead retry` or `dead purge` of it (issue 40 #4).
+    private static func barrier(_ table: String) -> String {
+        "\(table).erasure IS NOT NULL OR \(table).other_user_key IS NOT NULL"
+    }
+
+    /// The condition of the partial index `records_user_order` (Migrations/0008), named in its probes so that
+    /// SQLite may use it: the live rows that can block (leased, or due later) and every barrier.
+    private static func userOrderIndexed(_ table: String) -> String {
+        "((\(table).dead_at_ms IS NULL AND (\(table).state = 'leased' OR \(table).next_attempt_at_ms > 0)) OR "
+            + "\(table).erasure IS NOT NULL OR \(table).other_user_key IS NOT NULL)"
+    }
 
     /// Leases exactly the rows `claimWalk` found for one batch (`?3`: their ids, a JSON array), in the walk's
     /// transaction, so they are still as the walk saw them: claimable and in order for their users.
@@ -92,12 +126,13 @@ package enum RecordStateSQL {
         WHERE id IN (SELECT value FROM json_each(?2)) AND state = 'leased' AND lease_owner = ?1
         """
 
-    /// Every lease token in the file (the takeover of a dead process's leases). `dead_at_ms IS NULL` holds for
-    /// every leased row (a CHECK); saying it lets SQLite read the partial index `records_user_order`, which holds
-    /// every leased row, instead of the whole table (14 ms at 100,000 pending records, at every pass; issue 34).
+    /// Every lease token in the file (the takeover of a dead process's leases). The index's condition holds for
+    /// every leased row (`dead_at_ms IS NULL`: a CHECK); saying it lets SQLite read the partial index
+    /// `records_user_order`, which holds every leased row, instead of the whole table (14 ms at 100,000 pending
+    /// records, at every pass; issue 34).
     static let leaseOwners = """
         SELECT DISTINCT lease_owner FROM records
-        WHERE state = 'leased' AND lease_owner IS NOT NULL AND dead_at_ms IS NULL
+        WHERE state = 'leased' AND lease_owner IS NOT NULL AND \(userOrderIndexed("records"))
         """
 
     /// The global keys (older writers' records) for older writers, who look only there (Migrations/0001).
@@ -243,8 +278,9 @@ package enum RecordStateSQL {
 /// The limits (issue 30; `QueueLimits`): what the queue gives up, always counted in `queue_drops` in the same
 /// transaction. A pending record past the max age becomes a dead letter (`expire`, never deleted); under
 /// drop-oldest the oldest dead letters, then the oldest pending records, are deleted to make room (`dropOldest*`).
-/// Neither ever touches a leased record (it is being delivered) or an erasure (`erasure IS NOT NULL`: a user's
-/// erasure must reach Braze; Migrations/0007).
+/// Neither ever touches a leased record (it is being delivered), an erasure (`erasure IS NOT NULL`: a user's
+/// erasure must reach Braze; Migrations/0007) or an identity call (kinds but `event`, `attribute`, `purchase`: its users' later
+/// records must follow it, and a dead one would hold them until an operator acts).
 ///
 ///     pending ─ expire (older than the max age) ─► dead
 ///     dead, pending ─ drop-oldest (the file at its size limit) ─► (deleted)
@@ -255,7 +291,8 @@ extension RecordStateSQL {
     static let dropOldestDead = """
         DELETE FROM records WHERE id IN (
             SELECT id FROM records INDEXED BY records_dead
-            WHERE state = 'dead' AND id < ?2 AND erasure IS NULL ORDER BY id LIMIT ?1)
+            WHERE state = 'dead' AND id < ?2 AND erasure IS NULL AND kind IN ('event', 'attribute', 'purchase')
+            ORDER BY id LIMIT ?1)
         RETURNING coalesce(substr(last_error, 1, 8) = 'expired:', 0)
         """
 
@@ -263,7 +300,9 @@ extension RecordStateSQL {
     static let dropOldestPending = """
         DELETE FROM records WHERE id IN (
             SELECT id FROM records INDEXED BY records_live
-            WHERE state != 'dead' AND state = 'pending' AND id < ?2 AND erasure IS NULL ORDER BY id LIMIT ?1)
+            WHERE state != 'dead' AND state = 'pending' AND id < ?2 AND erasure IS NULL
+              AND kind IN ('event', 'attribute', 'purchase')
+            ORDER BY id LIMIT ?1)
         """
 
     /// Expiry (`QueueAdmin.expireOldRecords`): the next at most `?4` pending records with ids after `?1` and up to
@@ -279,6 +318,7 @@ extension RecordStateSQL {
         WHERE id IN (
             SELECT id FROM records INDEXED BY records_live
             WHERE state != 'dead' AND id > ?1 AND id <= ?2 AND state = 'pending' AND erasure IS NULL
+              AND kind IN ('event', 'attribute', 'purchase')
               AND (last_error IS NULL OR substr(last_error, 1, 8) != 'expired:')
             ORDER BY id LIMIT ?4)
         RETURNING id
@@ -289,6 +329,7 @@ extension RecordStateSQL {
     static let firstExpirable = """
         SELECT id FROM records INDEXED BY records_live
         WHERE state != 'dead' AND id <= ?1 AND state = 'pending' AND erasure IS NULL
+          AND kind IN ('event', 'attribute', 'purchase')
           AND (last_error IS NULL OR substr(last_error, 1, 8) != 'expired:')
         ORDER BY id LIMIT 1
         """

@@ -1,5 +1,6 @@
 extension Record {
-    /// Parses one NDJSON line: a Braze object plus `"type": "event" | "attribute" | "purchase"` and an optional
+    /// Parses one NDJSON line: a Braze object plus `"type": "event" | "attribute" | "purchase"` (or an identity call,
+    /// `"identify" | "alias" | "merge"`, `Record.identify`) and an optional
     /// `"idempotency_key"`. Both are removed from the object; the rest is the object as it will be sent.
     /// Parsing is not validation: `QueueWriter.enqueue` checks the Braze rules.
     public init(jsonLine: String) throws(ValidationError) {
@@ -18,10 +19,10 @@ extension Record {
             throw ValidationError(field: "record", rule: "must be a JSON object (got \(value.typeName))")
         }
         guard let typeValue = object["type"] else {
-            throw ValidationError(field: "type", rule: "is required: one of event, attribute, purchase")
+            throw ValidationError(field: "type", rule: "is required: one of \(Self.types)")
         }
         guard let typeName = typeValue.stringValue, let kind = RecordKind(rawValue: typeName) else {
-            throw ValidationError(field: "type", rule: "must be one of event, attribute, purchase")
+            throw ValidationError(field: "type", rule: "must be one of \(Self.types)")
         }
         object["type"] = nil
         var key: String?
@@ -34,4 +35,6 @@ extension Record {
         }
         self.init(kind: kind, object: object, idempotencyKey: key)
     }
+
+    static let types = RecordKind.allCases.map(\.rawValue).joined(separator: ", ")
 }

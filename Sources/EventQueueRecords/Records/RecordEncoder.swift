@@ -102,7 +102,7 @@ package enum RecordEncoder {
     /// The writer does it before storing; `StoredPayload.check` (the consumer, `dead retry`, salvage) does it
     /// again for records a foreign writer stored without one, with the row's `created_at_ms`, so that all agree.
     package static func fillInTime(_ object: inout JSONObject, kind: RecordKind, enqueuedAtMilliseconds: Int64) {
-        if kind != .attribute, object["time"] == nil {
+        if kind == .event || kind == .purchase, object["time"] == nil {
             object["time"] = .string(ISO8601.format(unixMilliseconds: enqueuedAtMilliseconds))
         }
     }

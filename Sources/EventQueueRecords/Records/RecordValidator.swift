@@ -32,6 +32,7 @@ public enum RecordValidator {
         switch kind {
         case .event, .purchase: return try validateEventOrPurchase(kind: kind, object)
         case .attribute: return try validateAttributes(object)
+        case .identify, .alias, .merge: return try validateIdentityCall(kind: kind, object).user
         }
     }
 }

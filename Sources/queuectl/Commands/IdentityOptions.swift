@@ -46,51 +46,66 @@ struct IdentityOptions: ParsableArguments {
     /// The one user named, or `nil` for none. Two identity flags, of one kind or of two, are a usage error naming
     /// both: which one was meant cannot be known, and guessing files the record under (or erases) another user.
     func identityIfGiven() throws -> UserIdentity? {
+        try Self.oneUser(
+            externalID: externalID, brazeID: brazeID, email: email, phone: phone, alias: alias, aliasName: aliasName,
+            aliasLabel: aliasLabel)
+    }
+
+    /// The one user the flags name (each `--PREFIXexternal-id`, ... value given), or `nil` for none: the rule of
+    /// `identityIfGiven`, for every command that names a user (`merge` names two, `--merge-*` and `--keep-*`).
+    static func oneUser(
+        prefix: String = "--", externalID: [String] = [], brazeID: [String] = [], email: [String], phone: [String],
+        alias: [String], aliasName: [String], aliasLabel: [String]
+    ) throws -> UserIdentity? {
+        let (nameFlag, labelFlag) = (prefix + "alias-name", prefix + "alias-label")
         var given: [(flag: String, value: String)] = []
         for (flag, values) in [
-            ("--external-id", externalID), ("--braze-id", brazeID), ("--email", email), ("--phone", phone),
-            ("--alias", alias), ("--alias-name", aliasName), ("--alias-label", aliasLabel),
+            ("external-id", externalID), ("braze-id", brazeID), ("email", email), ("phone", phone),
+            ("alias", alias), ("alias-name", aliasName), ("alias-label", aliasLabel),
         ] {
-            for value in values { given.append((flag, value)) }
+            for value in values { given.append((prefix + flag, value)) }
         }
         let pairedAlias = aliasName.count == 1 && aliasLabel.count == 1
         // The names are spelled out only for the error: this runs on every `queuectl enqueue`.
         if given.count - (pairedAlias ? 1 : 0) > 1 {
             let named =
-                given.filter { !pairedAlias || ($0.flag != "--alias-name" && $0.flag != "--alias-label") }
+                given.filter { !pairedAlias || ($0.flag != nameFlag && $0.flag != labelFlag) }
                 .map { "\($0.flag) \(CommandLineText.quoted($0.value))" }
                 + (pairedAlias
                     ? [
-                        "--alias-name \(CommandLineText.quoted(aliasName[0])) --alias-label "
+                        "\(nameFlag) \(CommandLineText.quoted(aliasName[0])) \(labelFlag) "
                             + CommandLineText.quoted(aliasLabel[0])
                     ] : [])
+            let flags = ["external-id", "braze-id", "email", "phone", "alias"].filter {
+                $0 != "braze-id" || prefix == "--"
+            }
             throw ValidationError(
                 "two users named: \(named[0]) and \(named[1])\(named.count > 2 ? " (and \(named.count - 2) more)" : ""); "
-                    + "name exactly one user with one of --external-id, --braze-id, --email, --phone or --alias "
+                    + "name exactly one user with one of \(flags.map { prefix + $0 }.joined(separator: ", ")) "
                     + "(nothing was changed)")
         }
         if let externalID = externalID.first { return .externalID(externalID) }
         if let brazeID = brazeID.first { return .brazeID(brazeID) }
         if let email = email.first { return .email(email) }
         if let phone = phone.first { return .phone(phone) }
-        if let alias = alias.first { return try Self.splitAlias(alias) }
+        if let alias = alias.first { return try Self.splitAlias(alias, flag: prefix + "alias") }
         if pairedAlias { return .alias(name: aliasName[0], label: aliasLabel[0]) }
         if !aliasName.isEmpty || !aliasLabel.isEmpty {
-            throw ValidationError("--alias-name and --alias-label go together: give both")
+            throw ValidationError("\(nameFlag) and \(labelFlag) go together: give both")
         }
         return nil
     }
 
     /// `NAME:LABEL` with exactly one colon, neither side empty; anything else is refused, never guessed.
-    static func splitAlias(_ alias: String) throws -> UserIdentity {
+    static func splitAlias(_ alias: String, flag: String = "--alias") throws -> UserIdentity {
         guard let colon = alias.firstIndex(of: ":"), colon != alias.startIndex else {
-            throw ValidationError("--alias must be NAME:LABEL (got \"\(alias)\")")
+            throw ValidationError("\(flag) must be NAME:LABEL (got \"\(alias)\")")
         }
         let label = alias[alias.index(after: colon)...]
         guard !label.contains(":") else {
             throw ValidationError(
-                "--alias \"\(alias)\" is ambiguous: it has more than one colon, so the name and the label could be "
-                    + "split at any of them; give them apart with --alias-name NAME --alias-label LABEL")
+                "\(flag) \"\(alias)\" is ambiguous: it has more than one colon, so the name and the label could be "
+                    + "split at any of them; give them apart with \(flag)-name NAME \(flag)-label LABEL")
         }
         return .alias(name: String(alias[..<colon]), label: String(label))
     }

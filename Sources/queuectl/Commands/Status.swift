@@ -23,7 +23,8 @@ struct Status: ParsableCommand {
         help: """
             Print JSON: pending, leased, dead, oldest_pending_age_seconds, db_bytes, wal_bytes, schema_version, \
             remembered_keys, remembered_key_bytes, erasures_pending, erasures_dead, erasures_unauthorized, \
-            scrub_owed_since (a forget whose bytes are not gone yet, or null), writers_line (state, reason, \
+            scrub_owed_since (a forget whose bytes are not gone yet, or null), held_users (count, keys: users \
+            waiting behind a dead erasure or identity call), writers_line (state, reason, \
             busy, waiting, held_seconds, handoffs, passed_over, repairs, bypasses), rate_limit (the daemon's, or \
             null), sink (the daemon's: state, since, last_error, next_probe_at, probes; or null), queue_bytes, \
             limits (max_queue_bytes, when_full, max_age_seconds, set_at), dropped (oldest, refused, expired).
@@ -77,6 +78,13 @@ struct Status: ParsableCommand {
                     + (stats.erasuresUnauthorized > 0
                         ? ", \(stats.erasuresUnauthorized) of them not authorized (planted: never sent)" : "")
                     + " (`queuectl peek`)")
+        }
+        if stats.heldUsers > 0 {
+            lines.append(
+                "held users:     \(stats.heldUsers) wait behind a dead erasure or identity call ("
+                    + stats.heldUserKeys.joined(separator: ", ")
+                    + (stats.heldUsers > stats.heldUserKeys.count ? ", ..." : "")
+                    + "): `queuectl dead retry` or `dead purge` of it lets them go")
         }
         if let owed = stats.scrubOwedSinceMilliseconds {
             lines.append(

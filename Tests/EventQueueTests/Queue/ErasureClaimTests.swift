@@ -68,15 +68,23 @@ import Testing
         #expect(try consumer.claim(limit: 10, leaseMilliseconds: 60_000).records.map(\.id) == [second])
     }
 
-    /// Dead letters never hold a user back, an erasure's neither: after a permanent refusal the user's later
-    /// records go on (docs/OPERATING.md, "Erasing a user"; `dead retry` sends the deletion again).
-    @Test func aDeadErasureNoLongerHoldsBackItsUser() throws {
+    /// Issue 40 #4: a dead erasure (Braze refused the delete) keeps holding its user's later records, which would
+    /// recreate the profile, until `dead retry` (the deletion goes again, first) or `dead purge` of it.
+    @Test func aDeadErasureHoldsItsUserUntilRetriedOrPurged() throws {
         let erasure = try insertErasure(user: "u1")
         let late = try enqueue([event("late", user: "u1")])
+        let other = try enqueue([event("other", user: "u2")])
         let consumer = try QueueConsumer(path: path)
         defer { consumer.close() }
-        let claim = try consumer.claim(limit: 10, leaseMilliseconds: 60_000)
+        var claim = try consumer.claim(limit: 10, leaseMilliseconds: 60_000)
+        #expect(claim.records.map(\.id) == [erasure] + other)
         #expect(try consumer.reject([erasure], lease: claim.lease, reason: "Braze refused it") == 1)
+        #expect(try consumer.claim(limit: 10, leaseMilliseconds: 60_000).records.isEmpty, "u1 is held")
+        _ = try consumer.admin.retryDeadChecked(ids: [erasure])
+        claim = try consumer.claim(limit: 10, leaseMilliseconds: 60_000)
+        #expect(claim.records.map(\.id) == [erasure], "the retried deletion goes first")
+        #expect(try consumer.reject([erasure], lease: claim.lease, reason: "Braze refused it") == 1)
+        #expect(try consumer.admin.purgeDead(ids: [erasure]) == [erasure])
         #expect(try consumer.claim(limit: 10, leaseMilliseconds: 60_000).records.map(\.id) == late)
     }
 

@@ -90,6 +90,34 @@ import Testing
         #expect(compared > 1_000 && refusedByBoth > 100)
     }
 
+    /// Issue 41: an identity call's other user (`records.other_user_key`) follows the rule of `user_key` applied to
+    /// the object under the kind's member, and Swift (`UserIdentity(filingOther:kind:)`) agrees on every shape
+    /// where it names a user; an ordinary row has none, whatever it holds under such a member.
+    @Test func theOtherUserOfAnIdentityCallAgreesWithSwift() throws {
+        let path = scratch.file("other.db")
+        try QueueWriter(path: path).close()
+        let raw = try RawDatabase(path: path)
+        try raw.execute("BEGIN")
+        var compared = 0
+        for (index, shape) in Self.shapes().enumerated() where index % 7 == 0 {
+            for kind in [RecordKind.identify, .alias, .merge, .event] {
+                let payload = #"{"external_id":"U1",""# + kind.rawValue + #"":"# + shape + "}"
+                let object = try #require(try JSONValue.parse(payload).objectValue)
+                let escaped = payload.replacingOccurrences(of: "'", with: "''")
+                try raw.execute("INSERT INTO records (kind, payload) VALUES ('\(kind.rawValue)', '\(escaped)')")
+                let sql = try raw.scalar("SELECT other_user_key FROM records WHERE id = last_insert_rowid()")
+                if let swift = UserIdentity(filingOther: object, kind: kind)?.orderingKey {
+                    #expect(swift == sql, "\(kind) \(shape): Swift \(swift), SQLite \(sql ?? "nothing")")
+                    compared += 1
+                } else if kind == .event {
+                    #expect(sql == nil, "an event names no other user: \(shape)")
+                }
+            }
+        }
+        try raw.execute("ROLLBACK")
+        #expect(compared > 300)
+    }
+
     /// The shape of issue 33: an e-mail and an alias whose label is null. The column looks at the alias first and
     /// derives nothing; the pre-check used to look at the e-mail first and let the dead letter through, so the bulk
     /// enqueue failed with exit 74 after earlier chunks committed.

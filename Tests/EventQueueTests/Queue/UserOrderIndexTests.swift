@@ -14,7 +14,8 @@ import Testing
             try raw.scalar(
                 """
                 SELECT count(*) FROM records INDEXED BY records_user_order
-                WHERE dead_at_ms IS NULL AND (state = 'leased' OR next_attempt_at_ms > 0 OR erasure IS NOT NULL)
+                WHERE (dead_at_ms IS NULL AND (state = 'leased' OR next_attempt_at_ms > 0)) OR erasure IS NOT NULL
+                    OR other_user_key IS NOT NULL
                 """) ?? "") ?? -1
     }
 

@@ -56,7 +56,8 @@ import Testing
                 == [
                     ["delivered_user_keys", "6"], ["delivered_user_keys_age", "6"], ["queue_clock", "8"],
                     ["queue_clock_checkpoints", "8"], ["queue_drops", "7"],
-                    ["queue_limits", "7"], ["records", "8"], ["records_user_idempotency", "6"],
+                    ["queue_limits", "7"], ["records", "8"], ["records_other_user", "8"],
+                    ["records_user_idempotency", "6"],
                     ["schema_additions", "5"], ["schema_levels", "5"],
                 ])
     }
