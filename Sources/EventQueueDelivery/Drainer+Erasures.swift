@@ -2,7 +2,8 @@ import EventQueue
 import Logging
 import Synchronization
 
-/// How a pass holds an erasure back until the requests it must follow have been answered.
+/// How a pass holds an erasure back until the requests it must follow have been answered (and an identity call, for
+/// the unanswered requests of the users it names: `LeasedDelivery.send`).
 ///
 /// `forget` deletes a user's records in flight and names their leases in the erasure's `after`: the claim's per-user
 /// rule no longer sees those records, so the erasure can be claimed while one of their requests is still at Braze.
@@ -138,6 +139,38 @@ extension LeasedDelivery {
     static func send(
         _ batch: [OutgoingRecord], to sink: any Sink, inFlight: InFlightLeases, clock: any DrainClock, logger: Logger
     ) async -> DeliveryReport {
+        // An identity call (issue 41) waits out its users' unanswered requests as an erasure does: Braze may still
+        // apply a timed-out track request of the alias after the identify merged it away. The rest goes first.
+        let calls = batch.filter { $0.erasure == nil && $0.kind.isIdentityCall }
+        if !calls.isEmpty, let until = inFlight.heldUntil(calls.flatMap(\.namedUsers), now: clock.monotonic()) {
+            let held = Set(calls.map(\.id))
+            let rest = batch.filter { !held.contains($0.id) }
+            var report =
+                rest.isEmpty
+                ? DeliveryReport() : await send(rest, to: sink, inFlight: inFlight, clock: clock, logger: logger)
+            if let halt = report.halt {
+                guard halt.kind != .configuration else { return report }
+                for call in calls {
+                    report.outcomes[call.id] = .retry(reason: "not sent: \(halt.reason)", cause: .destination)
+                }
+                return report
+            }
+            let left = until - clock.monotonic()
+            if left > .zero {
+                logger.info(
+                    "holding an identity call until Braze can no longer apply an unanswered request of its users",
+                    metadata: ["calls": "\(calls.count)", "wait_ms": "\(SinkAvailability.milliseconds(left))"])
+                do {
+                    try await clock.sleep(for: left)
+                } catch {
+                    return report  // cancelled: handed back unsent
+                }
+            }
+            let answered = await sink.deliver(calls)
+            report.outcomes.merge(answered.outcomes) { first, _ in first }
+            report.halt = answered.halt
+            return report
+        }
         let erasures = batch.compactMap(\.erasure)
         guard !erasures.isEmpty else { return await sink.deliver(batch) }
         let records = batch.filter { $0.erasure == nil }
@@ -203,5 +236,12 @@ extension LeasedDelivery.Finished {
     func erased(_ settlement: Settlement) -> Int {
         let delivered = Set(settlement.delivered)
         return delivery.records.reduce(0) { $0 + ($1.erasure != nil && delivered.contains($1.id) ? 1 : 0) }
+    }
+}
+
+extension OutgoingRecord {
+    /// The filing keys of the users an identity call names (its own and `records.other_user_key`'s); one otherwise.
+    var namedUsers: [String] {
+        [userKey] + (UserIdentity(filingOther: object, kind: kind).map { [$0.orderingKey] } ?? [])
     }
 }

@@ -170,7 +170,12 @@ struct DrainerErasureTests {
         let name = "unanswered-once"
         let maxConcurrentDeliveries = 1
         let noteOnly: Bool
-        let times = Mutex<(failed: ContinuousClock.Instant?, erased: ContinuousClock.Instant?)>((nil, nil))
+        let times = Mutex<
+            (
+                failed: ContinuousClock.Instant?, erased: ContinuousClock.Instant?,
+                identified: ContinuousClock.Instant?, other: ContinuousClock.Instant?
+            )
+        >((nil, nil, nil, nil))
 
         init(noteOnly: Bool) { self.noteOnly = noteOnly }
 
@@ -179,7 +184,13 @@ struct DrainerErasureTests {
                 defer { if times.failed == nil { times.failed = .now } }
                 return times.failed == nil
             }
-            guard first else { return DeliveryReport(.delivered, for: batch) }
+            guard first else {
+                times.withLock { times in
+                    if batch.contains(where: \.kind.isIdentityCall) { times.identified = times.identified ?? .now }
+                    if batch.contains(where: { !$0.kind.isIdentityCall }) { times.other = times.other ?? .now }
+                }
+                return DeliveryReport(.delivered, for: batch)
+            }
             if noteOnly {
                 DeliveryLease.current?.noteUnansweredRequest()
                 return DeliveryReport(.delivered, for: batch)
@@ -211,6 +222,27 @@ struct DrainerErasureTests {
         let (failed, erased) = sink.times.withLock { ($0.failed, $0.erased) }
         let gap = try #require(erased) - (try #require(failed))
         #expect(gap >= .seconds(2), "erased \(gap) after the unanswered request")
+    }
+
+    /// Issue 41's order for an identity call: like an erasure, an identify waits out the hold after an unanswered
+    /// request of a user it names (Braze may still apply the alias's timed-out events after it merged the alias
+    /// away); the rest of its batch is not held.
+    @Test func anIdentityCallWaitsOutTheHoldAfterAnUnansweredRequestOfItsUsers() async throws {
+        let device = UserIdentity.alias(name: "dev-1", label: "device_id")
+        _ = try enqueue([Record.event("opened", user: device, properties: [:])], at: path)
+        let sink = UnansweredOnceSink(noteOnly: true)
+        var options = DrainOptions(batchSize: 10)
+        options.erasureHoldAfterUnanswered = .seconds(2)
+        let drainer = try makeDrainer(path, sink: sink, options: options)
+        _ = try await drainer.drain()
+        _ = try enqueue([.identify(externalID: "U1", device), testEvent("other", user: "u9")], at: path)
+        let started = ContinuousClock.now
+        let summary = try await drainOnce(drainer)
+        #expect(summary.delivered == 2, "\(summary)")
+        let (failed, identified, other) = sink.times.withLock { ($0.failed, $0.identified, $0.other) }
+        let gap = try #require(identified) - (try #require(failed))
+        #expect(gap >= .seconds(2), "identified \(gap) after the unanswered request")
+        #expect(try #require(other) - started < .seconds(2), "the other user's record was held with the call")
     }
 
     /// Issue 40 #4: the user's record was leased by another consumer (a drainer stopped elsewhere, which may send
