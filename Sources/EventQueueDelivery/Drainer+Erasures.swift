@@ -148,23 +148,11 @@ extension LeasedDelivery {
             var report =
                 rest.isEmpty
                 ? DeliveryReport() : await send(rest, to: sink, inFlight: inFlight, clock: clock, logger: logger)
-            if let halt = report.halt {
-                guard halt.kind != .configuration else { return report }
-                for call in calls {
-                    report.outcomes[call.id] = .retry(reason: "not sent: \(halt.reason)", cause: .destination)
-                }
-                return report
-            }
-            let left = until - clock.monotonic()
-            if left > .zero {
-                logger.info(
-                    "holding an identity call until Braze can no longer apply an unanswered request of its users",
-                    metadata: ["calls": "\(calls.count)", "wait_ms": "\(SinkAvailability.milliseconds(left))"])
-                do {
-                    try await clock.sleep(for: left)
-                } catch {
-                    return report  // cancelled: handed back unsent
-                }
+            if let stopped = stopped(report, held: calls.map(\.id)) { return stopped }
+            let message: Logger.Message =
+                "holding an identity call until Braze can no longer apply an unanswered request of its users"
+            guard await hold(until: until, message, count: calls.count, clock: clock, logger: logger) else {
+                return report  // cancelled: handed back unsent
             }
             let answered = await sink.deliver(calls)
             report.outcomes.merge(answered.outcomes) { first, _ in first }
@@ -175,15 +163,7 @@ extension LeasedDelivery {
         guard !erasures.isEmpty else { return await sink.deliver(batch) }
         let records = batch.filter { $0.erasure == nil }
         var report = records.isEmpty ? DeliveryReport() : await sink.deliver(records)
-        if let halt = report.halt {
-            // The sink stopped the batch: the erasures were not tried, so they cost no attempt (a configuration halt
-            // hands them back untouched, as it does records without an outcome).
-            guard halt.kind != .configuration else { return report }
-            for erasure in erasures {
-                report.outcomes[erasure.id] = .retry(reason: "not sent: \(halt.reason)", cause: .destination)
-            }
-            return report
-        }
+        if let stopped = stopped(report, held: erasures.map(\.id)) { return stopped }
         let waitsFor = erasures.flatMap(\.waitsFor)
         if waitsFor.contains(where: inFlight.isInFlight) {
             logger.info(
@@ -199,20 +179,41 @@ extension LeasedDelivery {
         for erasure in erasures where erasure.waitsFor.contains(where: foreign) {
             until = max(until, now + inFlight.foreignLeaseWait(erasure, nowMilliseconds: clock.wallMilliseconds()))
         }
-        if until > now {
-            logger.info(
-                "holding an erasure until Braze can no longer apply an unanswered request of the user",
-                metadata: ["erasures": "\(erasures.count)", "wait_ms": "\(SinkAvailability.milliseconds(until - now))"])
-            do {
-                try await clock.sleep(for: until - now)
-            } catch {
-                return report  // cancelled: handed back unsent
-            }
+        let message: Logger.Message =
+            "holding an erasure until Braze can no longer apply an unanswered request of the user"
+        guard await hold(until: until, message, count: erasures.count, clock: clock, logger: logger) else {
+            return report  // cancelled: handed back unsent
         }
         let erased = await sink.erase(erasures)
         report.outcomes.merge(erased.outcomes) { first, _ in first }
         report.halt = erased.halt
         return report
+    }
+
+    /// The report of what was sent first, when the sink stopped there: the held rows were not tried, so they cost no
+    /// attempt (a configuration halt hands them back untouched, as it does records without an outcome).
+    private static func stopped(_ report: DeliveryReport, held ids: [Int64]) -> DeliveryReport? {
+        guard let halt = report.halt else { return nil }
+        var report = report
+        if halt.kind != .configuration {
+            for id in ids { report.outcomes[id] = .retry(reason: "not sent: \(halt.reason)", cause: .destination) }
+        }
+        return report
+    }
+
+    /// Sleeps until `until` (monotonic) if that is later than now, saying why; false when cancelled.
+    private static func hold(
+        until: Duration, _ message: Logger.Message, count: Int, clock: any DrainClock, logger: Logger
+    ) async -> Bool {
+        let left = until - clock.monotonic()
+        guard left > .zero else { return true }
+        logger.info(message, metadata: ["count": "\(count)", "wait_ms": "\(SinkAvailability.milliseconds(left))"])
+        do {
+            try await clock.sleep(for: left)
+            return true
+        } catch {
+            return false
+        }
     }
 }
 
