@@ -136,6 +136,17 @@ public enum QueueCheck {
                         + "are additive, so EventQueue \(EventQueueVersion.string) writes and consumes it as it is")
             }
         }
+        // Before anything reads the rows: a damaged page is named here, not met as SQLITE_CORRUPT by a scan below
+        // (which of those reads the table rather than an index is the query planner's choice).
+        let integrity = try connection.statement("PRAGMA integrity_check(20)", operation: "checking integrity")
+        var messages: [String] = []
+        while try integrity.step() { messages.append(integrity.text(0) ?? "") }
+        integrity.reset()
+        report.facts.append(.init(name: "integrity", value: messages == ["ok"] ? "ok" : "failed"))
+        guard messages == ["ok"] else {
+            report.problems.append(contentsOf: messages.map { "integrity: " + $0 })
+            return
+        }
         if version >= 1 {
             // Rows a foreign writer stored with values out of range (its checks off): not damage, but worth
             // knowing; the consumer dead-letters each one at claim with the reason (StoredRow).
@@ -165,14 +176,6 @@ public enum QueueCheck {
                         + "far ahead) and would never expire; the daemon's next maintenance dates them now, so they "
                         + "expire after the 7-day retention (`queuectl keys prune --older-than 0s` forgets them now)")
             }
-        }
-        let integrity = try connection.statement("PRAGMA integrity_check(20)", operation: "checking integrity")
-        var messages: [String] = []
-        while try integrity.step() { messages.append(integrity.text(0) ?? "") }
-        integrity.reset()
-        report.facts.append(.init(name: "integrity", value: messages == ["ok"] ? "ok" : "failed"))
-        if messages != ["ok"] {
-            report.problems.append(contentsOf: messages.map { "integrity: " + $0 })
         }
     }
 
