@@ -43,8 +43,9 @@ public struct QueueStats: Sendable, Hashable {
     /// When the last `forget` whose removed records' bytes may still be readable in the file ran (Unix ms): its
     /// scrub did not fit the write-lock bound (`ScrubReport.vacuumed`) and is owed; `nil` when none is.
     public var scrubOwedSinceMilliseconds: Int64? = nil
-    /// Users whose later records wait behind a dead erasure or identity call until `dead retry` or `dead purge` of
-    /// it, and the first few of their keys (filled in with the erasures).
+    /// How many users' later records wait behind a dead erasure or identity call until `dead retry` or `dead purge`
+    /// of it (filled in with the erasures).
     public var heldUsers: Int = 0
+    /// The first few of those users' filing keys, in order, so that `status` can name whom to look at.
     public var heldUserKeys: [String] = []
 }
