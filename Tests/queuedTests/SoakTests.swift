@@ -67,7 +67,10 @@ import EventQueueTestSupport
 
             // No daemon is killed, so nothing may be delivered twice.
             expectDeliveredOnce(report)
-            #expect(report.indeterminate.isEmpty, "no writer was killed: \(report)")
+            let refusals = (try? String(contentsOfFile: scratch.file("SQ.log.err"), encoding: .utf8)) ?? ""
+            #expect(
+                report.indeterminate.isEmpty,
+                "no writer was killed: \(report); queuectl's errors: \(refusals.suffix(2000))")
             #expect(script.summary == report.summaryLine && script.status == 0)
             #expect(report.enqueued > 100, "the writers should have kept writing")
             #expect(faultsSeen > 0, "the faults never fired: \(stats)")
