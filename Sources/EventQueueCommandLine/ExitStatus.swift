@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueDelivery
 
 /// Every exit status of `queuectl` and `queued`, in one table: both tools exit with these values, their `--help`
 /// lists them from here, and docs/OPERATING.md's table is checked against this one by a test (`ExitStatusTests`),
@@ -120,4 +121,21 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     public static func helpText(listing statuses: [ExitStatus]) -> String {
         "Exit status: " + statuses.map { "\($0.rawValue) \($0.meaning)" }.joined(separator: "; ") + "."
     }
+}
+
+extension DrainResult {
+    /// The exit status `queuectl drain` reports for a pass's result (from the one table, `ExitStatus`): the
+    /// drain loop decides the result, the command line decides what a shell sees.
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .allDelivered: return .success
+        case .someDead: return .someDead
+        case .recordsRemain: return .recordsRemain
+        case .sinkMisconfigured: return .sinkMisconfigured
+        case .anotherDrainerRunning: return .anotherDrainerRunning
+        }
+    }
+
+    /// `exitStatus` as the value a process exits with.
+    public var exitCode: Int32 { exitStatus.rawValue }
 }

@@ -1,12 +1,8 @@
 import EventQueue
 
 /// The accepted ranges of every numeric option and environment variable of `queued` and `queuectl`, in one
-/// place (issue 13, item 9).
-///
-/// Before, `--shutdown-timeout 1e300` or `--lease-seconds 9223372036854775807` reached arithmetic that traps
-/// (SIGILL, exit 132). Every value is now checked against its range in `validate()`, before anything uses it, and
-/// the message names the range (exit 64). The ranges are wide: they only exclude values that cannot mean
-/// anything (a lease of 292 million years) or that would overflow.
+/// place. Every value is checked against its range in `validate()`, before arithmetic that could trap uses it
+/// (exit 64, naming the range). The ranges only exclude values that cannot mean anything or would overflow.
 public enum OptionRange {
     public static let batchSize = 1...10_000
     /// Seconds. Leases are stored at most 15 minutes ahead (`ClockHorizon`); 901 to 86,400 are accepted and

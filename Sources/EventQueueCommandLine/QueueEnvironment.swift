@@ -5,17 +5,9 @@ import EventQueue
 #endif
 
 /// Where the queue file is and how to open it when the command line does not say: the environment variables
-/// and defaults shared by `queuectl` and the daemon, so both always find the same file.
-///
-/// - `EVENTQUEUE_DB`: the queue file. Default: `$STATE_DIRECTORY/queue.db` under systemd, else the system
-///   installation's (`EVENTQUEUE_DB` in ``SystemConfiguration``, `/etc/eventqueue/eventqueue.conf`), else
-///   `/var/lib/eventqueue/queue.db` for root, else `${XDG_STATE_HOME:-~/.local/state}/eventqueue/queue.db`.
-/// - `EVENTQUEUE_BUSY_TIMEOUT_MS` (default 5000), `EVENTQUEUE_DURABILITY` (`full` or `normal`),
-///   `EVENTQUEUE_MIN_FREE_BYTES` (writers' free-space reserve, default 16 MiB; 0 disables).
-/// - `EVENTQUEUE_SOCKET`: the daemon's control socket. Default: `$RUNTIME_DIRECTORY/control.sock` under systemd,
-///   else the system installation's (`EVENTQUEUE_SOCKET` in ``SystemConfiguration``), else
-///   `/run/eventqueue/control.sock` for root, else
-///   `${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock`.
+/// and defaults shared by `queuectl` and the daemon, so both always find the same file (`databasePath`,
+/// `socketPath`: the order `resolve` follows), and `EVENTQUEUE_BUSY_TIMEOUT_MS`, `EVENTQUEUE_DURABILITY` and
+/// `EVENTQUEUE_MIN_FREE_BYTES` (`options`).
 public enum QueueEnvironment {
     public static func variable(_ name: String) -> String? {
         guard let value = getenv(name) else { return nil }
@@ -112,4 +104,13 @@ public enum QueueEnvironment {
             if !prefix.isEmpty { mkdir(prefix, 0o770) }
         }
     }
+}
+
+/// An environment variable with a value that cannot be used.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public var variable: String
+    public var value: String
+    public var expected: String
+
+    public var description: String { "\(variable)=\"\(value)\" is not valid: expected \(expected)" }
 }

@@ -4,8 +4,7 @@
 
 /// A Unix socket address (`sockaddr_un`), built in one place for every socket the tools open or inspect: the
 /// daemon's stale-socket probe, `queuectl drain`'s control connection and its trust check, systemd's notify
-/// socket, and the path an activated socket is bound to. Before, five hand-written copies filled `sun_path`
-/// byte by byte, each with its own length check.
+/// socket, and the path an activated socket is bound to.
 public struct UnixSocketAddress: Sendable {
     /// The path does not fit in `sun_path` (108 bytes on Linux, the last one for the terminating NUL).
     public struct TooLong: Error, Sendable, CustomStringConvertible {
@@ -96,14 +95,23 @@ public struct UnixSocketAddress: Sendable {
     public struct ConnectFailure: Error, Sendable, CustomStringConvertible {
         public var code: Int32
         public var description: String
+    }
+}
 
-        init(code: Int32, description: String) {
-            self.code = code
-            self.description = description
-        }
+extension UnixSocketAddress.ConnectFailure {
+    init(errno code: Int32) {
+        self.init(code: code, description: String(cString: strerror(code)))
+    }
+}
 
-        init(errno code: Int32) {
-            self.init(code: code, description: String(cString: strerror(code)))
-        }
+/// Whether a process accepts connections on a Unix stream socket, found out by connecting. Shared by the daemon
+/// (a socket file is stale only if nobody listens on it) and `queuectl` (the unserved-queue notice, when the
+/// kernel's socket table cannot be read).
+public enum UnixSocketProbe {
+    /// True when a connection to `path` is accepted. A path too long for `sun_path` cannot be connected to.
+    public static func someoneAccepts(at path: String) -> Bool {
+        guard case .success(let descriptor) = UnixSocketAddress.connectedStream(to: path) else { return false }
+        close(descriptor)
+        return true
     }
 }

@@ -9,10 +9,8 @@ import EventQueueCommandLine
 /// served (issue 16).
 ///
 /// Every passed fd must be a listening Unix stream socket: the control protocol relies on `SO_PEERCRED`, which
-/// only Unix sockets have (a TCP socket made every request 403 with `uid 4294967295` while the daemon reported
-/// ready), and a datagram socket or a plain file cannot be served at all. Anything else is refused at start (exit
-/// 78, one line naming the fd and what it is). Every socket passed is served: with two, requests on the second
-/// used to hang.
+/// only Unix sockets have, and a datagram socket or a plain file cannot be served at all. Anything else is refused
+/// at start (exit 78, one line naming the fd and what it is). Every socket passed is served.
 enum ActivatedSockets {
     /// The passed fds, or `nil` when systemd passed none to this process. Unsets the variables, so children do
     /// not think the sockets are theirs.

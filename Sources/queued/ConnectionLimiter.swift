@@ -1,10 +1,7 @@
 import NIOCore
 import Synchronization
 
-/// Bounds the control socket's connections (issue 13, item 5).
-///
-/// Before, 296 idle connections with `ulimit -n 256` left `queued` spinning on a full file table (about 95 % of
-/// a CPU) and launches failed until the connections closed. Now:
+/// Bounds the control socket's connections (issue 13, item 5), so idle clients cannot exhaust the file table:
 /// - at most `capacity` connections are open at once, well below any sensible `ulimit -n`, so `accept` never
 ///   meets `EMFILE`;
 /// - a connection must deliver its whole request within `requestTimeout` (idle and slowloris clients are closed);
@@ -12,8 +9,8 @@ import Synchronization
 ///   launch (whose request arrives at once) keeps working however many idle connections others open. Only when
 ///   every open connection is busy (streaming a `?wait=true` pass) is the newcomer closed instead.
 final class ConnectionLimiter: Sendable {
-    let capacity: Int
-    let requestTimeout: Duration
+    let capacity = 64
+    let requestTimeout: Duration = .seconds(10)
 
     private struct Entry {
         var channel: any Channel
@@ -24,15 +21,9 @@ final class ConnectionLimiter: Sendable {
         var next: UInt64 = 0
         /// By admission number, so the first key is the oldest.
         var open: [UInt64: Entry] = [:]
-        var evicted = 0
     }
 
     private let state = Mutex(State())
-
-    init(capacity: Int = 64, requestTimeout: Duration = .seconds(10)) {
-        self.capacity = capacity
-        self.requestTimeout = requestTimeout
-    }
 
     /// Admits `channel`, closing the oldest idle connection when full; `nil` (and `channel` closed) when every
     /// open connection is busy.
@@ -44,7 +35,6 @@ final class ConnectionLimiter: Sendable {
                     return (nil, channel)
                 }
                 victim = state.open.removeValue(forKey: oldest)?.channel
-                state.evicted += 1
             }
             state.next += 1
             state.open[state.next] = Entry(channel: channel, hasRequest: false)
@@ -72,6 +62,4 @@ final class ConnectionLimiter: Sendable {
     func release(_ ticket: UInt64) {
         state.withLock { _ = $0.open.removeValue(forKey: ticket) }
     }
-
-    var openCount: Int { state.withLock { $0.open.count } }
 }

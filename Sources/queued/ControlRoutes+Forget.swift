@@ -2,6 +2,7 @@ import Dispatch
 import EventQueue
 import EventQueueCommandLine
 import EventQueueDelivery
+import NIOHTTP1
 
 #if canImport(Glibc)
     import Glibc
@@ -18,21 +19,17 @@ extension ControlRoutes {
         do {
             request = try ForgetRequest(parsing: query)
         } catch {
-            try await writer.send(
-                status: .badRequest, contentType: "application/json",
-                body: DaemonJSON.failure(error.description, exitStatus: .usage).serialized + "\n")
+            try await writer.fail(.badRequest, error.description, exitStatus: .usage)
             return
         }
         let user = request.user
         let brazeDelete = request.brazeDelete
         if brazeDelete, !PeerPolicy.admins(daemonUID: getuid()).allows(peer) {
-            try await writer.send(
-                status: .forbidden, contentType: "application/json",
-                body: DaemonJSON.failure(
-                    "uid \(peer.uid) may not delete users at Braze: only root, the daemon's user and members of "
-                        + "\(ErasureKey.adminGroup) may; forget without braze_delete removes the user from this queue "
-                        + "only (nothing was changed)", exitStatus: .refused
-                ).serialized + "\n")
+            try await writer.fail(
+                .forbidden,
+                "uid \(peer.uid) may not delete users at Braze: only root, the daemon's user and members of "
+                    + "\(ErasureKey.adminGroup) may; forget without braze_delete removes the user from this queue "
+                    + "only (nothing was changed)", exitStatus: .refused)
             return
         }
         do {
@@ -48,19 +45,12 @@ extension ControlRoutes {
                 }
             }
             if !report.erasureIDs.isEmpty { coordinator.launch() }
-            try await writer.send(
-                status: .ok, contentType: "application/json",
-                body: JSONValue.object(ForgetReportJSON.json(report, by: .daemon)).serialized + "\n")
+            try await writer.send(.ok, json: .object(ForgetReportJSON.json(report, by: .daemon)))
         } catch let error as QueueError {
             let status = ExitStatus(error)
-            try await writer.send(
-                status: status == .invalidInput
-                    ? .badRequest
-                    : status == .busy
-                        ? .serviceUnavailable
-                        : .internalServerError,
-                contentType: "application/json",
-                body: DaemonJSON.failure(error.description, exitStatus: status).serialized + "\n")
+            let answer: HTTPResponseStatus =
+                status == .invalidInput ? .badRequest : status == .busy ? .serviceUnavailable : .internalServerError
+            try await writer.fail(answer, error.description, exitStatus: status)
         }
     }
 }

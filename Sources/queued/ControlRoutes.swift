@@ -22,9 +22,7 @@ struct ControlRoutes: Sendable {
                 coordinator.launch()
                 try await writer.send(status: .accepted, contentType: "application/json", body: "{\"accepted\":true}\n")
             case .failure(let invalid):
-                try await writer.send(
-                    status: .badRequest, contentType: "application/json",
-                    body: DaemonJSON.failure(invalid.message).serialized + "\n")
+                try await writer.fail(.badRequest, invalid.message)
             }
         case (.GET, "/status"):
             try await status(writer)
@@ -33,16 +31,10 @@ struct ControlRoutes: Sendable {
         case (.POST, "/forget"):
             try await forget(query: query, writer, peer: peer)
         case (_, "/launch"), (_, "/status"), (_, "/metrics"), (_, "/forget"):
-            try await writer.send(
-                status: .methodNotAllowed, contentType: "application/json",
-                body: DaemonJSON.failure("use POST /launch, GET /status, GET /metrics or POST /forget").serialized
-                    + "\n")
+            try await writer.fail(.methodNotAllowed, "use POST /launch, GET /status, GET /metrics or POST /forget")
         default:
-            try await writer.send(
-                status: .notFound, contentType: "application/json",
-                body: DaemonJSON.failure(
-                    "no such endpoint: use POST /launch, GET /status, GET /metrics or POST /forget"
-                ).serialized + "\n")
+            try await writer.fail(
+                .notFound, "no such endpoint: use POST /launch, GET /status, GET /metrics or POST /forget")
         }
     }
 
@@ -119,11 +111,9 @@ struct ControlRoutes: Sendable {
             let body = DaemonJSON.status(
                 stats, path: store.path, daemon: snapshot, sinkName: sink.name, sink: sink.currentHealth,
                 rate: await sink.rateStatus())
-            try await writer.send(status: .ok, contentType: "application/json", body: body.serialized + "\n")
+            try await writer.send(.ok, json: body)
         } catch let error as QueueError {
-            try await writer.send(
-                status: .internalServerError, contentType: "application/json",
-                body: DaemonJSON.failure(error.description).serialized + "\n")
+            try await writer.fail(.internalServerError, error.description)
         }
     }
 
@@ -146,5 +136,47 @@ struct ControlRoutes: Sendable {
     static func split(_ uri: String) -> (path: String, query: String) {
         guard let mark = uri.firstIndex(of: "?") else { return (uri, "") }
         return (String(uri[..<mark]), String(uri[uri.index(after: mark)...]))
+    }
+}
+
+/// The query of `POST /launch`, parsed rather than searched for (`?nowait=true` and `?wait=10` used to count
+/// as `?wait=true`, issue 13 item 13).
+///
+/// `wait` is the only parameter: `true`/`1` streams the pass (progress and summary), `false`/`0` or no `wait`
+/// answers 202 at once. Any other value, another parameter, or `wait` given twice is refused with 400, so a
+/// mistyped request never does something other than what was asked.
+enum LaunchQuery: Equatable {
+    case accept
+    case wait
+
+    struct Invalid: Error, Equatable {
+        var message: String
+    }
+
+    static func parse(_ query: String) throws(Invalid) -> LaunchQuery {
+        var wait: Bool?
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = String(parts[0])
+            let value = parts.count > 1 ? String(parts[1]) : nil
+            guard name == "wait" else {
+                throw Invalid(
+                    message: "unknown parameter \"\(escapedPrefix(name))\": POST /launch takes only wait=true|false")
+            }
+            guard wait == nil else { throw Invalid(message: "wait given twice") }
+            switch value {
+            case "true", "1": wait = true
+            case "false", "0": wait = false
+            default:
+                throw Invalid(
+                    message:
+                        "wait=\(escapedPrefix(value ?? "")) is not valid: use wait=true (or 1) or wait=false (or 0)")
+            }
+        }
+        return wait == true ? .wait : .accept
+    }
+
+    private static func escapedPrefix(_ text: String) -> String {
+        String(text.prefix(64).map { $0.isASCII && ($0.isLetter || $0.isNumber || "_-.%".contains($0)) ? $0 : "?" })
     }
 }

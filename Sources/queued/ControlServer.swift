@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
+import EventQueueCommandLine
 
 /// Serves the control socket: `POST /launch[?wait=true]`, `GET /status`, `GET /metrics`, `POST /forget`. One request per
 /// connection (`Connection: close`), which is all `curl` and `queuectl drain` need.
@@ -71,10 +72,7 @@ struct ControlServer: Service {
                             logger.notice(
                                 "refused a control request",
                                 metadata: ["uid": "\(connection.peer.uid)", "gid": "\(connection.peer.gid)"])
-                            try await writer.send(
-                                status: .forbidden, contentType: "application/json",
-                                body: DaemonJSON.failure("uid \(connection.peer.uid) may not use this socket")
-                                    .serialized + "\n")
+                            try await writer.fail(.forbidden, "uid \(connection.peer.uid) may not use this socket")
                         }
                         return
                     }
@@ -83,5 +81,46 @@ struct ControlServer: Service {
         } catch {
             logger.debug("control connection ended with an error", metadata: ["error": "\(error)"])
         }
+    }
+}
+
+/// Writes one HTTP response, whole or streamed.
+struct ResponseWriter {
+    let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+
+    func send(status: HTTPResponseStatus, contentType: String, body: String) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: contentType)
+        headers.add(name: "Content-Length", value: "\(body.utf8.count)")
+        headers.add(name: "Connection", value: "close")
+        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
+        try await outbound.write(.body(.byteBuffer(ByteBuffer(string: body))))
+        try await outbound.write(.end(nil))
+    }
+
+    /// A JSON body, one line.
+    func send(_ status: HTTPResponseStatus, json: JSONValue) async throws {
+        try await send(status: status, contentType: "application/json", body: json.serialized + "\n")
+    }
+
+    /// An error body (`DaemonJSON.failure`).
+    func fail(_ status: HTTPResponseStatus, _ message: String, exitStatus: ExitStatus? = nil) async throws {
+        try await send(status, json: DaemonJSON.failure(message, exitStatus: exitStatus))
+    }
+
+    func startStream(contentType: String) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: contentType)
+        headers.add(name: "Transfer-Encoding", value: "chunked")
+        headers.add(name: "Connection", value: "close")
+        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers)))
+    }
+
+    func streamChunk(_ text: String) async throws {
+        try await outbound.write(.body(.byteBuffer(ByteBuffer(string: text))))
+    }
+
+    func endStream() async throws {
+        try await outbound.write(.end(nil))
     }
 }

@@ -19,16 +19,11 @@ struct Daemon {
         let signals = await UnixSignalsSequence(trapping: .sigusr1, .sighup, .sigterm, .sigint)
         let notifier = SystemdNotifier()
         let metrics = DaemonMetrics()
-        let (baseSink, rateStatus): (any Sink, (@Sendable () async -> BrazeRateStatus)?)
-        do {
-            (baseSink, rateStatus) = try makeSink(
-                spec: configuration.sinkSpec, apiKeyFile: configuration.apiKeyFile,
-                brazeMaxObjects: configuration.brazeMaxObjects, maxInFlight: configuration.drainOptions.maxInFlight,
-                maxRequestsPerSecond: configuration.maxRequestsPerSecond, settleDelay: configuration.settleDelay,
-                observer: metrics, logger: logger)
-        } catch {
-            throw .configuration("\(error)")
-        }
+        let (baseSink, rateStatus) = try makeSink(
+            spec: configuration.sinkSpec, apiKeyFile: configuration.apiKeyFile,
+            brazeMaxObjects: configuration.brazeMaxObjects, maxInFlight: configuration.drainOptions.maxInFlight,
+            maxRequestsPerSecond: configuration.maxRequestsPerSecond, settleDelay: configuration.settleDelay,
+            observer: metrics, logger: logger)
         let store: QueueStore
         do {
             // A damaged file is refused at start (exit 78, untouched) rather than found by a claim mid-pass.
@@ -42,23 +37,20 @@ struct Daemon {
         }
         let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let socket: ControlSocket
-        do {
+        do throws(DaemonFailure) {
             socket = try await ControlSocket.open(path: configuration.socketPath, group: eventLoops)
+            do {
+                // After the socket: a daemon that cannot listen says so in one line and records nothing.
+                try await DaemonLimits.start(store: store, limits: configuration.limits, logger: logger)
+            } catch {
+                socket.removeSocketFile()
+                throw .queue(error)
+            }
         } catch {
             await baseSink.close()
             await store.close()
             try? await eventLoops.shutdownGracefully()
             throw error
-        }
-        do {
-            // After the socket: a daemon that cannot listen says so in one line and records nothing.
-            try await DaemonLimits.start(store: store, limits: configuration.limits, logger: logger)
-        } catch {
-            socket.removeSocketFile()
-            await baseSink.close()
-            await store.close()
-            try? await eventLoops.shutdownGracefully()
-            throw .queue(error)
         }
         let sink = MeasuredSink(baseSink, metrics: metrics, rateStatus: rateStatus)
         let drainer = Drainer(store: store, sink: sink, options: configuration.drainOptions, logger: logger)
@@ -69,32 +61,30 @@ struct Daemon {
         let routes = ControlRoutes(coordinator: coordinator, store: store, sink: sink, metrics: metrics)
 
         let shutdown = ShutdownTrigger()
+        /// A service whose end does not stop the daemon.
+        func background(_ service: some Service, _ name: String) -> ServiceGroupConfiguration.ServiceConfiguration {
+            .init(service: service, successTerminationBehavior: .ignore, serviceName: name)
+        }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
             .init(service: ControlServer(socket: socket, routes: routes, logger: logger), serviceName: "control"),
-            .init(
-                service: SignalService(
+            background(
+                SignalService(
                     signals: signals, coordinator: coordinator, sink: sink, shutdown: shutdown, logger: logger),
-                successTerminationBehavior: .ignore, serviceName: "signals"),
+                "signals"),
         ]
         if let interval = configuration.drainInterval {
-            services.append(
-                .init(
-                    service: TimerService(interval: interval) { coordinator.launch() },
-                    successTerminationBehavior: .ignore, serviceName: "interval"))
+            services.append(background(TimerService(interval: interval) { coordinator.launch() }, "interval"))
         }
+        let clockWatch = ClockJumpWatch(coordinator: coordinator, logger: logger)
+        services.append(background(TimerService(interval: .seconds(1)) { clockWatch.check() }, "clock"))
         services.append(
-            .init(
-                service: ClockJumpWatch(coordinator: coordinator, logger: logger),
-                successTerminationBehavior: .ignore, serviceName: "clock"))
-        services.append(
-            .init(
-                service: QueueClockTick(store: store, logger: logger), successTerminationBehavior: .ignore,
-                serviceName: "queue-clock"))
+            background(
+                TimerService(interval: QueueClockTick.interval) {
+                    await QueueClockTick.tick(store: store, logger: logger)
+                },
+                "queue-clock"))
         if let watchdog = notifier.watchdogInterval {
-            services.append(
-                .init(
-                    service: TimerService(interval: watchdog) { notifier.watchdog() },
-                    successTerminationBehavior: .ignore, serviceName: "watchdog"))
+            services.append(background(TimerService(interval: watchdog) { notifier.watchdog() }, "watchdog"))
         }
         // Shut down in reverse order: the drain loop stops first, while the socket still answers status.
         services.append(
@@ -134,5 +124,59 @@ struct Daemon {
         try? await eventLoops.shutdownGracefully()
         logger.info("queued stopped")
         if let failure { throw .service("\(failure)") }
+    }
+}
+
+/// Everything the command line and environment decided, validated once before anything is opened.
+struct DaemonConfiguration: Sendable {
+    var databasePath: String
+    var queueOptions: QueueOptions
+    var sinkSpec: String
+    var apiKeyFile: String?
+    var brazeMaxObjects: Int?
+    /// How long an identity call holds its users after Braze answered it (`BrazeSink.settleDelay`).
+    var settleDelay: Duration = BrazeSink.defaultSettleDelay
+    var maxRequestsPerSecond: Int?
+    var socketPath: String
+    var drainOptions: DrainOptions
+    var drainOnStart: Bool
+    var drainInterval: Duration?
+    var shutdownTimeout: Duration
+    var logLevel: Logger.Level
+    /// Recorded in the queue file at start, for every writer (`QueueAdmin.recordLimits`).
+    var limits: QueueLimits
+}
+
+/// The daemon's start with the limits (issue 30): it records the ones it was given in the queue file, so that every
+/// writer of this release enforces them from its next enqueue on, then enforces them once itself (what older and
+/// foreign writers stored past the limit while no daemon ran, records that aged past the max age meanwhile), and
+/// starts watching what the queue gives up, so each pass logs what grew since the one before.
+enum DaemonLimits {
+    static func start(store: QueueStore, limits: QueueLimits, logger: Logger) async throws(QueueError) {
+        let (enforcement, drops) = try await store.withConsumer { consumer throws(QueueError) in
+            let admin = consumer.admin
+            try admin.recordLimits(limits)
+            var enforcement = try admin.enforceLimits()
+            enforcement.queueBytes = try admin.queueBytes()
+            try admin.watchDrops()
+            return (enforcement, try admin.drops())
+        }
+        logger.info(
+            "limits recorded in the queue file",
+            metadata: [
+                "max_queue_bytes": "\(limits.maxQueueBytes)", "when_full": "\(limits.whenFull.rawValue)",
+                "max_age_seconds": "\(limits.maxAgeSeconds)", "queue_bytes": "\(enforcement.queueBytes)",
+                "dropped_oldest": "\(drops.oldest)", "refused": "\(drops.refused)", "expired": "\(drops.expired)",
+            ])
+        if enforcement.expired > 0 {
+            logger.warning(
+                "expired records pending longer than the max age: they are dead letters (queuectl dead list)",
+                metadata: ["count": "\(enforcement.expired)", "max_age_seconds": "\(limits.maxAgeSeconds)"])
+        }
+        if enforcement.dropped > 0 {
+            logger.warning(
+                "dropped the oldest records to keep the queue within its size limit (--when-full drop-oldest)",
+                metadata: ["count": "\(enforcement.dropped)", "max_queue_bytes": "\(limits.maxQueueBytes)"])
+        }
     }
 }

@@ -48,9 +48,7 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
     /// Binding `path` failed with `error` (NIO's `IOError` reads "bind(descriptor:ptr:bytes:): ... (errno: 2)"):
     /// the cause in words, naming the directory, and what to do.
     static func bindFailure(path: String, error: any Error) -> DaemonFailure {
-        let directory = path.split(separator: "/", omittingEmptySubsequences: false).dropLast()
-            .joined(separator: "/")
-        let shownDirectory = directory.isEmpty ? (path.hasPrefix("/") ? "/" : ".") : directory
+        let shownDirectory = SocketDirectory.parent(of: path)
         guard let code = (error as? IOError)?.errnoCode else { return .socket(path: path, reason: "\(error)") }
         switch code {
         case ENOENT, ENOTDIR:
@@ -83,7 +81,12 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
 
     /// `queued: error: MESSAGE` on stderr, as one line.
     static func writeErrorLine(_ message: String) {
-        var text = "queued: error: " + String(message.map { $0 == "\n" ? " " : $0 }) + "\n"
-        text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+        writeStandardError("queued: error: " + String(message.map { $0 == "\n" ? " " : $0 }) + "\n")
     }
+}
+
+/// Writes `text` to stderr as it is, in one write(2).
+func writeStandardError(_ text: String) {
+    var text = text
+    text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
 }

@@ -29,14 +29,12 @@ enum DaemonJSON {
         return .object(object)
     }
 
-    static func failure(_ message: String) -> JSONValue {
-        ["event": "error", "message": .string(message)]
-    }
-
-    /// A pass that failed, with the exit status its follower should end with (`exit_status`: 75 when the queue
-    /// was busy), so `queuectl drain --wait` exits as `drain --local` would.
-    static func failure(_ message: String, exitStatus: ExitStatus) -> JSONValue {
-        ["event": "error", "message": .string(message), "exit_status": number(Int(exitStatus.rawValue))]
+    /// An error, with the exit status a follower should end with, when there is one (`exit_status`: 75 when the
+    /// queue was busy), so `queuectl drain --wait` exits as `drain --local` would.
+    static func failure(_ message: String, exitStatus: ExitStatus? = nil) -> JSONValue {
+        var object: JSONObject = ["event": "error", "message": .string(message)]
+        if let exitStatus { object["exit_status"] = number(Int(exitStatus.rawValue)) }
+        return .object(object)
     }
 
     static func status(

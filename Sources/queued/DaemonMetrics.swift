@@ -7,55 +7,69 @@ import Synchronization
 
 /// The daemon's metrics, recorded through swift-metrics into one Prometheus registry that `GET /metrics`
 /// renders. Every series is created up front, so a scraper sees every name (at zero) from the first scrape.
+///
+/// Stored properties are initialized in declaration order: `registry` first, so swift-metrics is bootstrapped
+/// before any series below is created.
 final class DaemonMetrics: BrazeRequestObserver {
-    let registry: PrometheusCollectorRegistry
-    private let delivered: Metrics.Counter
-    private let retried: Metrics.Counter
-    private let dead: Metrics.Counter
-    private let enqueued: Metrics.Counter
-    private let passes: [DrainResult: Metrics.Counter]
-    private let passErrors: Metrics.Counter
-    private let passDuration: Metrics.Timer
-    private let sinkLatency: Metrics.Timer
-    private let batchSize: Metrics.Recorder
-    private let pending: Metrics.Gauge
-    private let leased: Metrics.Gauge
-    private let deadNow: Metrics.Gauge
-    private let oldestPendingAge: Metrics.Gauge
-    private let rememberedKeys: Metrics.Gauge
-    private let rememberedKeyBytes: Metrics.Gauge
-    private let erasuresPending: Metrics.Gauge
-    private let erasuresDead: Metrics.Gauge
-    private let erasuresUnauthorized: Metrics.Gauge
-    private let erasuresDelivered: Metrics.Counter
+    let registry = DaemonMetrics.bootstrap()
+    private let delivered = Metrics.Counter(label: "eventqueue_records_delivered_total")
+    private let retried = Metrics.Counter(label: "eventqueue_records_retried_total")
+    private let dead = Metrics.Counter(label: "eventqueue_records_dead_total")
+    /// Brought up to the highest record id ever assigned (read from the file at scrape time).
+    private let enqueued = RisingCounter(label: "eventqueue_records_enqueued_total")
+    private let passes = Dictionary(
+        uniqueKeysWithValues: DrainResult.allCases.map {
+            ($0, Metrics.Counter(label: "eventqueue_passes_total", dimensions: [("result", $0.rawValue)]))
+        })
+    private let passErrors = Metrics.Counter(label: "eventqueue_passes_total", dimensions: [("result", "error")])
+    private let passDuration = Metrics.Timer(label: "eventqueue_pass_duration_seconds")
+    private let sinkLatency = Metrics.Timer(label: "eventqueue_sink_batch_duration_seconds")
+    private let batchSize = Metrics.Recorder(label: "eventqueue_batch_size", aggregate: true)
+    private let pending = Metrics.Gauge(label: "eventqueue_records_pending")
+    private let leased = Metrics.Gauge(label: "eventqueue_records_leased")
+    private let deadNow = Metrics.Gauge(label: "eventqueue_records_dead")
+    private let oldestPendingAge = Metrics.Gauge(label: "eventqueue_oldest_pending_age_seconds")
+    private let rememberedKeys = Metrics.Gauge(label: "eventqueue_remembered_keys")
+    private let rememberedKeyBytes = Metrics.Gauge(label: "eventqueue_remembered_key_bytes")
+    private let erasuresPending = Metrics.Gauge(label: "eventqueue_erasures_pending")
+    private let erasuresDead = Metrics.Gauge(label: "eventqueue_erasures_dead")
+    private let erasuresUnauthorized = Metrics.Gauge(label: "eventqueue_erasures_unauthorized")
+    private let erasuresDelivered = Metrics.Counter(label: "eventqueue_erasures_delivered_total")
     /// Users held back by a dead erasure or identity call (`QueueStats.heldUsers`).
-    private let heldUsers: Metrics.Gauge
-    private let recordsInFlight: Metrics.Gauge
-    private let requestsInFlight: Metrics.Gauge
-    private let sendWindow: Metrics.Gauge
-    private let rateLimitWaits: Metrics.Counter
-    private let rateLimited: Metrics.Counter
-    private let rateLimitRounds: Metrics.Counter
-    private let rateLimitRemaining: Metrics.Gauge
-    private let rateLimitLimit: Metrics.Gauge
-    private let rateLimitWaitSeconds: Metrics.Gauge
-    private let lastSeenRateLimited = Mutex<(answers: Int, rounds: Int)>((0, 0))
-    private let requestLatency: Metrics.Timer
-    private let lastSeenWaits = Mutex<Int>(0)
-    /// The highest record id seen at the last scrape: the enqueued counter grows by the difference.
-    private let lastSeenID = Mutex<Int64>(0)
-    private let sinkAvailable: Metrics.Gauge
-    private let sinkUnavailableSeconds: Metrics.Gauge
-    private let sinkProbes: CounterFromTotal
-    private let lineInUse: Metrics.Gauge
-    private let lineHandoffs: CounterFromTotal
-    private let linePassedOver: CounterFromTotal
-    private let lineRepairs: CounterFromTotal
-    private let lineBypasses: CounterFromTotal
-    private let limits: LimitMetrics
+    private let heldUsers = Metrics.Gauge(label: "eventqueue_held_users")
+    private let recordsInFlight = Metrics.Gauge(label: "eventqueue_records_in_flight")
+    private let requestsInFlight = Metrics.Gauge(label: "eventqueue_braze_requests_in_flight")
+    private let sendWindow = Metrics.Gauge(label: "eventqueue_braze_send_window")
+    private let rateLimitWaits = RisingCounter(label: "eventqueue_braze_rate_limit_waits_total")
+    private let rateLimited = RisingCounter(label: "eventqueue_braze_rate_limited_requests_total")
+    private let rateLimitRounds = RisingCounter(label: "eventqueue_braze_rate_limit_rounds_total")
+    private let rateLimitRemaining = Metrics.Gauge(label: "eventqueue_braze_rate_limit_remaining")
+    private let rateLimitLimit = Metrics.Gauge(label: "eventqueue_braze_rate_limit_limit")
+    private let rateLimitWaitSeconds = Metrics.Gauge(label: "eventqueue_braze_rate_limit_wait_seconds")
+    private let requestLatency = Metrics.Timer(label: "eventqueue_braze_request_duration_seconds")
+    private let sinkAvailable = Metrics.Gauge(label: "eventqueue_sink_available")
+    private let sinkUnavailableSeconds = Metrics.Gauge(label: "eventqueue_sink_unavailable_seconds")
+    private let sinkProbes = CounterFromTotal(label: "eventqueue_sink_probes_total")
+    private let lineInUse = Metrics.Gauge(label: "eventqueue_writer_line_in_use")
+    private let lineHandoffs = CounterFromTotal(label: "eventqueue_writer_line_handoffs_total")
+    private let linePassedOver = CounterFromTotal(label: "eventqueue_writer_line_passed_over_total")
+    private let lineRepairs = CounterFromTotal(label: "eventqueue_writer_line_repairs_total")
+    private let lineBypasses = CounterFromTotal(label: "eventqueue_writer_line_bypasses_total")
+    // The limits' series (issue 30): pages in use (what the size limit bounds), the limit (0: none), and every
+    // record the queue gave up, by any writer process or the daemon: the totals kept in the file, so the counter
+    // shows them from the first scrape and never misses what another process gave up.
+    private let queueBytes = Metrics.Gauge(label: "eventqueue_queue_bytes")
+    private let limitBytes = Metrics.Gauge(label: "eventqueue_queue_limit_bytes")
+    private let dropped = ["oldest", "refused", "expired"].map {
+        RisingCounter(label: "eventqueue_records_dropped_total", dimensions: [("cause", $0)])
+    }
 
-    /// Bootstraps swift-metrics with a Prometheus factory; call once per process.
+    /// Bootstraps swift-metrics with a Prometheus factory; create one per process.
     init() {
+        sinkAvailable.record(1)
+    }
+
+    private static func bootstrap() -> PrometheusCollectorRegistry {
         let registry = PrometheusCollectorRegistry()
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets["eventqueue_pass_duration_seconds"] = [
@@ -68,52 +82,7 @@ final class DaemonMetrics: BrazeRequestObserver {
             .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(5), .seconds(30),
         ]
         MetricsSystem.bootstrap(factory)
-        self.registry = registry
-        delivered = Metrics.Counter(label: "eventqueue_records_delivered_total")
-        retried = Metrics.Counter(label: "eventqueue_records_retried_total")
-        dead = Metrics.Counter(label: "eventqueue_records_dead_total")
-        enqueued = Metrics.Counter(label: "eventqueue_records_enqueued_total")
-        var passes: [DrainResult: Metrics.Counter] = [:]
-        for result in DrainResult.allCases {
-            passes[result] = Metrics.Counter(
-                label: "eventqueue_passes_total", dimensions: [("result", result.rawValue)])
-        }
-        self.passes = passes
-        passErrors = Metrics.Counter(label: "eventqueue_passes_total", dimensions: [("result", "error")])
-        passDuration = Metrics.Timer(label: "eventqueue_pass_duration_seconds")
-        sinkLatency = Metrics.Timer(label: "eventqueue_sink_batch_duration_seconds")
-        batchSize = Metrics.Recorder(label: "eventqueue_batch_size", aggregate: true)
-        pending = Metrics.Gauge(label: "eventqueue_records_pending")
-        leased = Metrics.Gauge(label: "eventqueue_records_leased")
-        deadNow = Metrics.Gauge(label: "eventqueue_records_dead")
-        oldestPendingAge = Metrics.Gauge(label: "eventqueue_oldest_pending_age_seconds")
-        rememberedKeys = Metrics.Gauge(label: "eventqueue_remembered_keys")
-        rememberedKeyBytes = Metrics.Gauge(label: "eventqueue_remembered_key_bytes")
-        erasuresPending = Metrics.Gauge(label: "eventqueue_erasures_pending")
-        erasuresDead = Metrics.Gauge(label: "eventqueue_erasures_dead")
-        erasuresUnauthorized = Metrics.Gauge(label: "eventqueue_erasures_unauthorized")
-        erasuresDelivered = Metrics.Counter(label: "eventqueue_erasures_delivered_total")
-        heldUsers = Metrics.Gauge(label: "eventqueue_held_users")
-        recordsInFlight = Metrics.Gauge(label: "eventqueue_records_in_flight")
-        requestsInFlight = Metrics.Gauge(label: "eventqueue_braze_requests_in_flight")
-        sendWindow = Metrics.Gauge(label: "eventqueue_braze_send_window")
-        rateLimitWaits = Metrics.Counter(label: "eventqueue_braze_rate_limit_waits_total")
-        rateLimited = Metrics.Counter(label: "eventqueue_braze_rate_limited_requests_total")
-        rateLimitRounds = Metrics.Counter(label: "eventqueue_braze_rate_limit_rounds_total")
-        rateLimitRemaining = Metrics.Gauge(label: "eventqueue_braze_rate_limit_remaining")
-        rateLimitLimit = Metrics.Gauge(label: "eventqueue_braze_rate_limit_limit")
-        rateLimitWaitSeconds = Metrics.Gauge(label: "eventqueue_braze_rate_limit_wait_seconds")
-        requestLatency = Metrics.Timer(label: "eventqueue_braze_request_duration_seconds")
-        sinkAvailable = Metrics.Gauge(label: "eventqueue_sink_available")
-        sinkAvailable.record(1)
-        sinkUnavailableSeconds = Metrics.Gauge(label: "eventqueue_sink_unavailable_seconds")
-        sinkProbes = CounterFromTotal(label: "eventqueue_sink_probes_total")
-        lineInUse = Metrics.Gauge(label: "eventqueue_writer_line_in_use")
-        lineHandoffs = CounterFromTotal(label: "eventqueue_writer_line_handoffs_total")
-        linePassedOver = CounterFromTotal(label: "eventqueue_writer_line_passed_over_total")
-        lineRepairs = CounterFromTotal(label: "eventqueue_writer_line_repairs_total")
-        lineBypasses = CounterFromTotal(label: "eventqueue_writer_line_bypasses_total")
-        limits = LimitMetrics()
+        return registry
     }
 
     /// The writers' line, read at scrape time from its file: whether writers wait in line (1) or not (0: no writer
@@ -150,21 +119,9 @@ final class DaemonMetrics: BrazeRequestObserver {
     func recordRate(_ status: BrazeRateStatus) {
         requestsInFlight.record(status.requestsInFlight)
         sendWindow.record(status.window)
-        let grown = lastSeenWaits.withLock { last -> Int in
-            let grown = max(0, status.rateLimitWaits - last)
-            last = max(last, status.rateLimitWaits)
-            return grown
-        }
-        if grown > 0 { rateLimitWaits.increment(by: grown) }
-        let (answers, rounds) = lastSeenRateLimited.withLock { last -> (Int, Int) in
-            let grown = (
-                max(0, status.rateLimitedRequests - last.answers), max(0, status.rateLimitRounds - last.rounds)
-            )
-            last = (max(last.answers, status.rateLimitedRequests), max(last.rounds, status.rateLimitRounds))
-            return grown
-        }
-        if answers > 0 { rateLimited.increment(by: answers) }
-        if rounds > 0 { rateLimitRounds.increment(by: rounds) }
+        rateLimitWaits.advance(to: Int64(status.rateLimitWaits))
+        rateLimited.advance(to: Int64(status.rateLimitedRequests))
+        rateLimitRounds.advance(to: Int64(status.rateLimitRounds))
         // -1 until an answer carried the headers: a scraper tells "unknown" from "none left".
         rateLimitRemaining.record(status.remaining ?? -1)
         rateLimitLimit.record(status.limit ?? -1)
@@ -205,7 +162,11 @@ final class DaemonMetrics: BrazeRequestObserver {
         oldestPendingAge.record(stats.oldestPendingAgeSeconds ?? 0)
         rememberedKeys.record(stats.rememberedKeys)
         rememberedKeyBytes.record(stats.rememberedKeyBytes)
-        limits.record(stats)
+        queueBytes.record(stats.queueBytes)
+        limitBytes.record(stats.limits?.maxQueueBytes ?? 0)
+        for (counter, total) in zip(dropped, [stats.drops.oldest, stats.drops.refused, stats.drops.expired]) {
+            counter.advance(to: total)
+        }
     }
 
     /// Erasures waiting to be sent (pending or in flight) and dead ones, from stats that counted them (a scrape's;
@@ -219,12 +180,7 @@ final class DaemonMetrics: BrazeRequestObserver {
 
     /// Brings the enqueued counter up to the highest id ever assigned (read from the file at scrape time).
     func recordHighestID(_ highest: Int64) {
-        let grown = lastSeenID.withLock { last -> Int64 in
-            let grown = max(0, highest - last)
-            last = max(last, highest)
-            return grown
-        }
-        if grown > 0 { enqueued.increment(by: grown) }
+        enqueued.advance(to: highest)
     }
 
     func render() -> String {
@@ -256,5 +212,24 @@ final class CounterFromTotal: Sendable {
             return total >= previous ? total - previous : total
         }
         if grown > 0, grown < Self.largestStep { counter.increment(by: Int64(grown)) }
+    }
+}
+
+/// A Prometheus counter that follows a total that only grows (a sink's count of 429s, the highest id, the drops in
+/// the file): it grows by what the total rose above the highest seen before, from zero.
+final class RisingCounter: Sendable {
+    private let counter: Metrics.Counter
+    private let highest = Mutex<Int64>(0)
+
+    init(label: String, dimensions: [(String, String)] = []) {
+        counter = Metrics.Counter(label: label, dimensions: dimensions)
+    }
+
+    func advance(to total: Int64) {
+        let grown = highest.withLock { highest -> Int64 in
+            defer { highest = max(highest, total) }
+            return max(0, total - highest)
+        }
+        if grown > 0 { counter.increment(by: grown) }
     }
 }

@@ -53,3 +53,9 @@ final class MeasuredSink: Sink {
         return report
     }
 }
+
+/// How the sink did lately, for `GET /status`.
+struct SinkHealth: Sendable {
+    var healthy = true
+    var lastError: String?
+}

@@ -1,4 +1,5 @@
 import NIOCore
+import EventQueue
 
 #if canImport(Glibc)
     import Glibc
@@ -23,20 +24,13 @@ struct PeerCredentials: Sendable, Hashable {
         let credentials: EventLoopFuture<Ucred> = provider.unsafeGetSocketOption(
             level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
         return credentials.flatMap { ucred in
-            let peer = PeerCredentials(pid: ucred.pid, uid: ucred.uid, gid: ucred.gid)
             let groups: EventLoopFuture<PeerGroupBuffer> = provider.unsafeGetSocketOption(
                 level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERGROUPS))
-            return groups.map { buffer in
-                var withGroups = peer
-                withGroups.groups = buffer.groups
-                return withGroups
-            }.recover { _ in
+            return groups.map(\.groups).recover { _ in
                 // More groups than the buffer holds (ERANGE), or a kernel without SO_PEERGROUPS: the user
                 // database's view of the peer's groups is the next best thing.
-                var withGroups = peer
-                withGroups.groups = PeerCredentials.databaseGroups(uid: peer.uid, gid: peer.gid)
-                return withGroups
-            }
+                PeerCredentials.databaseGroups(uid: ucred.uid, gid: ucred.gid)
+            }.map { PeerCredentials(pid: ucred.pid, uid: ucred.uid, gid: ucred.gid, groups: $0) }
         }
     }
 
@@ -62,4 +56,40 @@ struct Ucred: Sendable {
     var pid: Int32 = 0
     var uid: UInt32 = UInt32.max
     var gid: UInt32 = UInt32.max
+}
+
+/// Room for 256 supplementary groups as `SO_PEERGROUPS` writes them. The kernel keeps a credential's groups
+/// sorted and NIO zeroes the buffer, so the list is the non-zero entries (membership of gid 0 by a
+/// supplementary group is not honoured; root's uid is).
+struct PeerGroupBuffer: Sendable {
+    var storage = InlineArray<256, UInt32>(repeating: 0)
+
+    var groups: [UInt32] {
+        var result: [UInt32] = []
+        for index in storage.indices where storage[index] != 0 { result.append(storage[index]) }
+        return result
+    }
+}
+
+/// Who may use the control socket: root, the daemon's own user, and members of the socket file's group
+/// (the "writers" group under systemd), by primary or supplementary membership. File permissions (0660)
+/// already keep others from connecting; this check also covers a socket whose mode was loosened, or one
+/// systemd passed with other permissions.
+struct PeerPolicy: Sendable {
+    let daemonUID: UInt32
+    /// The group whose members are let in; `nil`: root and the daemon's user only.
+    let socketGID: UInt32?
+
+    func allows(_ peer: PeerCredentials) -> Bool {
+        guard peer.uid != 0, peer.uid != daemonUID else { return true }
+        guard let socketGID else { return false }
+        return peer.gid == socketGID || peer.groups.contains(socketGID)
+    }
+
+    /// Who may ask for a Braze delete through the socket (`POST /forget?braze_delete=true`, issue 39 #3): root, the
+    /// daemon's user and members of `ErasureKey.adminGroup` (if the group exists), the same people who can read the
+    /// erasure key and so delete users without the socket. A writer may still forget within the queue.
+    static func admins(daemonUID: UInt32) -> PeerPolicy {
+        PeerPolicy(daemonUID: daemonUID, socketGID: getgrnam(ErasureKey.adminGroup)?.pointee.gr_gid)
+    }
 }

@@ -141,12 +141,12 @@ struct Queued: AsyncParsableCommand {
     }
 
     func run() async throws {
-        if let note = flags.leaseNote(tool: "queued") { writeNotice(note) }
+        if let note = flags.leaseNote(tool: "queued") { writeStandardError(note) }
         let configuration: DaemonConfiguration
         do {
             configuration = try makeConfiguration()
         } catch {
-            throw DaemonFailure.configuration(error.description).exit()
+            throw error.exit()
         }
         LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: configuration.logLevel) }
         let logger = Logger(label: "queued")
@@ -157,14 +157,9 @@ struct Queued: AsyncParsableCommand {
         }
     }
 
-    private func writeNotice(_ text: String) {
-        var line = text
-        line.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
-    }
-
-    private func makeConfiguration() throws(ConfigurationProblem) -> DaemonConfiguration {
+    private func makeConfiguration() throws(DaemonFailure) -> DaemonConfiguration {
         guard let level = Logger.Level(rawValue: logLevel) else {
-            throw ConfigurationProblem(
+            throw .configuration(
                 "--log-level \"\(logLevel)\" is not a level: use trace, debug, info, notice, warning, error or critical"
             )
         }
@@ -176,7 +171,7 @@ struct Queued: AsyncParsableCommand {
                 maxQueueBytes: maxQueueBytes, whenFull: whenFull.flatMap(QueueLimits.WhenFull.init(rawValue:)),
                 maxAgeSeconds: maxAgeSeconds)
         } catch {
-            throw ConfigurationProblem(error.description)
+            throw .configuration(error.description)
         }
         return DaemonConfiguration(
             databasePath: QueueEnvironment.databasePath(explicit: db),

@@ -1,6 +1,7 @@
 import EventQueueDelivery
 import Logging
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// The daemon's signals: SIGUSR1 launches a pass; SIGHUP reopens the sink's file (after a log rotation, as log
@@ -32,5 +33,19 @@ struct SignalService: Service {
                 await shutdown.trigger()
             }
         }
+    }
+}
+
+/// Lets a service start the graceful shutdown of the group it belongs to (the group is created after it).
+final class ShutdownTrigger: Sendable {
+    private let group = Mutex<ServiceGroup?>(nil)
+
+    func attach(_ serviceGroup: ServiceGroup) {
+        group.withLock { $0 = serviceGroup }
+    }
+
+    func trigger() async {
+        guard let serviceGroup = group.withLock({ $0 }) else { return }
+        await serviceGroup.triggerGracefulShutdown()
     }
 }

@@ -3,10 +3,6 @@ import EventQueueDelivery
 import Logging
 import EventQueueCommandLine
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// One line per message on stderr. Under systemd (`JOURNAL_STREAM` set) each line starts with the syslog
 /// priority `<N>`, which journald strips and stores as the entry's level; elsewhere lines carry a timestamp and
 /// the level in words. Callers log names and counts, never keys; `ExternalText` also redacts any registered
@@ -43,8 +39,7 @@ struct StandardErrorLogHandler: LogHandler {
         }
         // Messages and metadata carry text from outside (a sink's answer, a path): registered secrets are
         // redacted and every control character escaped, so nothing here rewrites a terminal or leaks a key.
-        line = ExternalText.sanitized(line, newlinesAsSpace: true) + "\n"
-        line.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+        writeStandardError(ExternalText.sanitized(line, newlinesAsSpace: true) + "\n")
     }
 
     /// syslog(3) priorities, as journald reads them from a `<N>` prefix.

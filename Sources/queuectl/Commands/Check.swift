@@ -31,7 +31,7 @@ struct Check: ParsableCommand {
                 // Counts and sizes are JSON numbers; names (journal_mode) and the octal file_mode stay strings.
                 let isOctal = fact.value.count > 1 && fact.value.hasPrefix("0")
                 facts[fact.name] =
-                    isOctal ? .string(fact.value) : Int64(fact.value).map(JSONOutput.number) ?? .string(fact.value)
+                    isOctal ? .string(fact.value) : Int64(fact.value).map(ReportJSON.number) ?? .string(fact.value)
             }
             let object: JSONValue = [
                 "path": .string(report.path),

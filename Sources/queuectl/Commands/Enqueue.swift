@@ -74,12 +74,19 @@ func unknownRecordKindMessage(_ arguments: [String]) -> String? {
     return "unknown record kind \"\(kind)\": give event, attribute or purchase, or --ndjson PATH"
 }
 
-/// Refuses `enqueue --ndjson FILE event ...`: the subcommand would run and the file be ignored.
-func refuseNDJSONWithSubcommand(_ parent: Enqueue) throws {
-    if parent.ndjson != nil || parent.deadLetterInvalid || parent.oneTransaction {
-        throw ValidationError(
-            "--ndjson (and --dead-letter-invalid) cannot be combined with event, attribute or purchase: "
-                + "enqueue either a file or one record (so cannot --one-transaction)")
+/// `enqueue event`, `attribute` and `purchase`.
+protocol RecordSubcommand: ParsableCommand {
+    var parent: Enqueue { get }
+}
+
+extension RecordSubcommand {
+    /// Refuses `enqueue --ndjson FILE event ...`: the subcommand would run and the file be ignored.
+    func validate() throws {
+        if parent.ndjson != nil || parent.deadLetterInvalid || parent.oneTransaction {
+            throw ValidationError(
+                "--ndjson (and --dead-letter-invalid) cannot be combined with event, attribute or purchase: "
+                    + "enqueue either a file or one record (so cannot --one-transaction)")
+        }
     }
 }
 
@@ -92,10 +99,8 @@ let idempotencyKeyHelp = ArgumentHelp(
 
 /// A command-line value: JSON when it is valid JSON (`3`, `true`, `null`, `["a"]`, `{"inc":1}`), otherwise the
 /// text itself as a string, so `--prop song=Yesterday` needs no quoting.
-enum CommandLineValue {
-    static func parse(_ text: String) -> JSONValue {
-        (try? JSONValue.parse(text)) ?? .string(text)
-    }
+func commandLineValue(_ text: String) -> JSONValue {
+    (try? JSONValue.parse(text)) ?? .string(text)
 }
 
 /// Checks the record before the queue is opened: a refused record (65) creates no queue file.

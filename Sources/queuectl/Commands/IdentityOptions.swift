@@ -70,11 +70,11 @@ struct IdentityOptions: ParsableArguments {
         if given.count - (pairedAlias ? 1 : 0) > 1 {
             let named =
                 given.filter { !pairedAlias || ($0.flag != nameFlag && $0.flag != labelFlag) }
-                .map { "\($0.flag) \(CommandLineText.quoted($0.value))" }
+                .map { "\($0.flag) \(quoted($0.value))" }
                 + (pairedAlias
                     ? [
-                        "\(nameFlag) \(CommandLineText.quoted(aliasName[0])) \(labelFlag) "
-                            + CommandLineText.quoted(aliasLabel[0])
+                        "\(nameFlag) \(quoted(aliasName[0])) \(labelFlag) "
+                            + quoted(aliasLabel[0])
                     ] : [])
             let flags = ["external-id", "braze-id", "email", "phone", "alias"].filter {
                 $0 != "braze-id" || prefix == "--"
@@ -116,13 +116,11 @@ struct IdentityOptions: ParsableArguments {
 func singleValue(_ values: [String], flag: String) throws -> String? {
     guard values.count <= 1 else {
         throw ValidationError(
-            "\(flag) given twice: \(CommandLineText.quoted(values[0])) and \(CommandLineText.quoted(values[1])); "
+            "\(flag) given twice: \(quoted(values[0])) and \(quoted(values[1])); "
                 + "give it once (nothing was changed)")
     }
     return values.first
 }
 
 /// How a flag's value is shown in a message: quoted, with control characters escaped.
-enum CommandLineText {
-    static func quoted(_ value: String) -> String { "\"" + EventQueueRecords.ValidationError.printable(value) + "\"" }
-}
+func quoted(_ value: String) -> String { "\"" + EventQueueRecords.ValidationError.printable(value) + "\"" }

@@ -63,11 +63,7 @@ struct ImportLegacy: ParsableCommand {
             case .storeChanged: summary.clearRefused = true
             }
         }
-        if json {
-            writeStandardOutput(summary.json.serialized + "\n")
-        } else {
-            writeStandardOutput(summary.text)
-        }
+        writeStandardOutput(json ? summary.json.serialized + "\n" : summary.text)
         if summary.clearRefused {
             throw fail(
                 "the store \(path) changed since it was read (an old writer is still running?): nothing was "

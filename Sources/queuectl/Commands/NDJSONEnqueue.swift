@@ -19,22 +19,18 @@ enum NDJSONEnqueue {
 
         /// Adds a committed chunk's ids and dead letters.
         mutating func append(contentsOf chunk: Result) {
-            for range in chunk.idRanges {
-                if let last = idRanges.last, last.first + last.count == range.first {
-                    idRanges[idRanges.count - 1].count += range.count
-                } else {
-                    idRanges.append(range)
-                }
-            }
+            for range in chunk.idRanges { append(range) }
             deadLettered += chunk.deadLettered
             deadReasons += chunk.deadReasons.prefix(Self.reasonsShown - deadReasons.count)
         }
 
-        mutating func append(_ id: Int64) {
-            if let last = idRanges.last, last.first + last.count == id {
-                idRanges[idRanges.count - 1].count += 1
+        mutating func append(_ id: Int64) { append((id, 1)) }
+
+        private mutating func append(_ range: (first: Int64, count: Int64)) {
+            if let last = idRanges.last, last.first + last.count == range.first {
+                idRanges[idRanges.count - 1].count += range.count
             } else {
-                idRanges.append((id, 1))
+                idRanges.append(range)
             }
         }
 

@@ -17,9 +17,7 @@ struct Peek: ParsableCommand {
     }
 
     func run() throws {
-        let admin = try queue.openAdmin()
-        defer { admin.close() }
-        let records = try withQueue { () throws(QueueError) in try admin.peek(limit: limit) }
+        let records = try queue.withAdmin { try $0.peek(limit: limit) }
         printRecords(records, json: json, none: "no records pending or leased")
     }
 }
@@ -28,7 +26,7 @@ struct Peek: ParsableCommand {
 /// stays one line per record.
 func printRecords(_ records: [QueuedRecord], json: Bool, none: String) {
     if json {
-        writeStandardOutput(JSONValue.array(records.map(JSONOutput.record)).serialized + "\n")
+        writeStandardOutput(JSONValue.array(records.map(recordJSON)).serialized + "\n")
         return
     }
     if records.isEmpty { writeStandardError("queuectl: \(none)\n") }
@@ -45,4 +43,26 @@ func printRecords(_ records: [QueuedRecord], json: Bool, none: String) {
         text += "\n"
     }
     writeStandardOutput(text)
+}
+
+/// A record's `--json` shape (`peek`, `dead list`), built with the queue's own JSON model.
+func recordJSON(_ record: QueuedRecord) -> JSONValue {
+    var object: JSONObject = [
+        "id": ReportJSON.number(record.id),
+        "type": .string(record.kind.rawValue),
+        "state": .string(record.state.rawValue),
+        "attempts": ReportJSON.number(record.attempts),
+        "created_at": ReportJSON.time(record.createdAtMilliseconds),
+        "next_attempt_at": ReportJSON.time(
+            record.nextAttemptAtMilliseconds > 0 ? record.nextAttemptAtMilliseconds : nil),
+        "last_error": record.lastError.map(JSONValue.string) ?? .null,
+    ]
+    if record.state == .dead { object["dead_at"] = ReportJSON.time(record.deadAtMilliseconds) }
+    if let erasure = record.erasure {
+        // A user's erasure: what is sent is POST /users/delete for the identifier in "object".
+        object["type"] = "erasure"
+        object["identifier_type"] = .string(erasure.type.rawValue)
+    }
+    object["object"] = (try? JSONValue.parse(record.payload)) ?? .string(record.payload)
+    return .object(object)
 }

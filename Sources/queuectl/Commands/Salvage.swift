@@ -48,23 +48,23 @@ struct Salvage: ParsableCommand {
             let object: JSONValue = [
                 "source": .string(report.source),
                 "destination": .string(report.destination),
-                "recovered": JSONOutput.number(report.recovered),
-                "recovered_pending": JSONOutput.number(report.recoveredPending),
-                "recovered_dead": JSONOutput.number(report.recoveredDead),
-                "unreadable": JSONOutput.number(report.unreadable),
-                "unreadable_ids": .array(report.unreadableIDs.map { JSONOutput.number($0) }),
-                "invalid": JSONOutput.number(report.invalid),
+                "recovered": ReportJSON.number(report.recovered),
+                "recovered_pending": ReportJSON.number(report.recoveredPending),
+                "recovered_dead": ReportJSON.number(report.recoveredDead),
+                "unreadable": ReportJSON.number(report.unreadable),
+                "unreadable_ids": .array(report.unreadableIDs.map { ReportJSON.number($0) }),
+                "invalid": ReportJSON.number(report.invalid),
                 "damaged_id_ranges": .array(
                     report.damagedRanges.map {
-                        .array([JSONOutput.number($0.lowerBound), JSONOutput.number($0.upperBound)])
+                        .array([ReportJSON.number($0.lowerBound), ReportJSON.number($0.upperBound)])
                     }
                 ),
                 "index_complete": .bool(report.indexComplete),
-                "delivered_keys": JSONOutput.number(report.deliveredKeys),
+                "delivered_keys": ReportJSON.number(report.deliveredKeys),
                 "complete": .bool(report.isComplete),
-                "seen": JSONOutput.number(report.seen),
-                "renumbered": JSONOutput.number(report.renumbered),
-                "clamped": JSONOutput.number(report.clamped),
+                "seen": ReportJSON.number(report.seen),
+                "renumbered": ReportJSON.number(report.renumbered),
+                "clamped": ReportJSON.number(report.clamped),
                 "invalid_reasons": .array(report.invalidReasons.map { .string($0) }),
             ]
             writeStandardOutput(object.serialized + "\n")

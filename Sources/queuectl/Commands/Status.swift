@@ -43,7 +43,9 @@ struct Status: ParsableCommand {
         let stats = try withQueue { () throws(QueueError) in
             try admin.stats(now: now, includingKeys: true, includingErasures: true)
         }
-        let daemonSink = daemonSink(servingQueueAt: admin.path)
+        // The daemon's `daemon.sink` (its availability and `rate_limit`), when a daemon serves this very file.
+        let daemonSink = Self.servingDaemon(socket: socket, queuePath: admin.path)?.status["daemon"]?.objectValue?[
+            "sink"]?.objectValue
         let rate = daemonSink?["rate_limit"].flatMap { $0 == .null ? nil : $0 }
         let sink = daemonSink.flatMap(Self.availability)
         let line = admin.writeLine
@@ -95,11 +97,6 @@ struct Status: ParsableCommand {
         if let rate = rate?.objectValue { lines.append("braze limit:    " + Self.describe(rate)) }
         if let sink { lines.append("sink:           " + Self.describe(sink: sink)) }
         writeStandardOutput(lines.joined(separator: "\n") + "\n")
-    }
-
-    /// The daemon's `daemon.sink` (its availability and `rate_limit`), when a daemon serves this very file.
-    func daemonSink(servingQueueAt path: String) -> JSONObject? {
-        Self.servingDaemon(socket: socket, queuePath: path)?.status["daemon"]?.objectValue?["sink"]?.objectValue
     }
 
     /// The daemon on `socket` (default: as for drain) and its status, when it answers within 2 s and serves this
@@ -161,5 +158,31 @@ struct Status: ParsableCommand {
         if seconds < 120 { return "\(Int(seconds.rounded())) s" }
         if seconds < 7200 { return "\(Int((seconds / 60).rounded())) min" }
         return "\(Int((seconds / 3600).rounded())) h"
+    }
+}
+
+/// `queuectl status`'s lines for the limits (issue 30): the size against the limit, the max age, and what the queue
+/// gave up (`dropped`, for good: every writer process and the daemon, since the file was created).
+extension Status {
+    static func limitLines(_ stats: QueueStats) -> [String] {
+        let limits = stats.limits ?? QueueLimits()
+        var size = "\(stats.queueBytes) bytes in use"
+        if limits.maxQueueBytes > 0 {
+            let percent = Int((Double(stats.queueBytes) * 100 / Double(limits.maxQueueBytes)).rounded())
+            size += " of a \(limits.maxQueueBytes)-byte limit (\(percent) %); when full: \(limits.whenFull.rawValue)"
+        } else {
+            size += "; no size limit"
+        }
+        let age =
+            limits.maxAgeSeconds > 0
+            ? "\(formatSeconds(Double(limits.maxAgeSeconds))) (a pending record older becomes a dead letter)"
+            : "none (records are kept until delivered)"
+        let recorded = stats.limits == nil ? " (no daemon has recorded limits in this file)" : ""
+        return [
+            "queue size:     " + size + recorded,
+            "max age:        " + age,
+            "dropped:        oldest \(stats.drops.oldest), refused \(stats.drops.refused), expired "
+                + "\(stats.drops.expired) (since the file was created)",
+        ]
     }
 }

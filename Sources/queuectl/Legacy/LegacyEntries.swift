@@ -33,12 +33,7 @@ enum LegacyEntries {
         case .data(let bytes):
             content = Array("data:".utf8) + bytes
         }
-        let short: String
-        switch section {
-        case "pending_custom_events": short = "event"
-        case "pending_custom_attributes": short = "attribute"
-        default: short = "user"
-        }
+        let short = ["pending_custom_events": "event", "pending_custom_attributes": "attribute"][section] ?? "user"
         return "legacy:\(generation):\(short):\(index):" + hexDigits(SHA256.hash(content)).prefix(32)
     }
 
@@ -160,23 +155,19 @@ enum LegacyEntries {
 
     /// The Braze field for an enum case of the recipe's `UserAttribute` (Swift spelling or Braze's own).
     static func standardField(_ caseName: String) -> String? {
-        switch String(caseName.lowercased().filter { $0 != "_" }) {
-        case "email", "emailaddress": return "email"
-        case "firstname": return "first_name"
-        case "lastname": return "last_name"
-        case "phone", "phonenumber": return "phone"
-        case "gender": return "gender"
-        case "dob", "dateofbirth", "birthday", "birthdate": return "dob"
-        case "country": return "country"
-        case "language": return "language"
-        case "homecity": return "home_city"
-        case "timezone": return "time_zone"
-        case "emailsubscribe", "emailsubscription", "emailsubscriptionstate": return "email_subscribe"
-        case "pushsubscribe", "pushsubscription", "pushsubscriptionstate", "pushnotificationsubscriptiontype":
-            return "push_subscribe"
-        default: return nil
-        }
+        standardFields[String(caseName.lowercased().filter { $0 != "_" })]
     }
+
+    /// `standardField`'s table, by the case's name lowercased and without underscores.
+    static let standardFields = [
+        "email": "email", "emailaddress": "email", "firstname": "first_name", "lastname": "last_name",
+        "phone": "phone", "phonenumber": "phone", "gender": "gender", "dob": "dob", "dateofbirth": "dob",
+        "birthday": "dob", "birthdate": "dob", "country": "country", "language": "language", "homecity": "home_city",
+        "timezone": "time_zone", "emailsubscribe": "email_subscribe", "emailsubscription": "email_subscribe",
+        "emailsubscriptionstate": "email_subscribe", "pushsubscribe": "push_subscribe",
+        "pushsubscription": "push_subscribe", "pushsubscriptionstate": "push_subscribe",
+        "pushnotificationsubscriptiontype": "push_subscribe",
+    ]
 
     /// A value as the Swift SDK's types would have given it, spelled as Braze's API takes it: a nested enum
     /// (`{"male": {}}`) by its case, genders as `M`/`F`/..., subscription states in snake case, a date of birth
@@ -192,21 +183,14 @@ enum LegacyEntries {
         let folded = String(text.lowercased().filter { $0 != "_" })
         switch field {
         case "gender":
-            switch folded {
-            case "m", "male": return "M"
-            case "f", "female": return "F"
-            case "o", "other": return "O"
-            case "n", "unknown", "notapplicable": return "N"
-            case "p", "prefernottosay": return "P"
-            default: return value
-            }
+            let genders = [
+                "m": "M", "male": "M", "f": "F", "female": "F", "o": "O", "other": "O", "n": "N", "unknown": "N",
+                "notapplicable": "N", "p": "P", "prefernottosay": "P",
+            ]
+            return genders[folded].map(JSONValue.string) ?? value
         case "email_subscribe", "push_subscribe":
-            switch folded {
-            case "optedin": return "opted_in"
-            case "subscribed": return "subscribed"
-            case "unsubscribed": return "unsubscribed"
-            default: return value
-            }
+            let states = ["optedin": "opted_in", "subscribed": "subscribed", "unsubscribed": "unsubscribed"]
+            return states[folded].map(JSONValue.string) ?? value
         case "dob":
             if text.utf8.count > 10, ISO8601.parse(text) != nil { return .string(String(text.prefix(10))) }
             return value
@@ -214,4 +198,23 @@ enum LegacyEntries {
             return value
         }
     }
+}
+
+/// One entry of an old store and the record it stands for.
+struct LegacyEntry {
+    enum Plan {
+        /// A record to enqueue (checked at enqueue; a rule broken makes it a dead letter with the rule).
+        case record(Record)
+        /// A record that is known to be wrong before it is checked (binary data, an unknown profile field).
+        case deadLetter(Record, reason: String)
+        /// Not understood at all: left in the store, never cleared.
+        case unrecognized(String)
+    }
+
+    let section: String
+    let index: Int
+    let plan: Plan
+
+    /// `pending_custom_events[2]`: how the summary and dead-letter reasons name the entry.
+    var label: String { "\(section)[\(index)]" }
 }

@@ -1,4 +1,5 @@
 import EventQueue
+import EventQueueDelivery
 
 /// What `import-legacy` did, entry by entry, and its text and `--json` forms.
 struct LegacyImportSummary {
@@ -17,11 +18,6 @@ struct LegacyImportSummary {
     /// Entries removed from the store by `--clear-source`; `nil` when not asked or not done.
     var cleared: Int?
     var clearRefused = false
-
-    init(store: LegacyStore, dryRun: Bool) {
-        self.store = store
-        self.dryRun = dryRun
-    }
 
     var imported: Int { outcomes.count(where: { if case .enqueued = $0.result { true } else { false } }) }
     var deadLettered: Int { outcomes.count(where: { if case .deadLettered = $0.result { true } else { false } }) }
@@ -64,14 +60,14 @@ struct LegacyImportSummary {
             switch outcome.result {
             case .enqueued(let id):
                 object["outcome"] = "imported"
-                object["id"] = dryRun ? .null : JSONOutput.number(id)
+                object["id"] = dryRun ? .null : ReportJSON.number(id)
             case .deadLettered(let id, let reason):
                 object["outcome"] = "dead_lettered"
-                object["id"] = dryRun ? .null : JSONOutput.number(id)
+                object["id"] = dryRun ? .null : ReportJSON.number(id)
                 object["reason"] = .string(reason)
             case .alreadyKnown(let id):
                 object["outcome"] = "already_queued"
-                object["id"] = JSONOutput.number(id)
+                object["id"] = ReportJSON.number(id)
             case nil:
                 object["outcome"] = "unrecognized"
                 if case .unrecognized(let why) = outcome.entry.plan { object["reason"] = .string(why) }
@@ -82,13 +78,13 @@ struct LegacyImportSummary {
             "store": .string(store.path),
             "format": .string(store.format.rawValue),
             "dry_run": .bool(dryRun),
-            "imported": JSONOutput.number(imported),
-            "dead_lettered": JSONOutput.number(deadLettered),
-            "already_queued": JSONOutput.number(alreadyQueued),
-            "skipped": JSONOutput.number(skippedKeys.count),
+            "imported": ReportJSON.number(imported),
+            "dead_lettered": ReportJSON.number(deadLettered),
+            "already_queued": ReportJSON.number(alreadyQueued),
+            "skipped": ReportJSON.number(skippedKeys.count),
             "skipped_keys": .array(skippedKeys.map(JSONValue.string)),
-            "unrecognized": JSONOutput.number(unrecognized.count),
-            "cleared": cleared.map(JSONOutput.number) ?? .null,
+            "unrecognized": ReportJSON.number(unrecognized.count),
+            "cleared": cleared.map(ReportJSON.number) ?? .null,
             "entries": .array(entries),
         ])
     }

@@ -74,7 +74,7 @@ enum LegacySourceClearing {
     /// The new store in a temporary file next to the old one (same filesystem, so the rename is atomic), with
     /// its mode (and, as root, its owner), synced to disk.
     static func writeTemporary(_ bytes: [UInt8], beside storePath: String, of store: LegacyStore) throws -> String {
-        let directory = directoryName(storePath)
+        let directory = SocketDirectory.parent(of: storePath)
         let base = String(storePath.split(separator: "/").last ?? "store")
         var template = Array("\(directory)/.\(base).eventqueue-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { $0.baseAddress.map { mkstemp($0) } ?? -1 }
@@ -85,13 +85,7 @@ enum LegacySourceClearing {
                     + "nothing was removed", status: ExitStatus.cannotCreate)
         }
         defer { close(fd) }
-        var failure: String?
-        var offset = 0
-        while offset < bytes.count && failure == nil {
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress.map { $0 + offset }, bytes.count - offset) }
-            if written < 0 && errno == EINTR { continue }
-            if written <= 0 { failure = String(cString: strerror(errno)) } else { offset += written }
-        }
+        var failure = bytes.withUnsafeBytes { writeAll(fd, $0) }.map { String(cString: strerror($0)) }
         if failure == nil, fchmod(fd, store.mode) != 0 { failure = String(cString: strerror(errno)) }
         if failure == nil, geteuid() == 0, fchown(fd, store.owner.uid, store.owner.gid) != 0 {
             failure = String(cString: strerror(errno))
@@ -106,39 +100,30 @@ enum LegacySourceClearing {
         return path
     }
 
-    static func directoryName(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
-    }
-
     static func syncDirectory(of path: String) {
-        let fd = open(directoryName(path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = open(SocketDirectory.parent(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { return }
         fsync(fd)
         close(fd)
     }
 
+    /// Debug builds only (the tests'): a release binary never runs a command named by its environment.
     static func runTestHook() {
         #if DEBUG
-            runTestHookInDebugBuilds()
+            guard let command = QueueEnvironment.variable(testHookVariable), !command.isEmpty else { return }
+            let arguments = ["/bin/sh", "-c", command]
+            var pointers = arguments.map { strdup($0) }
+            defer { pointers.forEach { free($0) } }
+            pointers.append(nil)
+            var child: pid_t = 0
+            let spawned = posix_spawn(&child, "/bin/sh", nil, nil, pointers, environ)
+            guard spawned == 0 else {
+                writeStandardError(
+                    "queuectl: warning: \(testHookVariable) could not run: \(String(cString: strerror(spawned)))\n")
+                return
+            }
+            var status: Int32 = 0
+            while waitpid(child, &status, 0) < 0 && errno == EINTR {}
         #endif
-    }
-
-    /// Debug builds only (the tests'): a release binary never runs a command named by its environment.
-    static func runTestHookInDebugBuilds() {
-        guard let command = QueueEnvironment.variable(testHookVariable), !command.isEmpty else { return }
-        let arguments = ["/bin/sh", "-c", command]
-        var pointers = arguments.map { strdup($0) }
-        defer { pointers.forEach { free($0) } }
-        pointers.append(nil)
-        var child: pid_t = 0
-        let spawned = posix_spawn(&child, "/bin/sh", nil, nil, pointers, environ)
-        guard spawned == 0 else {
-            writeStandardError(
-                "queuectl: warning: \(testHookVariable) could not run: \(String(cString: strerror(spawned)))\n")
-            return
-        }
-        var status: Int32 = 0
-        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
     }
 }

@@ -145,14 +145,8 @@ struct LegacyStore {
 
     /// Whether the top level has `key`, and if so whether its value is an array.
     private func topValueIsArray(_ key: String) -> Bool? {
-        if let plistTop {
-            guard let value = plistTop[key] else { return nil }
-            if case .array = value { return true }
-            return false
-        }
-        guard let value = jsonTop?[key] else { return nil }
-        if case .array = value { return true }
-        return false
+        if let plistTop { return plistTop[key].map { if case .array = $0 { true } else { false } } }
+        return jsonTop?[key].map { if case .array = $0 { true } else { false } }
     }
 
     // MARK: - Rewriting

@@ -114,27 +114,23 @@ indirect enum PropertyListValue: Codable, Sendable {
         case .array(let items):
             var container = encoder.unkeyedContainer()
             for item in items { try container.encode(item) }
+            return
         case .dictionary(let members):
             var container = encoder.container(keyedBy: Key.self)
             for (key, value) in members { try container.encode(value, forKey: Key(stringValue: key)) }
-        case .bool(let value):
-            var container = encoder.singleValueContainer()
-            try container.encode(value)
-        case .integer(let value):
-            var container = encoder.singleValueContainer()
-            try container.encode(value)
-        case .real(let value):
-            var container = encoder.singleValueContainer()
-            try container.encode(value)
-        case .string(let value):
-            var container = encoder.singleValueContainer()
-            try container.encode(value)
-        case .date(let value):
-            var container = encoder.singleValueContainer()
-            try container.encode(value)
-        case .data(let value):
-            var container = encoder.singleValueContainer()
-            try container.encode(Data(value))
+            return
+        default:
+            break
+        }
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .real(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .date(let value): try container.encode(value)
+        case .data(let value): try container.encode(Data(value))
+        case .array, .dictionary: break
         }
     }
 

@@ -10,9 +10,7 @@ struct DaemonClient {
     let socketPath: String
 
     /// The daemon cannot be reached: nothing listens on the socket (or it cannot be opened).
-    struct Unreachable: Error {
-        var underlying: any Error
-    }
+    struct Unreachable: Error {}
 
     /// The daemon answered with an error status (403 for a peer it refuses).
     struct Refused: Error {
@@ -83,9 +81,9 @@ struct DaemonClient {
                     status: 403,
                     message: "permission denied on \(socketPath): run as its owner or join the socket's group")
             }
-            throw Unreachable(underlying: failure)
-        } catch let failure as UnixHTTPClient.Failure where !answered {
-            throw Unreachable(underlying: failure)
+            throw Unreachable()
+        } catch is UnixHTTPClient.Failure where !answered {
+            throw Unreachable()
         }
         guard success.contains(status) else { throw Refused(status: status, message: Self.message(refusal)) }
     }

@@ -26,17 +26,19 @@ func writeStandardError(_ text: String) {
 
 func writeStandardOutput(_ text: String) {
     var text = text
-    text.withUTF8 { bytes in
-        var offset = 0
-        while offset < bytes.count {
-            let written = write(STDOUT_FILENO, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
-            if written <= 0 {
-                if written < 0, errno == EINTR { continue }
-                return
-            }
-            offset += written
-        }
+    text.withUTF8 { _ = writeAll(STDOUT_FILENO, UnsafeRawBufferPointer($0)) }
+}
+
+/// Writes every byte to `fd`, going on after `EINTR` and short writes; the `errno` of a failure, or `nil`.
+func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+    var offset = 0
+    while offset < bytes.count {
+        let written = write(fd, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+        if written < 0, errno == EINTR { continue }
+        guard written > 0 else { return errno }
+        offset += written
     }
+    return nil
 }
 
 extension String {

@@ -25,9 +25,8 @@ final class NDJSONInput {
     private var end = 0
     private var atEOF = false
     private(set) var lineNumber = 0
-    /// Where the input starts in `fd` (stdin redirected from a file may start anywhere): what `rewind` goes back to.
-    private var startOffset: off_t = 0
-    /// Where `buffer[0]` is in `fd`: with `start`, where the next line begins (`position`).
+    /// Where `buffer[0]` is in `fd` (stdin redirected from a file may start anywhere): with `start`, where the next
+    /// line begins (`position`).
     private var bufferOffset: off_t = 0
 
     /// A place in the input to come back to with `seek(to:)`: where a line begins, and how many lines came before.
@@ -55,8 +54,7 @@ final class NDJSONInput {
         var info = stat()
         if fstat(source, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG {
             fd = source
-            startOffset = max(0, lseek(source, 0, SEEK_CUR))
-            bufferOffset = startOffset
+            bufferOffset = max(0, lseek(source, 0, SEEK_CUR))
             return
         }
         defer { if source != STDIN_FILENO { close(source) } }
@@ -65,11 +63,6 @@ final class NDJSONInput {
 
     deinit {
         if fd != STDIN_FILENO { close(fd) }
-    }
-
-    /// Goes back to the first line, to read the input a second time (it is a regular file or a spool).
-    func rewind() throws {
-        try seek(to: Position(offset: startOffset, lineNumber: 0))
     }
 
     /// Goes back (or on) to `position`, taken from this input: the next line read is the one that began there.
@@ -106,7 +99,7 @@ final class NDJSONInput {
                 start = newline + 1
                 return line
             }
-            if end - start > Self.maximumLineBytes { throw tooLong(lineNumber + 1) }
+            if end - start > Self.maximumLineBytes { throw Self.tooLong(lineNumber + 1) }
             if atEOF {
                 guard end > start else { return nil }
                 let line = Array(buffer[start..<end])
@@ -130,7 +123,7 @@ final class NDJSONInput {
         }
     }
 
-    private func tooLong(_ line: Int) -> ExitCode {
+    private static func tooLong(_ line: Int) -> ExitCode {
         fail(
             "line \(line): invalid record: record must be at most \(Self.maximumLineBytes - 1) bytes (the line is "
                 + "longer; stopped reading there, nothing was enqueued)", status: ExitStatus.invalidInput)
@@ -172,26 +165,15 @@ final class NDJSONInput {
                         lineNumber += 1
                     } else {
                         currentLine += 1
-                        if currentLine > maximumLineBytes {
-                            throw fail(
-                                "line \(lineNumber): invalid record: record must be at most \(maximumLineBytes - 1) "
-                                    + "bytes (the line is longer; stopped reading there, nothing was enqueued)",
-                                status: ExitStatus.invalidInput)
-                        }
+                        if currentLine > maximumLineBytes { throw tooLong(lineNumber) }
                     }
                 }
-                var written = 0
-                while written < count {
-                    let result = chunk.withUnsafeBytes { raw in
-                        write(spoolFD, raw.baseAddress.map { $0 + written }, count - written)
-                    }
-                    if result < 0, errno == EINTR { continue }
-                    guard result > 0 else {
-                        throw fail(
-                            "cannot spool \(path) to \(directory) (set TMPDIR to a directory with room): "
-                                + String(cString: strerror(errno)), status: ExitStatus.ioError)
-                    }
-                    written += result
+                if let code = chunk.withUnsafeBytes({
+                    writeAll(spoolFD, UnsafeRawBufferPointer(rebasing: $0[..<count]))
+                }) {
+                    throw fail(
+                        "cannot spool \(path) to \(directory) (set TMPDIR to a directory with room): "
+                            + String(cString: strerror(code)), status: ExitStatus.ioError)
                 }
             }
         } catch {

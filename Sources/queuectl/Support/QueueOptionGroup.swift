@@ -18,8 +18,6 @@ struct QueueOptionGroup: ParsableArguments {
     @Option(help: "full (default: survives power loss) or normal (faster).")
     var durability: String?
 
-    var path: String { QueueEnvironment.databasePath(explicit: db) }
-
     /// `--busy-timeout` within its range (`OptionRange`): a huge value used to overflow in the busy handler (`WriteGate`).
     func validate() throws {
         if let busyTimeoutMilliseconds,
@@ -64,7 +62,7 @@ struct QueueOptionGroup: ParsableArguments {
     /// call pays the same at 10 records pending as at 10 million. Damage is found on the pages a write touches;
     /// the whole-file check is `queuectl check` and `queued`'s start.
     func openWriter() throws -> QueueWriter {
-        let path = self.path
+        let path = QueueEnvironment.databasePath(explicit: db)
         let existed = access(path, F_OK) == 0
         do {
             let writer = try QueueWriter(path: path, options: try options())
@@ -79,6 +77,18 @@ struct QueueOptionGroup: ParsableArguments {
     func openAdmin() throws -> QueueAdmin {
         do {
             return try QueueAdmin(path: try existingPath(), options: try options())
+        } catch let error as QueueError {
+            throw fail(error)
+        }
+    }
+
+    /// Runs `body` on the existing queue opened as an admin (`openAdmin`), then closes it; a `QueueError` thrown
+    /// is its one-line message and exit status.
+    func withAdmin<T>(_ body: (QueueAdmin) throws -> T) throws -> T {
+        let admin = try openAdmin()
+        defer { admin.close() }
+        do {
+            return try body(admin)
         } catch let error as QueueError {
             throw fail(error)
         }
