@@ -38,7 +38,7 @@ public struct Erasure: Sendable, Hashable {
     /// loop sends the deletion only once no delivery under one of these leases is still in flight, so Braze
     /// answers every request that carried a record of the user before the delete goes out.
     public var after: [String]
-    /// The latest expiry (UTC Unix milliseconds) of those leases when the forget ran (issue 40 #4): a drainer
+    /// The latest expiry (UTC Unix milliseconds) of those leases when the forget ran: a drainer
     /// that holds one elsewhere, stopped rather than dead, sends nothing past it (`DeliveryLease`), so the
     /// deletion waits that long, and then as long as Braze may still apply a request sent before it.
     public var leasedUntilMilliseconds: Int64?

@@ -2,14 +2,14 @@
     import Glibc
 #endif
 
-/// The secret that makes an erasure an operator's act (issue 39 #3): a Braze delete is sent only for an erasure row
-/// whose `grant` is the HMAC-SHA-256, under this key, of the row's id, identifier type and filing key.
+/// The secret that makes an erasure an operator's act: a Braze delete is sent only for an erasure row whose `grant`
+/// is the HMAC-SHA-256, under this key, of the row's id, identifier type and filing key.
 ///
 /// Why a key and not a check in `queuectl`: any member of the writers' group can write the queue file with any
-/// SQLite client, so a check in our tools stops no one (a plain `INSERT` of an erasure row made the daemon delete a
-/// user). Whoever can read the key may delete users at Braze: root, the daemon's user, and the admin group the
-/// package creates (`/etc/eventqueue/erasure-key`, `eventqueue:eventqueue-admins`, mode 0640). Binding the row's
-/// id (ids never repeat) means a grant copied from one row authorizes nothing else.
+/// SQLite client, so a check in our tools stops no one. Whoever can read the key may delete users at Braze: root,
+/// the daemon's user, and the admin group the package creates (`/etc/eventqueue/erasure-key`,
+/// `eventqueue:eventqueue-admins`, mode 0640). Binding the row's id (ids never repeat) means a grant copied from one
+/// row authorizes nothing else.
 public struct ErasureKey: Sendable, Hashable {
     /// Where the package keeps the key.
     public static let packagedPath = "/etc/eventqueue/erasure-key"

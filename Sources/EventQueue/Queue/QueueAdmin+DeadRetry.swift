@@ -1,8 +1,8 @@
 extension QueueAdmin {
-    /// Makes dead letters pending again with a fresh attempt budget, but only those whose payload now passes Braze's rules
-    /// (with `time` filled in as the consumer would). One whose payload is still invalid (a dead letter set aside
-    /// at enqueue or import, not yet fixed) stays dead with its current reason: retrying it would only have the
-    /// next drain dead-letter it again, and would hide it from `dead list` in between. `nil` means all.
+    /// Makes dead letters pending again with a fresh attempt budget, but only those whose payload now passes Braze's
+    /// rules (with `time` filled in as the consumer would). One whose payload is still invalid stays dead with its
+    /// current reason: retrying it would only have the next drain dead-letter it again, and would hide it from
+    /// `dead list` in between. `nil` means all.
     public func retryDeadChecked(ids: [Int64]?) throws(QueueError) -> DeadRetryReport {
         let connection = file.connection
         return try connection.write("retrying dead letters") { () throws(QueueError) in
@@ -10,8 +10,7 @@ extension QueueAdmin {
                 """
                 SELECT id, kind, payload, created_at_ms, erasure FROM records
                 WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1))) ORDER BY id
-                """, operation: "retrying dead letters")
-            select.bind(1, ids.map(RecordStateSQL.jsonArray))
+                """, operation: "retrying dead letters", ids.map(RecordStateSQL.jsonArray))
             var valid: [Int64] = []
             var invalid: [(id: Int64, reason: String)] = []
             while try select.step() {
@@ -33,16 +32,13 @@ extension QueueAdmin {
                 }
             }
             select.reset()
-            let retry = try connection.statement(RecordStateSQL.retryDead, operation: "retrying dead letters")
             for id in valid {
-                retry.bind(1, id)
-                try retry.run()
+                try connection.run(RecordStateSQL.retryDead, operation: "retrying dead letters", id)
             }
-            let keep = try connection.statement(RecordStateSQL.keepDead, operation: "retrying dead letters")
             for item in invalid {
-                keep.bind(1, item.id)
-                keep.bind(2, "still invalid at retry: " + item.reason)
-                try keep.run()
+                try connection.run(
+                    RecordStateSQL.keepDead, operation: "retrying dead letters", item.id,
+                    "still invalid at retry: " + item.reason)
             }
             return DeadRetryReport(retried: valid, stillInvalid: invalid)
         }

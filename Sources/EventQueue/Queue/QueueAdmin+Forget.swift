@@ -8,14 +8,13 @@ extension QueueAdmin {
             SELECT count(*) FILTER (WHERE state != 'dead'), count(*) FILTER (WHERE state = 'dead'),
                 count(*) FILTER (WHERE state = 'dead' AND instr(last_error, ?1) > 0)
             FROM records WHERE erasure IS NOT NULL
-            """, operation: "counting erasures")
+            """, operation: "counting erasures", "erasure " + Erasure.unauthorized + ":")
         defer { statement.reset() }
-        statement.bind(1, "erasure " + Erasure.unauthorized + ":")
         guard try statement.step() else { return (0, 0, 0) }
         return (Int(statement.int64(0)), Int(statement.int64(1)), Int(statement.int64(2)))
     }
 
-    /// The users a dead barrier (an erasure or identity call Braze refused) holds back (issue 40 #4, issue 41):
+    /// The users a dead barrier (an erasure or identity call Braze refused) holds back:
     /// how many, and the first `shown` keys. Reads the dead letters only (`records_dead`).
     func heldUsers(shown: Int = 5) throws(QueueError) -> (count: Int, keys: [String]) {
         let statement = try file.connection.statement(
@@ -27,9 +26,8 @@ extension QueueAdmin {
                 SELECT user_key AS key FROM barriers
                 UNION SELECT other_user_key FROM barriers WHERE other_user_key IS NOT NULL)
             SELECT key, count(*) OVER () FROM held ORDER BY key LIMIT ?1
-            """, operation: "counting held users")
+            """, operation: "counting held users", shown)
         defer { statement.reset() }
-        statement.bind(1, Int64(shown))
         var (count, keys) = (0, [String]())
         while try statement.step() {
             count = Int(statement.int64(1))

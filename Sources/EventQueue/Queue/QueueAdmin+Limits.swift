@@ -18,7 +18,7 @@ public struct LimitEnforcement: Sendable, Hashable {
     public init() {}
 }
 
-/// The daemon's side of the limits (issue 30): it records them at start, and after each pass and at each launch
+/// The daemon's side of the limits: it records them at start, and after each pass and at each launch
 /// expires what is older than the max age and, under drop-oldest, brings the file back under its size limit for
 /// the writers that do not enforce it themselves (older releases, the C, Python and shell writers of
 /// docs/WRITERS.md). Writers of this release enforce the size limit in their own transaction (`SpaceKeeper`).
@@ -36,13 +36,10 @@ extension QueueAdmin {
     /// from its next enqueue on.
     public func recordLimits(_ limits: QueueLimits, now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) {
         let connection = file.connection
-        try connection.write("recording the queue's limits") { () throws(QueueError) in
-            let statement = try connection.statement(QueueLimitsSQL.record, operation: "recording the queue's limits")
-            statement.bind(1, limits.maxQueueBytes)
-            statement.bind(2, limits.whenFull.rawValue)
-            statement.bind(3, limits.maxAgeSeconds)
-            statement.bind(4, now)
-            try statement.run()
+        try connection.write("recording the queue's limits") { () throws(QueueError) -> Void in
+            try connection.run(
+                QueueLimitsSQL.record, operation: "recording the queue's limits", limits.maxQueueBytes,
+                limits.whenFull.rawValue, limits.maxAgeSeconds, now)
         }
     }
 
@@ -72,10 +69,15 @@ extension QueueAdmin {
 
     /// Bytes of pages in use: what the size limit bounds (`SpaceKeeper`).
     public func queueBytes() throws(QueueError) -> Int64 {
+        try measure().used
+    }
+
+    /// `SpaceKeeper.usedBytes` in a read transaction of its own.
+    func measure(
+        _ operation: String = "measuring the queue file"
+    ) throws(QueueError) -> (used: Int64, pageSize: Int64, pages: Int64) {
         let connection = file.connection
-        return try connection.read("measuring the queue file") { () throws(QueueError) in
-            try SpaceKeeper.usedBytes(connection).used
-        }
+        return try connection.read(operation) { () throws(QueueError) in try SpaceKeeper.usedBytes(connection) }
     }
 
     /// Expires what is older than the max age and, under drop-oldest, drops the oldest records until the file is
@@ -89,9 +91,9 @@ extension QueueAdmin {
         var result = LimitEnforcement()
         guard let limits = try self.limits()?.limits else { return result }
         result.limits = limits
-        let budget = limits.maxQueueBytes > 0 ? SpaceKeeper.walBudget(limit: limits.maxQueueBytes) : nil
-        if file.walBudgetBytes != budget {
-            try SpaceKeeper.applyWALBudget(file, limit: limits.maxQueueBytes > 0 ? limits.maxQueueBytes : nil)
+        let sizeLimit = limits.maxQueueBytes > 0 ? limits.maxQueueBytes : nil
+        if file.walBudgetBytes != sizeLimit.map(SpaceKeeper.walBudget) {
+            try SpaceKeeper.applyWALBudget(file, limit: sizeLimit)
         }
         if limits.maxAgeSeconds > 0 {
             result.expired = try expireOldRecords(maxAgeSeconds: limits.maxAgeSeconds, now: now, boot: boot)
@@ -100,17 +102,12 @@ extension QueueAdmin {
         if limits.whenFull == .dropOldest {
             result.dropped = try dropOldestToLimit(maxBytes: limits.maxQueueBytes)
         }
-        let connection = file.connection
-        var size = try connection.read("measuring the queue file") { () throws(QueueError) in
-            try SpaceKeeper.usedBytes(connection)
-        }
+        var size = try measure()
         if size.pages &* size.pageSize > limits.maxQueueBytes, size.pages &* size.pageSize > size.used {
             // Freed pages stay in the file until vacuumed: give them back now, not at the upkeep, which waits
             // while writers write.
             try vacuumInSteps()
-            size = try connection.read("measuring the queue file") { () throws(QueueError) in
-                try SpaceKeeper.usedBytes(connection)
-            }
+            size = try measure()
         }
         result.queueBytes = size.used
         result.fileBytes = size.pages &* size.pageSize
@@ -124,11 +121,10 @@ extension QueueAdmin {
     /// Dead-letters pending records older than `maxAgeSeconds` on the queue clock (never leased ones, never
     /// erasures) with a reason that begins `expired:`, counted as `expired`. Returns how many.
     ///
-    /// The age is not `created_at_ms` (a writer's clock, issue 39 #2) but the queue clock's time since the first
-    /// checkpoint that saw the record's id (`tickQueueClock`): a lower bound of the time it waited, which no step
-    /// of any wall clock can raise, late by at most the time between checkpoints. So the records to expire are an
-    /// id range, up to the newest checkpoint at least the max age old, found through `records_live` without
-    /// reading the pending rows (issue 40 #5: the old scan read all of them at every pass's start and end).
+    /// The age is not `created_at_ms` (a writer's clock) but the queue clock's time since the first checkpoint that
+    /// saw the record's id (`tickQueueClock`): a lower bound of the time it waited, which no step of any wall clock
+    /// can raise. So the records to expire are an id range, up to the newest checkpoint at least the max age old,
+    /// found through `records_live` without reading the pending rows.
     func expireOldRecords(
         maxAgeSeconds: Int64, now: Int64, boot: () -> BootClockReading
     ) throws(QueueError) -> Int {
@@ -142,21 +138,18 @@ extension QueueAdmin {
                 let cutoff = try QueueClock.checkpoint(
                     atOrBefore: QueueClock.difference(clockNow, maxAge), connection)
             else { return nil }
-            let stale = try connection.statement(QueueClockSQL.stale, operation: "reading the queue clock")
+            let stale = try connection.statement(
+                QueueClockSQL.stale, operation: "reading the queue clock", cutoff.elapsed)
             defer { stale.reset() }
-            stale.bind(1, cutoff.elapsed)
             let expirable = try connection.statement(
-                RecordStateSQL.firstExpirable, operation: "finding records past the max age")
+                RecordStateSQL.firstExpirable, operation: "finding records past the max age", cutoff.maxID)
             defer { expirable.reset() }
-            expirable.bind(1, cutoff.maxID)
             return (cutoff, try stale.step() && stale.int64(0) > 0, try expirable.step())
         }
         guard let found else { return 0 }
         if found.stale {
-            try connection.write("pruning the queue clock's checkpoints") { () throws(QueueError) in
-                let prune = try connection.statement(QueueClockSQL.prune, operation: "pruning the queue clock")
-                prune.bind(1, found.cutoff.elapsed)
-                try prune.run()
+            try connection.write("pruning the queue clock's checkpoints") { () throws(QueueError) -> Void in
+                try connection.run(QueueClockSQL.prune, operation: "pruning the queue clock", found.cutoff.elapsed)
             }
         }
         guard found.expirable else { return 0 }
@@ -166,14 +159,9 @@ extension QueueAdmin {
         while true {
             let ids = try connection.write("expiring records past the max age") { () throws(QueueError) -> [Int64] in
                 let statement = try connection.statement(
-                    RecordStateSQL.expire, operation: "expiring records past the max age")
+                    RecordStateSQL.expire, operation: "expiring records past the max age", after, found.cutoff.maxID,
+                    now, Self.expiryChunk, age, maxAgeSeconds)
                 defer { statement.reset() }
-                statement.bind(1, after)
-                statement.bind(2, found.cutoff.maxID)
-                statement.bind(3, now)
-                statement.bind(4, Self.expiryChunk)
-                statement.bind(5, age)
-                statement.bind(6, maxAgeSeconds)
                 var ids: [Int64] = []
                 while try statement.step() { ids.append(statement.int64(0)) }
                 try QueueDrops.add(ids.count, cause: .expired, connection)
@@ -224,11 +212,8 @@ extension QueueAdmin {
                 try QueueClock.read(connection)?.advanced(to: reading, wall: now) ?? QueueClock(at: reading, wall: now)
             try clock.write(connection)
             if let maxID = try dueCheckpoint(at: clock.elapsed) {
-                let statement = try connection.statement(
-                    QueueClockSQL.checkpoint, operation: "advancing the queue clock")
-                statement.bind(1, clock.elapsed)
-                statement.bind(2, maxID)
-                try statement.run()
+                try connection.run(
+                    QueueClockSQL.checkpoint, operation: "advancing the queue clock", clock.elapsed, maxID)
             }
             return clock.elapsed
         }

@@ -16,7 +16,7 @@ extension QueueAdmin {
         let walBefore = Self.fileSize(path + "-wal")
         let databaseBefore = Self.fileSize(path)
         // Both key tables; a key dated beyond the clock horizon (planted, or a clock far ahead) is dated now first,
-        // so that it expires after the retention instead of never (issue 22 #6).
+        // so that it expires after the retention instead of never.
         let pruned = try connection.write("forgetting old idempotency keys") { () throws(QueueError) in
             try RememberedKeys.prune(connection, before: now - Self.deliveredKeyRetentionMilliseconds, now: now)
         }
@@ -37,10 +37,8 @@ extension QueueAdmin {
     /// Pages returned to the filesystem per vacuum step (4 MiB at SQLite's 4 KiB pages).
     static let vacuumStepPages = 1024
 
-    /// `incremental_vacuum` in steps, each its own short write transaction followed by a passive checkpoint.
-    /// One `PRAGMA incremental_vacuum` after draining a large backlog moves and frees every page in one
-    /// transaction, which the WAL must hold whole (hundreds of MB after a million records) while writers wait;
-    /// in steps the WAL grows by at most a step between checkpoints, and writers get the lock between steps.
+    /// `incremental_vacuum` in steps, each its own short write transaction followed by a passive checkpoint: in one
+    /// transaction the WAL would hold every page of a drained backlog while writers wait.
     func vacuumInSteps() throws(QueueError) {
         let connection = file.connection
         let operation = "vacuuming freed pages"
@@ -59,10 +57,9 @@ extension QueueAdmin {
 
     /// Truncates the WAL when it has grown past `thresholdBytes`, for use between batches of a long pass.
     ///
-    /// Automatic checkpoints (every 1,000 pages) copy frames back but can only restart the WAL from its beginning
-    /// at a moment when no reader holds an older snapshot; with writers and monitors busy around a long drain
-    /// that moment can be long in coming, and the WAL grew with the backlog (29 MB after a million records).
-    /// `TRUNCATE` waits briefly for those readers instead (see `truncateWAL`). Returns true when it truncated.
+    /// Automatic checkpoints can only restart the WAL when no reader holds an older snapshot, which around a long
+    /// drain can be long in coming; `TRUNCATE` waits briefly for those readers instead. Returns true when it
+    /// truncated.
     @discardableResult
     public func truncateWALIfLarger(than thresholdBytes: Int64) throws(QueueError) -> Bool {
         guard Self.fileSize(path + "-wal") > thresholdBytes else { return false }
@@ -71,9 +68,8 @@ extension QueueAdmin {
 
     /// One `wal_checkpoint(TRUNCATE)` try (after a `PASSIVE` one that copies the frames without the write lock:
     /// `Connection.truncateWAL`), waiting at most `checkpointBusyTimeoutMilliseconds`: a TRUNCATE checkpoint holds
-    /// new writers back while it waits for the ones in progress, and waiting with the full busy timeout could make a
-    /// writer time out behind it. When writers keep the file busy it leaves the WAL to the next try (writers' own
-    /// checkpoints bound it meanwhile). Returns true when it truncated.
+    /// new writers back while it waits, so a longer wait could make a writer time out behind it. Returns true when
+    /// it truncated.
     private func truncateWAL() throws(QueueError) -> Bool {
         try file.connection.truncateWAL(
             tryMilliseconds: Self.checkpointBusyTimeoutMilliseconds, deadlineNanoseconds: 0,

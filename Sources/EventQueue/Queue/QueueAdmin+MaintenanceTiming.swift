@@ -1,22 +1,13 @@
 /// When the upkeep after a pass runs: not while this release's writers are writing (one of them had the turn
 /// within the last `quietNanoseconds`, or during the pass).
 ///
-/// Why: the vacuum steps and the `TRUNCATE` checkpoint hold the write lock, so writers in line wait for them; a
-/// daemon draining a steady stream of records ran them after every pass (84 times a second in the contention
-/// benchmark), and most enqueues slower than 2 ms at 1 and 2 writers overlapped one (docs/PERFORMANCE.md section 5).
-/// While writers write, their pages are reused as fast as they are freed, and the WAL is kept in check by the
-/// automatic checkpoints and the pass's own (`truncateWALIfLarger`), so the upkeep can wait for a pass during which
-/// none wrote. It waits at most `longestDeferral`, and never while the WAL is over `deferralWALBytes` or the free
-/// pages over `deferralFreeBytes`. Writers of other languages do not wait in line, so they are not seen: for them
-/// the upkeep runs as before.
-///
-/// Why the free pages (issue 30 #7): after a large backlog is delivered, its pages are free, and writers reuse them
-/// only as fast as they write. Waiting then kept the file at its backlog size for as long as writers kept writing,
-/// up to ten minutes, and for good when no pass followed: measured, 100,000 records delivered while two writers
-/// wrote 100 records a second each left a 25.6 MB file with 0.1 MB in use after four passes. The vacuum steps are
-/// short transactions (`vacuumStepPages`), so writers wait for one step at a time, once, after a backlog; the
-/// steady drain of a working queue frees far less than the threshold and keeps waiting (docs/PERFORMANCE.md, "Space
-/// after a backlog").
+/// Why: the vacuum steps and the `TRUNCATE` checkpoint hold the write lock, so writers in line wait for them; run
+/// after every pass of a steady stream they slowed most enqueues (docs/PERFORMANCE.md section 5). While writers
+/// write, their pages are reused as fast as they are freed and the WAL is kept in check by the checkpoints, so the
+/// upkeep can wait for a pass during which none wrote: at most `longestDeferral`, and never while the WAL is over
+/// `deferralWALBytes` or the free pages over `deferralFreeBytes` (a delivered backlog's pages would otherwise stay
+/// in the file while writers write; docs/PERFORMANCE.md, "Space after a backlog"). Writers of other languages do not
+/// wait in line, so they are not seen: for them the upkeep runs as before.
 extension QueueAdmin {
     /// The longest the upkeep waits for writers to pause.
     public static let longestDeferralNanoseconds: UInt64 = 10 * 60 * 1_000_000_000
@@ -68,10 +59,7 @@ extension QueueAdmin {
     /// Bytes of free pages: what a vacuum would return to the filesystem (read from the file's header, no I/O
     /// beyond its first page).
     func freeBytes() throws(QueueError) -> Int64 {
-        let connection = file.connection
-        let size = try connection.read("measuring the free pages") { () throws(QueueError) in
-            try SpaceKeeper.usedBytes(connection)
-        }
+        let size = try measure("measuring the free pages")
         return (size.pages - size.used / max(1, size.pageSize)) &* size.pageSize
     }
 }

@@ -19,10 +19,8 @@ extension QueueAdmin {
                            FILTER (WHERE (CASE state WHEN 'pending' THEN next_attempt_at_ms
                                            ELSE lease_expires_at_ms END) BETWEEN ?1 + 1 AND ?2)
                 FROM records INDEXED BY records_live WHERE state != 'dead'
-                """, operation: operation)
-            live.bind(1, now)
-            // Beyond the horizon is a clock that went back: such a record is due now, not later (see claim).
-            live.bind(2, ClockHorizon.latestPlausible(after: now))
+                """, operation: operation, now, ClockHorizon.latestPlausible(after: now))
+            // Beyond the horizon (?2) is a clock that went back: such a record is due now, not later (see claim).
             _ = try live.step()
             let pending = Int(live.int64(0))
             let leased = Int(live.int64(1))
@@ -67,47 +65,39 @@ extension QueueAdmin {
 
     /// Live records (pending and leased) in delivery order.
     public func peek(limit: Int = 10) throws(QueueError) -> [QueuedRecord] {
-        try list(
-            """
-            SELECT id, kind, state, payload, attempts, created_at_ms, next_attempt_at_ms, last_error, dead_at_ms,
-                erasure
-            FROM records WHERE state != 'dead' ORDER BY id LIMIT ?1
-            """, limit: limit, operation: "peeking at the queue")
+        try list(where: "state != 'dead'", limit: limit, operation: "peeking at the queue")
     }
 
     /// Dead letters, oldest first, with their last error.
     public func deadLetters(limit: Int = Int(Int32.max)) throws(QueueError) -> [QueuedRecord] {
-        try list(
-            """
-            SELECT id, kind, state, payload, attempts, created_at_ms, next_attempt_at_ms, last_error, dead_at_ms,
-                erasure
-            FROM records WHERE state = 'dead' ORDER BY id LIMIT ?1
-            """, limit: limit, operation: "listing dead letters")
+        try list(where: "state = 'dead'", limit: limit, operation: "listing dead letters")
     }
 
     /// Deletes dead records for good; `nil` means all of them. Returns the ids deleted.
     @discardableResult
     public func purgeDead(ids: [Int64]?) throws(QueueError) -> [Int64] {
-        let purged = try changeDead(RecordStateSQL.purgeDead, ids: ids, operation: "purging dead letters")
-        file.unscrubbedDeletions += purged.count
-        return purged
-    }
-
-    private func changeDead(_ sql: String, ids: [Int64]?, operation: String) throws(QueueError) -> [Int64] {
         let connection = file.connection
-        return try connection.write(operation) { () throws(QueueError) in
-            let statement = try connection.statement(sql, operation: operation)
-            statement.bind(1, ids.map(RecordStateSQL.jsonArray))
+        let operation = "purging dead letters"
+        let purged = try connection.write(operation) { () throws(QueueError) in
+            let statement = try connection.statement(
+                RecordStateSQL.purgeDead, operation: operation, ids.map(RecordStateSQL.jsonArray))
             var changed: [Int64] = []
             while try statement.step() { changed.append(statement.int64(0)) }
             return changed.sorted()
         }
+        file.unscrubbedDeletions += purged.count
+        return purged
     }
 
-    private func list(_ sql: String, limit: Int, operation: String) throws(QueueError) -> [QueuedRecord] {
-        let statement = try file.connection.statement(sql, operation: operation)
+    /// The records matching `condition`, in id order, at most `limit` of them.
+    private func list(where condition: String, limit: Int, operation: String) throws(QueueError) -> [QueuedRecord] {
+        let statement = try file.connection.statement(
+            """
+            SELECT id, kind, state, payload, attempts, created_at_ms, next_attempt_at_ms, last_error, dead_at_ms,
+                erasure
+            FROM records WHERE \(condition) ORDER BY id LIMIT ?1
+            """, operation: operation, max(0, limit))
         defer { statement.reset() }
-        statement.bind(1, max(0, limit))
         var records: [QueuedRecord] = []
         while try statement.step() {
             records.append(

@@ -98,17 +98,22 @@ public final class QueueBatch {
         do {
             return try enqueue(record)
         } catch {
-            switch error {
-            case .invalidRecord(let validation):
-                var located = validation
-                located.index = nil
-                located.line = nil
-                return try deadLetter(record, reason: context + located.description)
-            case .invalidIdempotencyKey:
-                return try deadLetter(record, reason: context + error.description)
-            default:
-                throw error
-            }
+            guard let reason = Self.deadLetterReason(error, context: context) else { throw error }
+            return try deadLetter(record, reason: reason)
+        }
+    }
+
+    /// The dead letter's reason for a record `error` refused, or `nil` when the error is not the record's rules.
+    private static func deadLetterReason(_ error: QueueError, context: String) -> String? {
+        switch error {
+        case .invalidRecord(var validation):
+            validation.index = nil
+            validation.line = nil
+            return context + validation.description
+        case .invalidIdempotencyKey:
+            return context + error.description
+        default:
+            return nil
         }
     }
 
@@ -127,18 +132,8 @@ public final class QueueBatch {
         do {
             return try QueueWriter.encode(record, now: now)
         } catch {
-            guard orDeadLetter else { throw error }
-            switch error {
-            case .invalidRecord(let validation):
-                var located = validation
-                located.index = nil
-                located.line = nil
-                try checkDeadLetter(record, reason: context + located.description)
-            case .invalidIdempotencyKey:
-                try checkDeadLetter(record, reason: context + error.description)
-            default:
-                throw error
-            }
+            guard orDeadLetter, let reason = deadLetterReason(error, context: context) else { throw error }
+            try checkDeadLetter(record, reason: reason)
             return nil
         }
     }
@@ -197,7 +192,7 @@ extension QueueWriter {
     }
 
     /// `batch`; with `countingRefusal` false a refusal rolls back its count too, so that a dry run that throws to
-    /// roll back (`queuectl import-legacy --dry-run`) changes nothing, `queue_drops` included (issue 40 #5).
+    /// roll back (`queuectl import-legacy --dry-run`) changes nothing, `queue_drops` included.
     package func batch<T>(countingRefusal: Bool, _ body: (QueueBatch) throws -> T) throws -> T {
         try file.checkFreeSpaceReserve()
         let file = self.file

@@ -162,9 +162,7 @@ public enum QueueCheck {
                     "\(outOfRange) record(s) have an id, attempts or time out of range (written by a foreign writer "
                         + "with its checks off); the daemon dead-letters them with the reason")
             }
-        }
-        if version >= 1 {
-            // Remembered keys (issue 22 #7), and keys dated beyond the clock horizon, which a planted row or a clock
+            // Remembered keys, and keys dated beyond the clock horizon, which a planted row or a clock
             // far ahead leaves: they would never expire; the next maintenance dates them now.
             let keys = try RememberedKeys.measure(connection)
             report.facts.append(.init(name: "remembered_keys", value: String(keys.count)))

@@ -38,7 +38,7 @@ public struct BootClockReading: Sendable, Hashable {
     }()
 }
 
-/// The queue clock (issue 39 #2, Migrations/0008): the time the queue has existed, by which the max age is
+/// The queue clock (Migrations/0008): the time the queue has existed, by which the max age is
 /// measured so that no clock can make a record older than it is. Within a boot it advances by the monotonic
 /// clock alone, so a step of the wall clock, forward or back, moves it by nothing. Between two boots no monotonic
 /// clock survives, and the wall clock's difference is added (never less than 0): the one place a wall clock
@@ -49,18 +49,6 @@ struct QueueClock: Hashable {
     var bootID: String
     var bootMilliseconds: Int64
     var wallMilliseconds: Int64
-
-    /// The clock of a new file: 0 now.
-    init(at boot: BootClockReading, wall: Int64) {
-        self.init(elapsed: 0, bootID: boot.bootID, bootMilliseconds: boot.milliseconds, wallMilliseconds: wall)
-    }
-
-    init(elapsed: Int64, bootID: String, bootMilliseconds: Int64, wallMilliseconds: Int64) {
-        self.elapsed = elapsed
-        self.bootID = bootID
-        self.bootMilliseconds = bootMilliseconds
-        self.wallMilliseconds = wallMilliseconds
-    }
 
     /// Where the clock stands at `boot` and `wall`. A reading earlier than the stored one (another process got
     /// to write first) adds nothing; values are saturated, whatever a damaged or planted row holds.
@@ -97,12 +85,9 @@ struct QueueClock: Hashable {
     }
 
     func write(_ connection: Connection) throws(QueueError) {
-        let statement = try connection.statement(QueueClockSQL.write, operation: "advancing the queue clock")
-        statement.bind(1, elapsed)
-        statement.bind(2, bootID)
-        statement.bind(3, bootMilliseconds)
-        statement.bind(4, wallMilliseconds)
-        try statement.run()
+        try connection.run(
+            QueueClockSQL.write, operation: "advancing the queue clock", elapsed, bootID, bootMilliseconds,
+            wallMilliseconds)
     }
 
     /// The highest record id ever assigned (0 before the first), and the newest checkpoint's id and time.
@@ -112,7 +97,7 @@ struct QueueClock: Hashable {
         let statement = try connection.statement(QueueClockSQL.ids, operation: "reading the queue clock")
         defer { statement.reset() }
         guard try statement.step() else { return (0, 0, nil) }
-        return (statement.int64(0), statement.int64(1), statement.isNull(2) ? nil : statement.int64(2))
+        return (statement.int64(0), statement.int64(1), statement.optionalInt64(2))
     }
 
     /// The least queue time between two checkpoints, for a max age of `maxAge` ms: a minute, or a 1440th of the
@@ -126,11 +111,17 @@ struct QueueClock: Hashable {
     static func checkpoint(atOrBefore time: Int64, _ connection: Connection) throws(QueueError) -> (
         elapsed: Int64, maxID: Int64
     )? {
-        let statement = try connection.statement(QueueClockSQL.cutoff, operation: "reading the queue clock")
+        let statement = try connection.statement(QueueClockSQL.cutoff, operation: "reading the queue clock", time)
         defer { statement.reset() }
-        statement.bind(1, time)
         guard try statement.step() else { return nil }
         return (statement.int64(0), statement.int64(1))
+    }
+}
+
+extension QueueClock {
+    /// The clock of a new file: 0 now (in an extension, so that the memberwise initializer stays).
+    init(at boot: BootClockReading, wall: Int64) {
+        self.init(elapsed: 0, bootID: boot.bootID, bootMilliseconds: boot.milliseconds, wallMilliseconds: wall)
     }
 }
 

@@ -1,10 +1,6 @@
-/// One walk per transaction for every batch it claims (issue 34).
-///
-/// Why: `ackAndClaim` hands out several batches per transaction (up to one per delivery in flight). Each claim used
-/// to walk the live rows from the head twice, once to check the candidates' sizes and once in the claim's UPDATE,
-/// and each walk went past the rows the claims before it had just leased: with 8 batches, 16 walks, about half of
-/// the daemon's CPU per delivered record (3c7ee2d added the size check's walk). Now one walk reads the candidates
-/// and their users, the sizes are checked once, and each batch is leased by id (`RecordStateSQL.claimByIDs`).
+/// One walk per transaction for every batch it claims: `ackAndClaim` hands out several batches per transaction, and
+/// a walk per batch would go past the rows the claims before it had just leased. One walk reads the candidates and
+/// their users, the sizes are checked once, and each batch is leased by id (`RecordStateSQL.claimByIDs`).
 extension QueueConsumer {
     /// The ids of up to `claims` batches of up to `limit` claimable rows, from one walk of `RecordStateSQL.claimWalk`
     /// in the caller's write transaction; rows too large to be read are dead-lettered first (and the walk done
@@ -63,10 +59,9 @@ extension QueueConsumer {
     }
 
     private func walk(count: Int, now: Int64) throws(QueueError) -> [(id: Int64, user: String?)] {
-        let statement = try file.connection.statement(RecordStateSQL.claimWalk, operation: "claiming records")
-        statement.bind(3, now)
-        statement.bind(4, count)
-        statement.bind(5, ClockHorizon.latestPlausible(after: now))
+        let statement = try file.connection.statement(
+            RecordStateSQL.claimWalk, operation: "claiming records", nil, nil, now, count,
+            ClockHorizon.latestPlausible(after: now))
         var rows: [(id: Int64, user: String?)] = []
         rows.reserveCapacity(min(count, 10_000))
         while try statement.step() { rows.append((statement.int64(0), statement.text(1))) }

@@ -10,6 +10,16 @@ public struct DrainLockHolder: Sendable, Hashable {
     import Glibc
 #endif
 
+extension DrainLockHolder {
+    /// The holder with its expiry kept plausible: it was stored by another process, and callers schedule their next
+    /// try from it (an expiry at the top of Int64 must not overflow "expiry + 100 ms").
+    func plausible(now: Int64) -> DrainLockHolder {
+        DrainLockHolder(
+            owner: owner,
+            expiresAtMilliseconds: min(max(expiresAtMilliseconds, now), ClockHorizon.latestPlausible(after: now)))
+    }
+}
+
 extension QueueConsumer {
     /// Takes (or renews, when this consumer already holds it) the queue's drain lock for `leaseMilliseconds`.
     /// Returns `nil` when acquired, or the current holder when another drainer has it.
@@ -19,27 +29,15 @@ extension QueueConsumer {
         let connection = file.connection
         let leaseMilliseconds = ClockHorizon.clamp(leaseMilliseconds)
         // The lock is a lease too: losing its renewal to a power cut costs nothing (see `claim`).
-        return try acquireDrainLockTransaction(connection, leaseMilliseconds: leaseMilliseconds, now: now)
-    }
-
-    private func acquireDrainLockTransaction(
-        _ connection: Connection, leaseMilliseconds: Int64, now: Int64
-    ) throws(QueueError) -> DrainLockHolder? {
-        try connection.write("taking the drain lock", durable: false) { () throws(QueueError) in
+        return try connection.write("taking the drain lock", durable: false) { () throws(QueueError) in
             // A live process on this host keeps its lock whatever the clocks say: its expiry is in its clock,
-            // which may run ahead of or behind ours (libfaketime, a container with its own offset), and taking
-            // the lock over would run two passes on one file at once (issue 16: one batch delivered 5 times).
+            // which may differ from ours, and taking the lock over would run two passes on one file at once.
             if let holder = try readDrainLock(connection), holder.owner != consumerID,
                 Self.isLiveProcessOnThisHost(holder.owner)
             {
-                // Its expiry was stored by another process: callers schedule their next try from it, so keep
-                // it plausible (an expiry at the top of Int64 must not overflow "expiry + 100 ms").
-                return DrainLockHolder(
-                    owner: holder.owner,
-                    expiresAtMilliseconds: min(
-                        max(holder.expiresAtMilliseconds, now), ClockHorizon.latestPlausible(after: now)))
+                return holder.plausible(now: now)
             }
-            let take = try connection.statement(
+            let taken = try connection.run(
                 """
                 INSERT INTO drain_lock (id, owner, acquired_at_ms, expires_at_ms) VALUES (1, ?1, ?2, ?3)
                 ON CONFLICT (id) DO UPDATE SET
@@ -47,45 +45,23 @@ extension QueueConsumer {
                     acquired_at_ms = CASE WHEN drain_lock.owner = excluded.owner
                         THEN drain_lock.acquired_at_ms ELSE excluded.acquired_at_ms END
                 WHERE drain_lock.expires_at_ms <= ?2 OR drain_lock.owner = excluded.owner
-                """, operation: "taking the drain lock")
-            take.bind(1, consumerID)
-            take.bind(2, now)
-            take.bind(3, now + leaseMilliseconds)
-            try take.run()
-            if connection.changes == 1 { return nil }
-            let read = try connection.statement(
-                "SELECT owner, expires_at_ms FROM drain_lock WHERE id = 1", operation: "reading the drain lock")
-            let holder =
-                try read.step()
-                ? DrainLockHolder(owner: read.text(0) ?? "?", expiresAtMilliseconds: read.int64(1)) : nil
-            // Stored by another process: callers schedule their next try from it, so keep it plausible.
-            let reported = holder.map {
-                DrainLockHolder(
-                    owner: $0.owner,
-                    expiresAtMilliseconds: min(
-                        max($0.expiresAtMilliseconds, now), ClockHorizon.latestPlausible(after: now)))
-            }
-            read.reset()
-            // A lock expiring beyond the horizon was written by a clock ahead of ours (this host's clock was
-            // stepped back, or the holder's runs fast). A live holder on this host renews it within a third of
-            // its lease, now in the same clock as ours, so it keeps the lock; any other holder loses it now
-            // rather than after the clock catches up.
+                """, operation: "taking the drain lock", consumerID, now, now + leaseMilliseconds)
+            if taken == 1 { return nil }
+            let holder = try readDrainLock(connection)
+            // A lock expiring beyond the horizon was written by a clock ahead of ours: a live holder on this host
+            // keeps it (it renews within a third of its lease); any other holder loses it now.
             let implausible = holder.map { $0.expiresAtMilliseconds > ClockHorizon.latestPlausible(after: now) }
             guard let holder, !Self.isDeadProcessOnThisHost(holder.owner),
                 !(implausible == true && !Self.isLiveProcessOnThisHost(holder.owner))
             else {
                 // The holder crashed on this machine (a daemon restarted after `kill -9`), or its expiry is not
                 // believable: take over now rather than wait for its lock to expire.
-                let steal = try connection.statement(
+                try connection.run(
                     "UPDATE drain_lock SET owner = ?1, acquired_at_ms = ?2, expires_at_ms = ?3 WHERE id = 1",
-                    operation: "taking over the drain lock")
-                steal.bind(1, consumerID)
-                steal.bind(2, now)
-                steal.bind(3, now + leaseMilliseconds)
-                try steal.run()
+                    operation: "taking over the drain lock", consumerID, now, now + leaseMilliseconds)
                 return nil
             }
-            return reported
+            return holder.plausible(now: now)
         }
     }
 
@@ -101,11 +77,9 @@ extension QueueConsumer {
     /// Gives the drain lock up (only if this consumer holds it), so the next drainer need not wait for expiry.
     public func releaseDrainLock() throws(QueueError) {
         let connection = file.connection
-        try connection.write("releasing the drain lock") { () throws(QueueError) in
-            let release = try connection.statement(
-                "DELETE FROM drain_lock WHERE id = 1 AND owner = ?1", operation: "releasing the drain lock")
-            release.bind(1, consumerID)
-            try release.run()
+        try connection.write("releasing the drain lock") { () throws(QueueError) -> Void in
+            try connection.run(
+                "DELETE FROM drain_lock WHERE id = 1 AND owner = ?1", operation: "releasing the drain lock", consumerID)
         }
     }
 

@@ -20,33 +20,9 @@ extension QueueConsumer {
         guard !dead.isEmpty else { return 0 }
         return try connection.write("releasing the leases of a dead process") {
             () throws(QueueError) in
-            let release = try connection.statement(
-                RecordStateSQL.takeOverDeadProcess, operation: "releasing the leases of a dead process")
-            release.bind(1, Self.jsonStrings(dead))
-            try release.run()
-            return connection.changes
+            try connection.run(
+                RecordStateSQL.takeOverDeadProcess, operation: "releasing the leases of a dead process",
+                JSONValue.array(dead.map(JSONValue.string)).serialized)
         }
-    }
-
-    /// Strings as a JSON array, for `json_each`.
-    static func jsonStrings(_ strings: [String]) -> String {
-        var text = "["
-        for (offset, string) in strings.enumerated() {
-            if offset > 0 { text += "," }
-            text += "\""
-            for scalar in string.unicodeScalars {
-                switch scalar {
-                case "\"": text += "\\\""
-                case "\\": text += "\\\\"
-                case _ where scalar.value < 0x20:
-                    text +=
-                        "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count)
-                        + String(scalar.value, radix: 16)
-                default: text.unicodeScalars.append(scalar)
-                }
-            }
-            text += "\""
-        }
-        return text + "]"
     }
 }

@@ -22,10 +22,9 @@ public final class QueueConsumer {
     /// since it was opened: the drain loop counts the difference across a claim as dead in its pass. (A claim
     /// whose transaction rolls back throws, so its count is never used.)
     public private(set) var deadLetteredAtClaim = 0
-    /// Leases whose rows carry no idempotency key (nearly all: keys are optional), seen at their claim: their ack
-    /// skips the two statements that remember keys, which found nothing to remember and cost a quarter of an
-    /// ack's SQLite work (issue 34). A row's keys never change while it is leased. Forgotten at the lease's ack,
-    /// nack, reject or release; a lease never settled (its consumer lost it) stays until `keylessLeaseLimit`.
+    /// Leases whose rows carry no idempotency key, seen at their claim: their ack skips the two statements that
+    /// remember keys (a row's keys never change while it is leased). Forgotten when the lease is settled; a lease
+    /// never settled stays until `keylessLeaseLimit`.
     private var keylessLeases: Set<String> = []
     private static let keylessLeaseLimit = 10_000
 
@@ -35,9 +34,8 @@ public final class QueueConsumer {
     public init(path: String, options: QueueOptions = QueueOptions(), consumerID: String? = nil) throws(QueueError) {
         file = try QueueFile(path: path, options: options, schemaCheck: .full)
         self.consumerID = consumerID ?? QueueConsumer.makeConsumerID()
-        // A claim walks the live rows and probes each user's index; with SQLite's default 2 MB page cache a big
-        // backlog's pages were read again from the OS on every claim (pread was 13 % of a delivering daemon's
-        // CPU at 200,000 records). One consumer per process, so 32 MB at most, and only as the file needs it.
+        // A claim walks the live rows and probes each user's index: with SQLite's default 2 MB page cache a big
+        // backlog's pages are read again from the OS on every claim. One consumer per process: 32 MB at most.
         try file.connection.execute("PRAGMA cache_size = -32768", operation: "sizing the page cache")
     }
 
@@ -56,9 +54,8 @@ public final class QueueConsumer {
     ) throws(QueueError) -> Claim {
         let lease = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
         let connection = file.connection
-        // Not durable: losing a claim to a power cut only makes its records claimable again, which is what an
-        // expired lease does anyway, and the next durable commit (the ack) syncs the WAL up to and including it, so
-        // a batch costs one sync instead of two, and nothing an ack made durable can depend on a lost claim.
+        // Not durable: losing a claim to a power cut only makes its records claimable again (as an expired lease
+        // does), and the next durable commit (the ack) syncs the WAL up to and including it.
         let records = try connection.write("claiming records", durable: false) {
             () throws(QueueError) -> [ClaimedRecord] in
             guard let ids = try walkClaimable(claims: 1, limit: limit, now: now).first else { return [] }
@@ -78,21 +75,16 @@ public final class QueueConsumer {
     }
 
     /// Acks every delivered batch that came back since the last commit and claims up to `claims` new batches of
-    /// up to `limit` records, all in one write transaction: one commit (one fsync with FULL durability) however
-    /// many batches came back meanwhile. With many requests in flight the acks of one commit each cost a fsync
-    /// otherwise, and the commits, serialised on the one SQLite connection, became the bottleneck
-    /// (docs/PERFORMANCE.md section 9). Every ack still lands before the next claim, as soon as the connection is
-    /// free, so the crash bound is unchanged: in flight plus delivered-not-acked is at most the batches handed out.
+    /// up to `limit` records, all in one write transaction: one commit (one fsync) however many batches came back
+    /// meanwhile (docs/PERFORMANCE.md section 9). Every ack still lands before the next claim, so the crash bound is
+    /// unchanged: in flight plus delivered-not-acked is at most the batches handed out.
     ///
-    /// Each claim has its own lease and runs after the acks; no two batches of one call hold the same user, so they
-    /// can be delivered concurrently. One walk finds the rows of every batch (`walkClaimable`), so fewer batches
-    /// come back when the walk reaches the end of what is claimable.
-    /// Without acks the transaction is not synced, as `claim`'s is not.
+    /// Each claim has its own lease; no two batches of one call hold the same user, so they can be delivered
+    /// concurrently. Without acks the transaction is not synced, as `claim`'s is not.
     ///
     /// `halfOfUsers` (0 or 1) keeps, of the oldest request's worth, only the rows of the first or the later half of
     /// its users (a probe's rotation: a probe that always carried the oldest records would fail for good if one of
-    /// them makes the sink fail, issue 40 #2). Each user's rows stay a prefix of that user's, so the per-user order
-    /// holds.
+    /// them makes the sink fail). Each user's rows stay a prefix of that user's, so the per-user order holds.
     public func ackAndClaim(
         _ delivered: [(ids: [Int64], lease: Lease)], claims: Int, limit: Int, leaseMilliseconds: Int64,
         now: Int64 = WallClock.nowMilliseconds(), halfOfUsers: Int? = nil
@@ -124,14 +116,10 @@ public final class QueueConsumer {
     /// Returns the records to deliver (those with values out of range are dead-lettered, not returned).
     private func claimRows(_ ids: [Int64], lease: Lease, now: Int64) throws(QueueError) -> [ClaimedRecord] {
         let idList = RecordStateSQL.jsonArray(ids)
-        let leasing = try file.connection.statement(RecordStateSQL.claimByIDs, operation: "claiming records")
-        leasing.bind(1, lease.token)
-        leasing.bind(2, lease.expiresAtMilliseconds)
-        leasing.bind(3, idList)
-        try leasing.run()
-        let statement = try file.connection.statement(RecordStateSQL.claimedRows, operation: "reading claimed records")
-        statement.bind(1, lease.token)
-        statement.bind(2, idList)
+        try file.connection.run(
+            RecordStateSQL.claimByIDs, operation: "claiming records", lease.token, lease.expiresAtMilliseconds, idList)
+        let statement = try file.connection.statement(
+            RecordStateSQL.claimedRows, operation: "reading claimed records", lease.token, idList)
         var records: [ClaimedRecord] = []
         records.reserveCapacity(min(ids.count, 1_000))
         var poisoned: [(id: Int64, reason: String)] = []
@@ -180,12 +168,10 @@ public final class QueueConsumer {
     /// valid record can be (`StoredRow.maximumPayloadBytes`), before the claim's UPDATE loads them; the caller holds
     /// the transaction. Returns whether it dead-lettered any (the walk is then done again).
     ///
-    /// Why here and so: a group member can insert a 200 MB payload with any SQLite client. The claim's UPDATE
-    /// rewrites the row and recomputes its stored `user_key` from the whole payload (a 100 MB row: 516 MB RSS;
-    /// 200 MB: 1.9 GB and 12 s, an OOM kill under a 1 GiB limit, on every start). The size is read from the row's
-    /// header (`Connection.storedBytes`, 15 MB RSS and 1 ms for that row), and the dead-lettering UPDATE replaces
-    /// the payload with a small stub, so it never loads the old one either (it only frees its pages). The stub
-    /// names no valid user (`external_id` ""), so `dead retry` leaves it dead; the reason keeps the size.
+    /// Why: a group member can insert a 200 MB payload with any SQLite client, and the claim's UPDATE would
+    /// recompute its stored `user_key` from the whole payload (gigabytes of memory, on every start). The size is
+    /// read from the row's header (`Connection.storedBytes`) and the payload replaced by a small stub, so it is never
+    /// loaded. The stub names no valid user, so `dead retry` leaves it dead; the reason keeps the size.
     func refuseOversized(_ ids: [Int64], now: Int64) throws(QueueError) -> Bool {
         let connection = file.connection
         let sizes = connection.storedBytes(table: "records", column: "payload", rowids: ids)
@@ -194,38 +180,25 @@ public final class QueueConsumer {
             return (id, bytes)
         }
         guard !oversized.isEmpty else { return false }
-        let statement = try connection.statement(
-            RecordStateSQL.deadLetterOversized, operation: "dead-lettering records too large to be read")
         for (id, bytes) in oversized {
-            statement.bind(1, id)
-            statement.bind(
-                2, #"{"external_id":"","eventqueue_dropped_payload_bytes":\#(bytes)}"#)
-            statement.bind(3, now)
-            statement.bind(
-                4,
+            try connection.run(
+                RecordStateSQL.deadLetterOversized, operation: "dead-lettering records too large to be read", id,
+                #"{"external_id":"","eventqueue_dropped_payload_bytes":\#(bytes)}"#, now,
                 "rejected at claim: its payload is \(bytes) bytes, more than the \(StoredRow.maximumPayloadBytes) a "
                     + "record can be; it was never read, and is replaced by a stub (written by a foreign writer)")
-            try statement.run()
-            statement.reset()
         }
         deadLetteredAtClaim += oversized.count
         return true
     }
 
     /// Dead-letters claimed rows whose stored values are out of range, in the claim's transaction, with the
-    /// reason. The values a CHECK could refuse are brought into range in the same statement (the reason keeps
-    /// the original), so the update itself cannot fail on a row written with its checks turned off.
+    /// reason (`RecordStateSQL.deadLetterOutOfRange` brings them into range).
     private func deadLetterPoisoned(_ rows: [(id: Int64, reason: String)], lease: Lease, now: Int64) throws(QueueError)
     {
-        let statement = try file.connection.statement(
-            RecordStateSQL.deadLetterOutOfRange, operation: "dead-lettering records with values out of range")
         for (id, reason) in rows {
-            statement.bind(1, id)
-            statement.bind(2, lease.token)
-            statement.bind(3, now)
-            statement.bind(4, "rejected at claim: " + reason)
-            try statement.run()
-            statement.reset()
+            try file.connection.run(
+                RecordStateSQL.deadLetterOutOfRange, operation: "dead-lettering records with values out of range", id,
+                lease.token, now, "rejected at claim: " + reason)
         }
     }
 
@@ -236,35 +209,24 @@ public final class QueueConsumer {
         if keylessLeases.remove(lease.token) == nil {
             try rememberKeys(list, lease: lease, now: now)
         }
-        let delete = try connection.statement(RecordStateSQL.ack, operation: "acking records")
-        delete.bind(1, list)
-        delete.bind(2, lease.token)
-        try delete.run()
-        file.unscrubbedDeletions += connection.changes
-        return connection.changes
+        let deleted = try connection.run(RecordStateSQL.ack, operation: "acking records", list, lease.token)
+        file.unscrubbedDeletions += deleted
+        return deleted
     }
 
     /// The idempotency keys of the rows `list` (a JSON array of ids) still held under `lease`, remembered for the
     /// writers' later retries; the caller holds the write transaction.
     private func rememberKeys(_ list: String, lease: Lease, now: Int64) throws(QueueError) {
-        let connection = file.connection
-        let keys = try connection.statement(RecordStateSQL.rememberKeys, operation: "acking records")
-        keys.bind(1, list)
-        keys.bind(2, lease.token)
-        keys.bind(3, now)
-        try keys.run()
+        try file.connection.run(RecordStateSQL.rememberKeys, operation: "acking records", list, lease.token, now)
         if file.hasUserKeys {
-            let userKeys = try connection.statement(RecordStateSQL.rememberUserKeys, operation: "acking records")
-            userKeys.bind(1, list)
-            userKeys.bind(2, lease.token)
-            userKeys.bind(3, now)
-            try userKeys.run()
+            try file.connection.run(
+                RecordStateSQL.rememberUserKeys, operation: "acking records", list, lease.token, now)
         }
     }
 
-    /// Returns records for a later retry at `retryAt` (Unix ms, at most `ClockHorizon` ahead of `now`). With `countsAsAttempt` the attempt count
-    /// grows, and a record reaching `maxAttempts` becomes dead with `reason` as its last error. A rate limit
-    /// is not the record's fault: pass `countsAsAttempt: false`.
+    /// Returns records for a later retry at `retryAt` (Unix ms, at most `ClockHorizon` ahead of `now`). With
+    /// `countsAsAttempt` the attempt count grows, and a record reaching `maxAttempts` becomes dead with `reason` as
+    /// its last error. A rate limit is not the record's fault: pass `countsAsAttempt: false`.
     @discardableResult
     public func nack(
         _ ids: [Int64], lease: Lease, reason: String, retryAt: Int64, countsAsAttempt: Bool = true,
@@ -274,15 +236,11 @@ public final class QueueConsumer {
         keylessLeases.remove(lease.token)
         let connection = file.connection
         return try connection.write("returning records for retry") { () throws(QueueError) in
-            let statement = try connection.statement(RecordStateSQL.nack, operation: "returning records for retry")
-            statement.bind(1, RecordStateSQL.jsonArray(ids))
-            statement.bind(2, lease.token)
-            statement.bind(3, countsAsAttempt ? 1 : 0)
-            statement.bind(4, max(1, maxAttempts))
-            // Never park a record beyond the horizon: a later time would read as a clock that went back.
-            statement.bind(5, min(retryAt, ClockHorizon.latestPlausible(after: now)))
-            statement.bind(6, reason)
-            statement.bind(7, now)
+            // Never park a record beyond the horizon (?5): a later time would read as a clock that went back.
+            let statement = try connection.statement(
+                RecordStateSQL.nack, operation: "returning records for retry", RecordStateSQL.jsonArray(ids),
+                lease.token, countsAsAttempt ? 1 : 0, max(1, maxAttempts),
+                min(retryAt, ClockHorizon.latestPlausible(after: now)), reason, now)
             var result = NackResult()
             while try statement.step() {
                 if statement.text(1) == "dead" {
@@ -303,10 +261,7 @@ public final class QueueConsumer {
         _ ids: [Int64], lease: Lease, reason: String, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Int {
         keylessLeases.remove(lease.token)
-        return try updateLeased(RecordStateSQL.reject, "dead-lettering records", ids: ids, lease: lease) { statement in
-            statement.bind(3, reason)
-            statement.bind(4, now)
-        }
+        return try updateLeased(RecordStateSQL.reject, "dead-lettering records", ids: ids, lease: lease, reason, now)
     }
 
     /// Extends a lease while a slow delivery is still in flight. Returns how many records are still held: fewer
@@ -318,9 +273,8 @@ public final class QueueConsumer {
         let expires = now + ClockHorizon.clamp(leaseMilliseconds)
         // Not durable, as a claim: a renewal lost to a power cut only lets the lease end sooner, and the process
         // that held it is gone with the power.
-        let held = try updateLeased(RecordStateSQL.renew, "renewing a lease", ids: ids, lease: lease, durable: false) {
-            $0.bind(3, expires)
-        }
+        let held = try updateLeased(
+            RecordStateSQL.renew, "renewing a lease", ids: ids, lease: lease, durable: false, expires)
         lease.expiresAtMilliseconds = expires
         return held
     }
@@ -333,21 +287,17 @@ public final class QueueConsumer {
     }
 
     /// Runs one of `RecordStateSQL`'s statements over the rows `ids` still held under `lease` (?1 the ids as a JSON
-    /// array, ?2 the lease token, then what `bind` adds) in a write of its own; returns how many rows it changed.
+    /// array, ?2 the lease token, then `more`) in a write of its own; returns how many rows it changed.
     private func updateLeased(
         _ sql: String, _ operation: String, ids: [Int64], lease: Lease, durable: Bool = true,
-        bind: (Statement) -> Void = { _ in }
+        _ more: (any SQLValue)?...
     ) throws(QueueError) -> Int {
         guard !ids.isEmpty else { return 0 }
         let connection = file.connection
         return try connection.write(operation, durable: durable) { () throws(QueueError) in
-            let statement = try connection.statement(sql, operation: operation)
-            statement.bind(1, RecordStateSQL.jsonArray(ids))
-            statement.bind(2, lease.token)
-            bind(statement)
-            try statement.run()
-            return connection.changes
+            try connection.run(sql, operation: operation, values: [RecordStateSQL.jsonArray(ids), lease.token] + more)
         }
+
     }
 
     static func makeConsumerID() -> String {

@@ -30,7 +30,7 @@ enum QueueForgetting {
         guard !users.isEmpty else { return report }
         let scan = try self.scan(users, connection: connection)
         report.erasuresKept = scan.erasures
-        // Whole users per transaction, as many as fit half the write-lock bound (issue 40 #3): a user's records and
+        // Whole users per transaction, as many as fit half the write-lock bound: a user's records and
         // erasure go together, and writers get the lock between transactions. The mark of an owed scrub is made in
         // each (QueueScrub.markOwed), before the scrub that removes it.
         let budget = QueueScrub.lockBudgetNanoseconds(connection) / 2
@@ -82,9 +82,8 @@ enum QueueForgetting {
                 """
                 SELECT user_key, id, \(scan.version >= erasureVersion ? "erasure IS NOT NULL" : "0") FROM records
                 WHERE user_key IN (SELECT value FROM json_each(?1))
-                """, operation: operation)
+                """, operation: operation, JSONValue.array(users.map { .string($0.orderingKey) }).serialized)
             defer { select.reset() }
-            select.bind(1, JSONValue.array(users.map { .string($0.orderingKey) }).serialized)
             while try select.step() {
                 if select.int64(2) != 0 {
                     scan.erasures += 1
@@ -112,9 +111,8 @@ enum QueueForgetting {
         var leasedUntil: Int64?
         for tail in [false, true] {
             let delete = try connection.statement(
-                RecordStateSQL.forgetUser(hasErasures: hasErasures, tail: tail), operation: operation)
-            delete.bind(1, userKey)
-            if tail { delete.bind(2, scan.highestID) } else { delete.bind(2, RecordStateSQL.jsonArray(ids)) }
+                RecordStateSQL.forgetUser(hasErasures: hasErasures, tail: tail), operation: operation, userKey,
+                tail ? scan.highestID as any SQLValue : RecordStateSQL.jsonArray(ids))
             while try delete.step() {
                 switch delete.text(0) {
                 case "leased":
@@ -131,11 +129,8 @@ enum QueueForgetting {
         if let erasureKey {
             let insert = try connection.statement(
                 "INSERT INTO records (kind, payload, erasure) VALUES ('attribute', ?1, ?2) RETURNING id",
-                operation: operation)
-            insert.bind(1, Erasure.payload(for: user))
-            insert.bind(
-                2, Erasure(type: Erasure.IdentifierType(user), after: tokens, leasedUntilMilliseconds: leasedUntil).json
-            )
+                operation: operation, Erasure.payload(for: user),
+                Erasure(type: Erasure.IdentifierType(user), after: tokens, leasedUntilMilliseconds: leasedUntil).json)
             guard try insert.step() else {
                 throw QueueError.sqlite(code: 0, message: "the erasure's INSERT returned no id", operation: operation)
             }
@@ -143,15 +138,10 @@ enum QueueForgetting {
             insert.reset()
             // The grant binds the id SQLite just gave the row, so it is written in a second statement.
             let type = Erasure.IdentifierType(user)
-            let grant = try connection.statement("UPDATE records SET erasure = ?1 WHERE id = ?2", operation: operation)
-            grant.bind(
-                1,
-                Erasure(
-                    type: type, after: tokens, grant: erasureKey.grant(id: id, type: type, userKey: userKey),
-                    leasedUntilMilliseconds: leasedUntil
-                ).json)
-            grant.bind(2, id)
-            try grant.run()
+            let grant = Erasure(
+                type: type, after: tokens, grant: erasureKey.grant(id: id, type: type, userKey: userKey),
+                leasedUntilMilliseconds: leasedUntil)
+            try connection.run("UPDATE records SET erasure = ?1 WHERE id = ?2", operation: operation, grant.json, id)
             report.erasureIDs.append(id)
             report.waitsFor += tokens.filter { !report.waitsFor.contains($0) }
         }
@@ -163,19 +153,12 @@ enum QueueForgetting {
     private static func forgetKeys(_ userKey: String, connection: Connection, version: Int) throws(QueueError) -> Int {
         guard version >= QueueFile.userKeysVersion else { return 0 }
         let operation = "forgetting a user's remembered keys"
-        let global = try connection.statement(
+        let global = try connection.run(
             """
             DELETE FROM delivered_keys
             WHERE record_id IN (SELECT record_id FROM delivered_user_keys WHERE user_key = ?1)
-            """, operation: operation)
-        global.bind(1, userKey)
-        try global.run()
-        var forgotten = connection.changes
-        let perUser = try connection.statement(
-            "DELETE FROM delivered_user_keys WHERE user_key = ?1", operation: operation)
-        perUser.bind(1, userKey)
-        try perUser.run()
-        forgotten += connection.changes
-        return forgotten
+            """, operation: operation, userKey)
+        return try global
+            + connection.run("DELETE FROM delivered_user_keys WHERE user_key = ?1", operation: operation, userKey)
     }
 }

@@ -1,4 +1,4 @@
-/// The operator's limits on a queue file (issue 30): how large it may grow, what a writer does when it is full, and
+/// The operator's limits on a queue file: how large it may grow, what a writer does when it is full, and
 /// how long a pending record may wait. Kept in the file itself (`queue_limits`, Migrations/0007), where the daemon
 /// records the ones it starts with (`queued --max-queue-bytes`, `--when-full`, `--max-age-seconds`), so that every
 /// writer process of this release enforces the same limit at its next enqueue however many there are, without a
@@ -62,9 +62,6 @@ public struct QueueDrops: Sendable, Hashable {
             oldest: max(0, oldest - earlier.oldest), refused: max(0, refused - earlier.refused),
             expired: max(0, expired - earlier.expired))
     }
-
-    /// Whether nothing was given up.
-    public var isZero: Bool { oldest == 0 && refused == 0 && expired == 0 }
 }
 
 /// The statements of the limits, in one place: who reads and writes `queue_limits` and `queue_drops`
@@ -95,7 +92,6 @@ enum QueueLimitsSQL {
         """
 
     static let drops = "SELECT cause, count FROM queue_drops"
-
 }
 
 /// Why a record was given up: the rows of `queue_drops`.
@@ -139,9 +135,6 @@ extension QueueDrops {
     /// Adds `count` records given up for `cause`, in the caller's transaction.
     static func add(_ count: Int, cause: DropCause, _ connection: Connection) throws(QueueError) {
         guard count > 0 else { return }
-        let statement = try connection.statement(QueueLimitsSQL.count, operation: "counting what the queue gave up")
-        statement.bind(1, cause.rawValue)
-        statement.bind(2, count)
-        try statement.run()
+        try connection.run(QueueLimitsSQL.count, operation: "counting what the queue gave up", cause.rawValue, count)
     }
 }

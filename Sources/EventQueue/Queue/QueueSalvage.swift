@@ -28,7 +28,7 @@ public enum QueueSalvage {
     ) throws(QueueError) -> SalvageReport {
         let reader = try openSource(source)
         defer { reader.close() }
-        try requireRecordsTable(reader)
+        guard try reader.hasTable("records") else { throw QueueError.notAQueueFile(path: source) }
         try createExclusively(destination)
         do {
             let writer = try QueueFile(path: destination, options: QueueOptions(minimumFreeBytes: 0))
@@ -75,13 +75,6 @@ public enum QueueSalvage {
             throw error
         }
         return connection
-    }
-
-    private static func requireRecordsTable(_ connection: Connection) throws(QueueError) {
-        let found = try connection.scalarInt(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'records'",
-            operation: "reading the schema")
-        guard found == 1 else { throw QueueError.notAQueueFile(path: connection.path) }
     }
 
     private static func createExclusively(_ path: String) throws(QueueError) {

@@ -6,19 +6,16 @@
 /// checkpoint retried until it succeeds. `forget` runs it every time; the upkeep after a pass runs it when rows
 /// were deleted since the last scrub or a forget's scrub is owed.
 ///
-/// Why both: SQLite's secure deletion (on for every connection that deletes, whatever the build's default) zeroes
-/// a deleted cell and a freed page, but a b-tree balance that moves cells to a sibling page (a claim's UPDATE grows
-/// a row) rebuilds the page without zeroing the gap it leaves, so a stale copy of a moved cell survives its row's
-/// deletion: after a drain of 300 records with e-mail addresses among 300 dead letters, addresses were still
-/// readable in the file (issue 31). `VACUUM` writes every page again from the rows that exist. The WAL keeps every
-/// frame ever written (old page images with the rows in them) until a `TRUNCATE` checkpoint empties it, which has
-/// to wait for readers of older snapshots. Measured costs: docs/PERFORMANCE.md, "Scrubbing deleted records".
+/// Why both: secure deletion zeroes a deleted cell and a freed page, but a b-tree balance that moves cells to a
+/// sibling page rebuilds the page without zeroing the gap it leaves, so a stale copy of a moved cell survives its
+/// row's deletion; `VACUUM` writes every page again from the rows that exist. The WAL keeps old page images until a
+/// `TRUNCATE` checkpoint empties it, which has to wait for readers of older snapshots (costs: docs/PERFORMANCE.md,
+/// "Scrubbing deleted records").
 ///
-/// The bound (issue 40 #3): a `VACUUM` holds the write lock for the whole rebuild (about a second per 100 MB) and
-/// cannot be done in parts, so a scrub holds it at most a quarter of the busy timeout (`lockBudgetNanoseconds`): it
-/// is not tried when the live data cannot be copied in that time at `assumedBytesPerSecond`, and is rolled back
-/// past it. A forget whose scrub did not happen leaves the mark `QUEUE-scrub-owed`: `status` shows it, and each
-/// upkeep (and later forget) tries again until the live data fits, at the latest once the backlog is delivered.
+/// The bound: a `VACUUM` holds the write lock for the whole rebuild and cannot be done in parts, so a scrub is not
+/// tried when the live data cannot be copied within a quarter of the busy timeout (`lockBudgetNanoseconds`), and is
+/// rolled back past it. A forget whose scrub did not happen leaves the mark `QUEUE-scrub-owed`: `status` shows it,
+/// and each upkeep (and later forget) tries again until the live data fits.
 enum QueueScrub {
     /// The `VACUUM` rate the decision to try assumes: half of the rate measured on a 2-core machine (about 80 MB/s,
     /// docs/PERFORMANCE.md), so that a busy machine still fits the bound; the deadline enforces it either way.

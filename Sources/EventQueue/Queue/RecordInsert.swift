@@ -38,7 +38,7 @@ enum RecordInsert {
     ) throws(QueueError) -> Outcome {
         guard let key else {
             if deadReason == nil {
-                // The hot path: one short statement, as before keys were scoped.
+                // The hot path: one short statement.
                 let insert = try connection.statement(
                     "INSERT INTO records (kind, payload, created_at_ms) VALUES (?1, ?2, ?3)", operation: "enqueueing")
                 insert.bind(1, kind.rawValue)
@@ -114,9 +114,7 @@ enum RecordInsert {
                 WHERE user_key = ?2 AND idempotency_key = ?1
             UNION ALL SELECT record_id, NULL FROM delivered_user_keys WHERE user_key = '' AND idempotency_key = ?1
             LIMIT 1
-            """, operation: "looking up an idempotency key")
-        existing.bind(1, key)
-        existing.bind(2, scope.userKey)
+            """, operation: "looking up an idempotency key", key, scope.userKey)
         defer { existing.reset() }
         guard try existing.step() else {
             throw QueueError.corrupt(
@@ -158,8 +156,7 @@ enum RecordInsert {
             SELECT id FROM records WHERE idempotency_key = ?1
             UNION ALL SELECT record_id FROM delivered_keys WHERE idempotency_key = ?1
             LIMIT 1
-            """, operation: "looking up an idempotency key")
-        existing.bind(1, key)
+            """, operation: "looking up an idempotency key", key)
         defer { existing.reset() }
         guard try existing.step() else {
             throw QueueError.corrupt(

@@ -16,26 +16,16 @@
 ///   they had (`salvageInsert`). `forget` deletes every record of one user, whatever its state (`forgetUser`).
 package enum RecordStateSQL {
     /// Claimable: pending and due, or leased with an expired lease. Blocked: an earlier live record of the same
-    /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id
-    /// order and `records_user_order` answers the per-user probe, so a claim costs O(log n) per candidate.
-    /// The probe's index holds (user_key, id) of only the live rows that can block (leased, `next_attempt_at_ms`
-    /// above 0, erasures: Migrations/0007, issue 34), so a pending record costs it nothing at enqueue and ack; the
-    /// probe names that condition (`e.state = 'leased' OR ...`, implied by the blocking test after it) so that
-    /// SQLite may use the partial index, and reads state and times from the row.
+    /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id order;
+    /// the per-user probe names the condition of the partial index `records_user_order` (the rows that can block)
+    /// so that SQLite uses it, and a pending record costs that index nothing at enqueue and ack.
     /// A due time or expiry beyond `?5` (now plus `ClockHorizon.longestWaitMilliseconds`) was written by a clock
-    /// ahead of ours (a clock stepped back since): it counts as passed, so it neither parks nor blocks anything.
-    /// A barrier is an erasure (`erasure` set: `forget` with a Braze delete, Migrations/0007) or an identity call
-    /// (`other_user_key` set: identify, alias, merge, issue 41), and it stands in the stream of every user it names
-    /// (`user_key`, and `other_user_key`, whose own index `records_other_user` holds only identity calls): it is
-    /// claimed only once no earlier live row of those users is left, and it holds back every later row of them,
-    /// claimable or not, and dead too (issue 40 #4: Braze refused it; `dead retry` or `dead purge` lets them go),
-    /// so a barrier and its users' other rows are never in flight together (nor in one claim: the subselect reads
-    /// the rows as they were before the claim). "Any earlier live row" is not in the narrow index: that probe walks
-    /// `records_live` up to the barrier, which the claim's walk has just walked anyway, and runs only for a barrier
-    /// that is a candidate (rare). An ordinary row pays one more probe, into `records_other_user`, only when that
-    /// index holds a row at all (an uncorrelated subquery, run once per claim): a queue without identity calls
-    /// claims at about 39 VM steps a row, against 32 before them (80 with the probe always run and the column
-    /// VIRTUAL).
+    /// ahead of ours: it counts as passed, so it neither parks nor blocks anything.
+    /// A barrier (an erasure, or an identity call: `other_user_key` set) stands in the stream of every user it
+    /// names: it is claimed only once no earlier live row of those users is left, and it holds back every later
+    /// row of them, dead ones included until `dead retry` or `dead purge`, so a barrier and its users' other rows
+    /// are never in flight together. The "any earlier live row" probe walks `records_live` and runs only for a
+    /// barrier candidate; an ordinary row probes `records_other_user` only when that index holds any row.
     package static let claim = """
         UPDATE records
         SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
@@ -50,10 +40,8 @@ package enum RecordStateSQL {
         """
 
     /// What the consumer runs instead of `claim`'s subselect: the same walk (parameters ?3 to ?5) with each row's
-    /// user, read without the payload. One walk finds the rows of every batch an `ackAndClaim` hands out
-    /// (`QueueConsumer.walkClaimable`); `claimByIDs` then leases each batch's rows. Each claim used to walk from the
-    /// head twice (once to check sizes, once in `claim`), past the rows the claims before it in the transaction
-    /// had just leased: 16 walks for 8 batches, half the daemon's CPU (issue 34).
+    /// user, read without the payload, so that one walk finds the rows of every batch an `ackAndClaim` hands out
+    /// (`QueueConsumer.walkClaimable`); `claimByIDs` then leases each batch's rows.
     static let claimWalk = """
             SELECT r.id, r.user_key\(claimCandidateRows)
         """
@@ -92,8 +80,7 @@ package enum RecordStateSQL {
             LIMIT ?4
         """
 
-    /// A barrier in its users' streams: an erasure, or an identity call (`other_user_key` set, issue 41). Dead, it
-    /// still holds its users' later rows, until `dead retry` or `dead purge` of it (issue 40 #4).
+    /// A barrier in its users' streams: an erasure, or an identity call (`other_user_key` set).
     private static func barrier(_ table: String) -> String {
         "\(table).erasure IS NOT NULL OR \(table).other_user_key IS NOT NULL"
     }
@@ -107,9 +94,8 @@ package enum RecordStateSQL {
 
     /// Leases exactly the rows `claimWalk` found for one batch (`?3`: their ids, a JSON array), in the walk's
     /// transaction, so they are still as the walk saw them: claimable and in order for their users.
-    /// `claimedRows` then reads them. Not one `UPDATE ... RETURNING`: SQLite's RETURNING stores every returned row
-    /// (the payload with it) in a temporary table before handing out the first, and the two statements cost 0.9 µs
-    /// less per record than the one (5.2 against 4.3 µs, issue 34).
+    /// `claimedRows` then reads them: cheaper than one `UPDATE ... RETURNING`, which stores every returned row
+    /// (payload too) in a temporary table before handing out the first.
     static let claimByIDs = """
         UPDATE records
         SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
@@ -126,10 +112,8 @@ package enum RecordStateSQL {
         WHERE id IN (SELECT value FROM json_each(?2)) AND state = 'leased' AND lease_owner = ?1
         """
 
-    /// Every lease token in the file (the takeover of a dead process's leases). The index's condition holds for
-    /// every leased row (`dead_at_ms IS NULL`: a CHECK); saying it lets SQLite read the partial index
-    /// `records_user_order`, which holds every leased row, instead of the whole table (14 ms at 100,000 pending
-    /// records, at every pass; issue 34).
+    /// Every lease token in the file (the takeover of a dead process's leases). Naming the index's condition (true
+    /// of every leased row) lets SQLite read the partial index `records_user_order` instead of the whole table.
     static let leaseOwners = """
         SELECT DISTINCT lease_owner FROM records
         WHERE state = 'leased' AND lease_owner IS NOT NULL AND \(userOrderIndexed("records"))
@@ -194,21 +178,21 @@ package enum RecordStateSQL {
     /// payload replaced by a stub that names its size (`QueueConsumer.refuseOversizedCandidates`). Values a CHECK
     /// could refuse are brought into range in the same statement, so it cannot fail on a row written around them.
     static let deadLetterOversized = """
-        UPDATE records SET payload = ?2, state = 'dead', dead_at_ms = ?3, last_error = ?4,
-            attempts = min(max(attempts, 0), 1000000),
-            created_at_ms = min(max(created_at_ms, 0), 253402300799999),
-            lease_owner = NULL, lease_expires_at_ms = NULL
+        UPDATE records SET payload = ?2, \(deadLetterInRange)
         WHERE id = ?1 AND state != 'dead'
         """
 
     /// Claim, then: a claimed row with a stored value out of range (`StoredRow`) is dead-lettered with the reason,
     /// in the claim's transaction, the values brought into range as above.
     static let deadLetterOutOfRange = """
-        UPDATE records SET state = 'dead', dead_at_ms = ?3, last_error = ?4,
-            attempts = min(max(attempts, 0), 1000000),
-            created_at_ms = min(max(created_at_ms, 0), 253402300799999),
-            lease_owner = NULL, lease_expires_at_ms = NULL
+        UPDATE records SET \(deadLetterInRange)
         WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2
+        """
+
+    /// The dead-lettering of a claim (`?3` now, `?4` the reason), with the values a CHECK could refuse in range.
+    private static let deadLetterInRange = """
+        state = 'dead', dead_at_ms = ?3, last_error = ?4, attempts = min(max(attempts, 0), 1000000),
+            created_at_ms = min(max(created_at_ms, 0), 253402300799999), lease_owner = NULL, lease_expires_at_ms = NULL
         """
 
     /// The leases of processes on this host that died (`?1`: their lease tokens, a JSON array) go back to pending
@@ -234,13 +218,10 @@ package enum RecordStateSQL {
         RETURNING id
         """
 
-    /// `forget`: the records of one user (`?1`, its `user_key`) in any state, in flight too (a late ack, nack or
-    /// renewal of it then finds nothing: it is neither delivered again nor retried), found by id: those its scan
-    /// found before the write lock (`?2`, a JSON array), or (`tail`) any enqueued since (`id > ?2`), so that no
-    /// `user_key` scan of the whole table runs under the lock (no index holds every row's `user_key`). Erasures of an earlier forget
-    /// stay (`hasErasures`: the file has the column, schema 7 and later), so a second forget can never take back a
-    /// deletion Braze has not confirmed. Returns each row's state and lease, for the report and for the erasure's
-    /// `after` (`QueueForgetting`).
+    /// `forget`: the records of one user (`?1`, its `user_key`) in any state, in flight too, found by id: those
+    /// its scan found before the write lock (`?2`, a JSON array), or (`tail`) any enqueued since (`id > ?2`), so
+    /// that no scan of the whole table runs under the lock. Erasures of an earlier forget stay (`hasErasures`), so
+    /// a second forget never takes back a deletion Braze has not confirmed. Returns each row's state and lease.
     static func forgetUser(hasErasures: Bool, tail: Bool) -> String {
         """
         DELETE FROM records WHERE \(tail ? "id > ?2" : "id IN (SELECT value FROM json_each(?2))") AND user_key = ?1\(
@@ -275,12 +256,11 @@ package enum RecordStateSQL {
     }
 }
 
-/// The limits (issue 30; `QueueLimits`): what the queue gives up, always counted in `queue_drops` in the same
-/// transaction. A pending record past the max age becomes a dead letter (`expire`, never deleted); under
-/// drop-oldest the oldest dead letters, then the oldest pending records, are deleted to make room (`dropOldest*`).
-/// Neither ever touches a leased record (it is being delivered), an erasure (`erasure IS NOT NULL`: a user's
-/// erasure must reach Braze; Migrations/0007) or an identity call (kinds but `event`, `attribute`, `purchase`: its users' later
-/// records must follow it, and a dead one would hold them until an operator acts).
+/// The limits (`QueueLimits`): what the queue gives up, always counted in `queue_drops` in the same transaction.
+/// A pending record past the max age becomes a dead letter (`expire`); under drop-oldest the oldest dead letters,
+/// then the oldest pending records, are deleted to make room (`dropOldest*`). Neither ever touches a leased record,
+/// an erasure (it must reach Braze) or an identity call (kinds but `event`, `attribute`, `purchase`: its users'
+/// later records must follow it).
 ///
 ///     pending ─ expire (older than the max age) ─► dead
 ///     dead, pending ─ drop-oldest (the file at its size limit) ─► (deleted)
@@ -307,10 +287,8 @@ extension RecordStateSQL {
 
     /// Expiry (`QueueAdmin.expireOldRecords`): the next at most `?4` pending records with ids after `?1` and up to
     /// `?2` (the cutoff checkpoint's), never an erasure, never one an operator retried after it expired (`dead retry`
-    /// keeps `last_error`: it gets its attempt); now `?3`, its age on the queue clock `?5`, the max age `?6` (in
-    /// seconds). It walks `records_live` (the live rows in id order), not every row below the cutoff, expired dead
-    /// letters included. The reason is short on purpose: it is stored in every
-    /// expired row, which the size limit counts.
+    /// keeps `last_error`); now `?3`, its age on the queue clock `?5`, the max age `?6` (in seconds). The reason is
+    /// short on purpose: it is stored in every expired row, which the size limit counts.
     static let expire = """
         UPDATE records SET state = 'dead', dead_at_ms = ?3,
             last_error = 'expired: enqueued at least ' || ?5 || ' s ago, max age ' || ?6 || ' s',

@@ -1,16 +1,11 @@
 /// The idempotency keys of delivered records that a queue file remembers (`delivered_keys` for writers before
 /// schema 6, `delivered_user_keys` from it on): how many, how large, and their pruning.
 ///
-/// Why: each remembered key costs about 144 bytes until it expires (issue 22 #7: 200,000 keyed records left a
-/// 28.9 MB file with nothing pending, and status showed nothing). Status and metrics show the count and an
+/// Why: each remembered key costs about 144 bytes until it expires, so status and metrics show the count and an
 /// estimate, and an admin can forget them sooner (`queuectl keys prune`).
 public enum RememberedKeys {
     /// Estimated bytes a row costs besides its key and user (which the table and its age index each hold): the
-    /// record id, the time, the digest and the b-tree cell overhead. Measured with `dbstat` on 200,000 rows
-    /// inserted in order (pages full): `delivered_keys` with 20-byte keys 78 bytes a row (estimate 80),
-    /// `delivered_user_keys` with 43 bytes of key and user 140 (estimate 126). Pages left part empty by deletes
-    /// make the file larger than that (the 144 bytes a key of issue 22 #7 included them); `incremental_vacuum`
-    /// returns what a prune frees.
+    /// record id, the time, the digest and the b-tree cell overhead (measured with `dbstat` on full pages).
     public static let rowOverheadBytes: Int64 = 40
 
     /// The count and estimated size: the sum of the key and user lengths, twice (the table and its age index
@@ -46,19 +41,10 @@ public enum RememberedKeys {
     /// The key tables this file has (schema 6 added `delivered_user_keys`).
     static func tables(_ connection: Connection) throws(QueueError) -> [String] {
         var found: [String] = []
-        for table in ["delivered_keys", "delivered_user_keys"] where try hasTable(connection, table) {
+        for table in ["delivered_keys", "delivered_user_keys"] where try connection.hasTable(table) {
             found.append(table)
         }
         return found
-    }
-
-    private static func hasTable(_ connection: Connection, _ name: String) throws(QueueError) -> Bool {
-        let statement = try connection.statement(
-            "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1", operation: "reading the schema")
-        defer { statement.reset() }
-        statement.bind(1, name)
-        _ = try statement.step()
-        return statement.int64(0) > 0
     }
 
     /// Rows dated beyond `ClockHorizon.latestPlausible(after: now)`: planted by a writer (any group member can
@@ -66,12 +52,9 @@ public enum RememberedKeys {
     static func futureDated(_ connection: Connection, now: Int64) throws(QueueError) -> Int {
         var total: Int64 = 0
         for table in try tables(connection) {
-            let statement = try connection.statement(
-                "SELECT count(*) FROM \(table) WHERE delivered_at_ms > ?1", operation: "checking remembered keys")
-            defer { statement.reset() }
-            statement.bind(1, ClockHorizon.latestPlausible(after: now))
-            _ = try statement.step()
-            total += statement.int64(0)
+            total += try connection.scalarInt(
+                "SELECT count(*) FROM \(table) WHERE delivered_at_ms > ?1", operation: "checking remembered keys",
+                ClockHorizon.latestPlausible(after: now))
         }
         return Int(total)
     }
@@ -86,33 +69,25 @@ public enum RememberedKeys {
         var bytes: Int64 = 0
         for table in try tables(connection) {
             if !dryRun {
-                let clamp = try connection.statement(
+                try connection.run(
                     "UPDATE \(table) SET delivered_at_ms = ?2 WHERE delivered_at_ms > ?1",
-                    operation: "dating far-future idempotency keys now")
-                clamp.bind(1, ClockHorizon.latestPlausible(after: now))
-                clamp.bind(2, now)
-                try clamp.run()
-                clamp.reset()
+                    operation: "dating far-future idempotency keys now", ClockHorizon.latestPlausible(after: now), now)
             }
             // Dry run: a far-future row counts as dated now, as the clamp would make it.
             let measure = try connection.statement(
                 """
                 SELECT count(*), coalesce(sum(\(keyBytes(table))), 0) FROM \(table)
                 WHERE (CASE WHEN delivered_at_ms > ?2 THEN ?3 ELSE delivered_at_ms END) < ?1
-                """, operation: "counting old idempotency keys")
-            measure.bind(1, cutoff)
-            measure.bind(2, ClockHorizon.latestPlausible(after: now))
-            measure.bind(3, now)
+                """, operation: "counting old idempotency keys", cutoff, ClockHorizon.latestPlausible(after: now), now)
             _ = try measure.step()
             count += measure.int64(0)
             bytes += estimatedBytes(rows: measure.int64(0), keyBytes: measure.int64(1))
             measure.reset()
             if !dryRun {
-                let delete = try connection.statement(
-                    "DELETE FROM \(table) WHERE delivered_at_ms < ?1", operation: "forgetting old idempotency keys")
-                delete.bind(1, cutoff)
-                try delete.run()
-                delete.reset()
+                try connection.run(
+                    "DELETE FROM \(table) WHERE delivered_at_ms < ?1", operation: "forgetting old idempotency keys",
+                    cutoff)
+
             }
         }
         return (Int(count), bytes)

@@ -13,16 +13,20 @@ extension SalvageCopier {
             operation: "salvaging delivered keys")
         while (try? keys.step()) == true {
             guard let key = keys.validatedText(0), IdempotencyKey.isValid(key) else { continue }
-            insert.bind(1, key)
-            insert.bind(2, keys.int64(1))
-            // A date in the future would keep the key for good: no later than now (kept a full retention window).
-            let deliveredAt = keys.int64(2)
-            if deliveredAt > now || deliveredAt < 0 { report.clamped += 1 }
-            insert.bind(3, min(max(deliveredAt, 0), max(0, now)))
-            if (try? insert.run()) != nil, writer.changes == 1 { report.deliveredKeys += 1 }
-            insert.reset()
+            insertKey(insert, [key, keys.int64(1)], deliveredAt: keys.int64(2), report: &report)
         }
         copyDeliveredUserKeys(into: &report)
+    }
+
+    /// Runs `insert` for one delivered key (`values`, then its delivery time), counting it when it is new. A date in
+    /// the future would keep the key for good: no later than now (kept a full retention window).
+    private func insertKey(
+        _ insert: Statement, _ values: [(any SQLValue)?], deliveredAt: Int64, report: inout SalvageReport
+    ) {
+        if deliveredAt > now || deliveredAt < 0 { report.clamped += 1 }
+        insert.bind(values: values + [min(max(deliveredAt, 0), max(0, now))])
+        if (try? insert.run()) != nil, writer.changes == 1 { report.deliveredKeys += 1 }
+        insert.reset()
     }
 
     /// The per-user keys of delivered records (schema 6), with their digests, as far as they can be read.
@@ -41,15 +45,8 @@ extension SalvageCopier {
         while (try? keys.step()) == true {
             guard let user = keys.validatedText(0), let key = keys.validatedText(1), IdempotencyKey.isValid(key)
             else { continue }
-            insert.bind(1, user)
-            insert.bind(2, key)
-            insert.bind(3, keys.int64(2))
-            if let digest = keys.optionalInt64(3) { insert.bind(4, digest) } else { insert.bind(4, nil as String?) }
-            let deliveredAt = keys.int64(4)
-            if deliveredAt > now || deliveredAt < 0 { report.clamped += 1 }
-            insert.bind(5, min(max(deliveredAt, 0), max(0, now)))
-            if (try? insert.run()) != nil, writer.changes == 1 { report.deliveredKeys += 1 }
-            insert.reset()
+            insertKey(
+                insert, [user, key, keys.int64(2), keys.optionalInt64(3)], deliveredAt: keys.int64(4), report: &report)
         }
     }
 
@@ -58,15 +55,12 @@ extension SalvageCopier {
         // A counter near the top of the range (a hostile row's id once took it there) would make every later
         // enqueue fail: such a counter is not carried, the new file counts on from the ids it holds.
         guard let old = highestAssignedID(), old > 0, old < StoredRow.idRange.upperBound / 2 else { return }
-        let update = try writer.statement(
-            "UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'records'", operation: "salvaging")
-        update.bind(1, old)
-        try update.run()
-        if writer.changes == 0 {
-            let insert = try writer.statement(
-                "INSERT INTO sqlite_sequence (name, seq) VALUES ('records', ?1)", operation: "salvaging")
-            insert.bind(1, old)
-            try insert.run()
+        let updated = try writer.run(
+            "UPDATE sqlite_sequence SET seq = max(seq, ?1) WHERE name = 'records'", operation: "salvaging", old)
+        if updated == 0 {
+            try writer.run(
+                "INSERT INTO sqlite_sequence (name, seq) VALUES ('records', ?1)", operation: "salvaging", old)
         }
+
     }
 }

@@ -46,10 +46,6 @@ struct SalvageCopier {
     /// Whether the new file has them (a build without migration 6 creates it at schema 5).
     let writerHasUserKeys: Bool
 
-    private static func hasUserKeys(_ connection: Connection) -> Bool {
-        hasColumn("user_idempotency_key", connection)
-    }
-
     private static func hasColumn(_ name: String, _ connection: Connection) -> Bool {
         (try? connection.scalarInt(
             "SELECT count(*) FROM pragma_table_info('records') WHERE name = '\(name)'",
@@ -67,8 +63,8 @@ struct SalvageCopier {
         self.writer = writer
         self.now = now
         self.maxAttempts = maxAttempts
-        readerHasUserKeys = Self.hasUserKeys(reader)
-        writerHasUserKeys = Self.hasUserKeys(writer)
+        readerHasUserKeys = Self.hasColumn("user_idempotency_key", reader)
+        writerHasUserKeys = Self.hasColumn("user_idempotency_key", writer)
         readerHasErasures = Self.hasColumn("erasure", reader)
         writerHasErasures = writerHasUserKeys && Self.hasColumn("erasure", writer)
     }
@@ -117,12 +113,11 @@ struct SalvageCopier {
     private mutating func readRow(_ sql: String, id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
         let statement: Statement
         do {
-            statement = try reader.statement(sql, operation: "reading records")
+            statement = try reader.statement(sql, operation: "reading records", id)
         } catch {
             return .damaged
         }
         defer { statement.reset() }
-        statement.bind(1, id)
         let found: Bool
         do {
             found = try statement.step()
@@ -167,10 +162,9 @@ struct SalvageCopier {
     private func probeReadable(_ id: Int64) throws(QueueError) -> Bool {
         guard
             let statement = try? reader.statement(
-                "SELECT \(columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", operation: "reading records")
+                "SELECT \(columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", operation: "reading records", id)
         else { return false }
         defer { statement.reset() }
-        statement.bind(1, id)
         do {
             guard try statement.step() else { return true }
             return statement.int64(0) >= id
@@ -230,21 +224,14 @@ struct SalvageCopier {
         } else if !Self.isValid(payload, kind: kind, createdAt: createdAt) {
             return invalid("payload is not a valid \(kind.rawValue) for Braze")
         }
-        let key: String?
-        if row.isNull(4) {
-            key = nil
-        } else {
-            guard let text = row.validatedText(4), IdempotencyKey.isValid(text) else {
-                return invalid("idempotency key is not 1 to 255 bytes of UTF-8")
-            }
-            key = text
+        /// A key column's value: `.some(nil)` when NULL, `nil` when it holds no valid key.
+        func validKey(_ column: Int32) -> String?? {
+            if row.isNull(column) { return .some(nil) }
+            guard let text = row.validatedText(column), IdempotencyKey.isValid(text) else { return nil }
+            return .some(text)
         }
-        var userKey: String?
-        if !row.isNull(10) {
-            guard let text = row.validatedText(10), IdempotencyKey.isValid(text) else {
-                return invalid("idempotency key is not 1 to 255 bytes of UTF-8")
-            }
-            userKey = text
+        guard let key = validKey(4), let userKey = validKey(10) else {
+            return invalid("idempotency key is not 1 to 255 bytes of UTF-8")
         }
         let dead = state == "dead"
         // Values only scheduling depends on are brought into range rather than refused (the record is kept).
@@ -281,26 +268,16 @@ struct SalvageCopier {
     }
 
     private func insert(_ values: Values) throws(QueueError) -> InsertResult {
-        let insert = try writer.statement(
-            RecordStateSQL.salvageInsert(withUserKeys: writerHasUserKeys, withErasures: writerHasErasures),
-            operation: "salvaging records")
-        if let id = values.id { insert.bind(1, id) } else { insert.bind(1, nil as String?) }
-        insert.bind(2, values.kind.rawValue)
-        insert.bind(3, values.payload)
-        insert.bind(4, values.createdAt)
-        insert.bind(5, values.key)
-        insert.bind(6, values.dead ? "dead" : "pending")
-        insert.bind(7, values.attempts)
-        insert.bind(8, values.nextAttemptAt)
-        insert.bind(9, values.lastError)
-        if let deadAt = values.deadAt { insert.bind(10, deadAt) } else { insert.bind(10, nil as String?) }
-        if writerHasUserKeys {
-            insert.bind(11, values.userKey)
-            if let digest = values.digest { insert.bind(12, digest) } else { insert.bind(12, nil as String?) }
-            if writerHasErasures { insert.bind(13, values.erasure) }
-        }
+        var columns: [(any SQLValue)?] = [
+            values.id, values.kind.rawValue, values.payload, values.createdAt, values.key,
+            values.dead ? "dead" : "pending", values.attempts, values.nextAttemptAt, values.lastError, values.deadAt,
+        ]
+        if writerHasUserKeys { columns += [values.userKey, values.digest] }
+        if writerHasUserKeys, writerHasErasures { columns.append(values.erasure) }
         do {
-            try insert.run()
+            try writer.run(
+                RecordStateSQL.salvageInsert(withUserKeys: writerHasUserKeys, withErasures: writerHasErasures),
+                operation: "salvaging records", values: columns)
             return .inserted
         } catch {
             guard case .sqlite(let code, _, _) = error, code & 0xFF == SQLITE_CONSTRAINT else { throw error }

@@ -3,41 +3,31 @@
 /// the policy decides: `refuse` undoes the transaction and counts the refusal, `drop-oldest` deletes the oldest dead
 /// letters, then the oldest pending records, until the record fits.
 ///
-/// **What is measured.** Pages in use, `page_count - freelist_count`, times the page size, read from the pager
-/// inside the transaction: no I/O and nothing counted row by row (two cached `PRAGMA` statements). It is read when
-/// the transaction begins, and again only once the records appended since could have used up the room left (each
-/// counted as its payload plus `allowancePerRecord`, more than any one insert's page splits can take): far below
-/// the limit a transaction measures once and opens no savepoint, so a limit costs an enqueue little
-/// (docs/PERFORMANCE.md, "Limits: what a writer pays"). Not `page_count`: the pages a drain frees stay in the file as free pages until
-/// the daemon's vacuum returns them, and a writer cannot return them itself without moving pages in its own
-/// transaction; measured with them, a drained queue would look full and drop-oldest would delete every record. The
-/// file on disk still stays near the limit: SQLite takes a new page from the free list before it grows the file, so
-/// the file grows only when no page is free, that is when pages in use are the whole file, and every writer keeps
-/// those under the limit. The `-wal` beside it is the journal of recent writes (its frames are copies of pages of
-/// this file, not more records), bounded on its own: about 4 MiB while writers write (a checkpoint every 1,000
-/// pages), truncated after each drain pass, removed when the last connection closes.
+/// **What is measured.** Pages in use (`page_count - freelist_count`) times the page size, read from the pager
+/// inside the transaction. It is read when the transaction begins, and again only once the records appended since
+/// could have used up the room left (each counted as its payload plus `allowancePerRecord`), so a transaction far
+/// below the limit measures once and opens no savepoint (docs/PERFORMANCE.md, "Limits: what a writer pays"). Not
+/// `page_count`: the pages a drain frees stay in the file until the daemon's vacuum returns them, and measured with
+/// them a drained queue would look full. SQLite reuses free pages before it grows the file, so the file still
+/// stays near the limit; the `-wal` is bounded on its own (`walBudget`).
 ///
-/// **Why in the writer's transaction.** Every writer process of this release enforces the same limit: the check,
-/// the drops and the insert are one `BEGIN IMMEDIATE` transaction, so two writers cannot both decide there is room
-/// for one more record. Writers that do not know the limit (older releases, the C, Python and shell writers) are
-/// brought back under it by the daemon after each pass (`QueueAdmin.enforceLimits`).
+/// **Why in the writer's transaction.** The check, the drops and the insert are one `BEGIN IMMEDIATE`
+/// transaction, so two writers cannot both decide there is room for one more record. Writers that do not know the
+/// limit are brought back under it by the daemon after each pass (`QueueAdmin.enforceLimits`).
 ///
 /// **How a refusal is counted for good.** A transaction that might not fit opens a savepoint before its first
-/// record; a refusal rolls back to it (nothing of the transaction is stored, and the file's size is what it was),
-/// adds the refused records to `queue_drops`, and returns normally, so the write door commits the count alone; the
-/// caller throws `QueueError.queueFull` after the commit (`LimitedWrite`). One that is known to fit (its records
-/// and their allowance within the room measured at its start) opens none and can never be refused. With no limit
-/// recorded (no row, or 0) none of this runs: the enqueue pays one read of a one-row table.
+/// record; a refusal rolls back to it, adds the refused records to `queue_drops`, and returns normally, so the write
+/// door commits the count alone; the caller throws `QueueError.queueFull` after the commit (`LimitedWrite`).
 final class SpaceKeeper {
     let connection: Connection
     let maxBytes: Int64
     let policy: QueueLimits.WhenFull
     /// Records this transaction appended (pending or dead), for the refusal's count.
     private(set) var appended = 0
-    /// Records offered after the refusal (a `batch` body that goes on): left unstored too (issue 40 #5).
+    /// Records offered after the refusal (a `batch` body that goes on): left unstored too.
     private var offeredAfterRefusal = 0
     /// The id of the transaction's first new row: drop-oldest drops only rows below it, never the transaction's
-    /// own, so that every id a batch returns names a stored record (issue 40 #5).
+    /// own, so that every id a batch returns names a stored record.
     private var firstRow: Int64?
     /// Set once the transaction cannot stay within the limit: it commits nothing but the refusal's count.
     private(set) var refusal: QueueError?
@@ -47,10 +37,8 @@ final class SpaceKeeper {
     private let refusable: Bool
     private let pageSize: Int64
 
-    /// What one insert can add in pages besides its payload, counted against the room so that a transaction far
-    /// below the limit need not measure after every record: 64 pages (256 KiB at 4 KiB pages). A row touches the
-    /// table and at most five indexes, and a b-tree insert allocates at most two pages per level (SQLite rebalances
-    /// three siblings into at most five), five levels deep for a file of terabytes: 60 pages.
+    /// What one insert can add in pages besides its payload: a row touches the table and at most five indexes, a
+    /// b-tree insert allocates at most two pages per level, five levels deep for a file of terabytes: 60 pages.
     static let allowancePerRecord: Int64 = 64
 
     private static let savepoint = "SAVEPOINT eventqueue_limit"
@@ -113,10 +101,7 @@ final class SpaceKeeper {
     }
 
     /// The `-wal` a connection leaves behind under a size limit of `limit` bytes: a sixteenth of it, between 256 KiB
-    /// and SQLite's own 4 MiB (its checkpoint every 1,000 pages). Why: the journal of recent writes sits beside
-    /// the file and takes disk too; at its default it would add 4 MiB to a 4 MB limit, at a sixteenth the file and
-    /// its `-wal` stay within 1.1 times the limit while writers write (measured: docs/PERFORMANCE.md, "Limits").
-    /// The price is a checkpoint every sixteenth of the limit instead of every 4 MiB, paid only under a small limit.
+    /// and SQLite's own 4 MiB, so that the file and its `-wal` stay near the limit (docs/PERFORMANCE.md, "Limits").
     static func walBudget(limit: Int64) -> Int64 {
         min(max(limit / 16, 256 * 1024), 1000 * 4096)
     }
@@ -143,10 +128,8 @@ final class SpaceKeeper {
         file.walBudgetBytes = budget
     }
 
-    /// The file's logical size now, inside the transaction: pages in use times the page size. Two cached `PRAGMA`
-    /// statements (each one opcode over the pager's state), not the `pragma_page_count()` table-valued functions,
-    /// which prepare their `PRAGMA` again at every call: measured, that made a limit cost a writer 15 % of a
-    /// NORMAL enqueue (docs/PERFORMANCE.md, "Limits: what a writer pays").
+    /// The file's logical size now, inside the transaction: pages in use times the page size. Cached `PRAGMA`
+    /// statements, not the `pragma_page_count()` functions, which prepare their `PRAGMA` again at every call.
     static func usedBytes(_ connection: Connection) throws(QueueError) -> (used: Int64, pageSize: Int64, pages: Int64) {
         let operation = "measuring the queue file"
         let pages = try connection.scalarInt("PRAGMA page_count", operation: operation)
@@ -206,9 +189,7 @@ final class SpaceKeeper {
         _ connection: Connection, below id: Int64, atMost count: Int
     ) throws(QueueError) -> (dropped: Int, uncounted: Int) {
         let operation = "dropping the oldest records to make room"
-        let dead = try connection.statement(RecordStateSQL.dropOldestDead, operation: operation)
-        dead.bind(1, count)
-        dead.bind(2, id)
+        let dead = try connection.statement(RecordStateSQL.dropOldestDead, operation: operation, count, id)
         var dropped = 0
         var expired = 0
         while try dead.step() {
@@ -217,11 +198,8 @@ final class SpaceKeeper {
         }
         dead.reset()
         if dropped > 0 { return (dropped, dropped - expired) }
-        let pending = try connection.statement(RecordStateSQL.dropOldestPending, operation: operation)
-        pending.bind(1, count)
-        pending.bind(2, id)
-        try pending.run()
-        return (connection.changes, connection.changes)
+        let pending = try connection.run(RecordStateSQL.dropOldestPending, operation: operation, count, id)
+        return (pending, pending)
     }
 
     /// Records offered after the refusal, without a row (`QueueBatch`): counted refused with the others.
@@ -247,13 +225,9 @@ final class SpaceKeeper {
 }
 
 /// How many of the oldest rows drop-oldest deletes next, to free `over` bytes without dropping records that did not
-/// need to go. Pages free only as whole b-tree pages empty, and the indexes' pages (ordered by user, not by id) free
-/// later than the table's, so the size lags behind the rows deleted and what the first rows freed underestimates
-/// what a row takes (measured: 24 rows freed 4 KiB, 170 bytes a row, where a row took 400). Plain doubling
-/// overshot by up to its whole last chunk (a daemon bringing 1.6 MB of foreign rows back under a 256 KiB limit
-/// dropped all 4,001 rows where about 3,500 had to go). So: 8 rows first; then at most as many as were dropped
-/// so far (doubling while little is known), and at most half of what the bytes still over would take at the rate
-/// measured so far (converging on the target from below, the estimate's error halved each step).
+/// need to go. Pages free only as whole b-tree pages empty, so the size lags behind the rows deleted and plain
+/// doubling overshoots. So: 8 rows first; then at most as many as were dropped so far, and at most half of what the
+/// bytes still over would take at the rate measured so far (converging on the target from below).
 struct DropPace {
     private var dropped = 0
     private var freed: Int64 = 0

@@ -8,14 +8,13 @@ import CSQLite
 /// checkpoint that has to follow it (`QueueScrub`).
 extension Connection {
     /// `VACUUM`, in this connection's turn in the writers' line: every page of the file is written again from the
-    /// rows that exist, so nothing of a deleted row survives in a page (SQLite's secure deletion zeroes a deleted
-    /// cell, but not the stale copy a b-tree balance can leave in a page's unallocated gap; `rebuildPage` does not
-    /// clear it). Checks the schema first, as a write does (a planted index would run its expressions inside the
-    /// rebuild). `inMemory`: the rebuilt copy is kept in memory (a temporary file otherwise, bounded by the disk).
+    /// rows that exist, so nothing of a deleted row survives in a page (`QueueScrub`). Checks the schema first, as a
+    /// write does (a planted index would run its expressions inside the rebuild). `inMemory`: the rebuilt copy is
+    /// kept in memory (a temporary file otherwise).
     ///
     /// A `VACUUM` is all or nothing, so its time under the write lock is bounded by giving it up: past
-    /// `budgetNanoseconds` from its turn in the writers' line a progress handler interrupts it, SQLite rolls it back (the file is as it
-    /// was), and this returns false. Writers then waited at most that long.
+    /// `budgetNanoseconds` from its turn in the writers' line a progress handler interrupts it, SQLite rolls it back
+    /// (the file is as it was), and this returns false.
     func vacuum(operation: String, inMemory: Bool, budgetNanoseconds: UInt64) throws(QueueError) -> Bool {
         try read(operation) { () throws(QueueError) in }
         if !inMemory { try execute("PRAGMA temp_store = FILE", operation: operation) }

@@ -8,14 +8,11 @@ import CSQLite
 /// still the one verified at open (`schemaGuard`), runs the body and `COMMIT`, gives the turn back, and then syncs
 /// the WAL when the write must be durable.
 ///
-/// Why the sync comes after the commit: connections run with `synchronous=NORMAL`, so a commit writes its WAL
-/// frames without syncing them and releases SQLite's lock at once; the writer then syncs the WAL through SQLite's
-/// own file object before the write returns. The promise is that of `synchronous=FULL` (a write that returned is on
-/// disk), but no writer waits behind another's fsync, and the kernel folds overlapping syncs of one file into fewer
-/// flushes. No commit becomes durable ahead of an earlier one: a WAL frame is recovered after a power loss only when
-/// every frame before it is (checksums chain), and a sync writes every frame written before it. Checkpoints with
-/// `NORMAL` sync the WAL before copying it back. Measured: docs/PERFORMANCE.md section 5; tested against a
-/// simulated power cut (docs/RELIABILITY.md).
+/// Why the sync comes after the commit: with `synchronous=NORMAL` a commit writes its WAL frames without syncing
+/// them and releases SQLite's lock at once; syncing the WAL before the write returns keeps the promise of
+/// `synchronous=FULL`, but no writer waits behind another's fsync. No commit becomes durable ahead of an earlier
+/// one: WAL frames' checksums chain, and a sync writes every frame written before it (docs/PERFORMANCE.md
+/// section 5; docs/RELIABILITY.md).
 extension Connection {
     /// Runs `body` as one write transaction, in this connection's turn. `durable: false` skips the sync for state
     /// whose loss to a power cut costs nothing (a claim, the drain lock: leases that expire anyway, see
@@ -81,12 +78,9 @@ extension Connection {
         try statement(sql, operation: operation).run()
     }
 
-    /// A long-lived consumer and every writer compare the schema at each transaction when its cookie moved.
-    ///
-    /// Why: `PRAGMA trusted_schema=OFF` is left on (`Connection.init`), so a
-    /// trigger another group member plants while a long-lived consumer runs would otherwise fire inside its next ack.
-    /// The cookie is a header field SQLite keeps in memory (no I/O); inside `BEGIN IMMEDIATE` nobody can change the
-    /// schema between this check and the body's statements.
+    /// Compares the schema again when its cookie moved: a trigger another group member plants while a long-lived
+    /// consumer runs would otherwise fire inside its next ack. The cookie is read from memory (no I/O); inside
+    /// `BEGIN IMMEDIATE` nobody can change the schema between this check and the body's statements.
     private func reverifySchemaIfChanged() throws(QueueError) {
         guard let schemaGuard else { return }
         let cookie = try scalarInt("PRAGMA schema_version", operation: "reading the schema cookie")

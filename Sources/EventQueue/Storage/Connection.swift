@@ -73,13 +73,26 @@ final class Connection {
             throw QueueError.readOnly(
                 path: path, detail: QueuePath.accessProblem(path) ?? "SQLite could only open it read-only")
         }
-        // `PRAGMA trusted_schema=OFF` is left at SQLite's default (on): the queue's own CHECK and generated column
-        // call JSON functions that Debian 12's SQLite (3.40) does not mark innocuous, so they could not run with it
-        // off. The schema comparison at open and at every write (`QueueSchema`, `reverifySchemaIfChanged`) is what
-        // keeps planted triggers, views and indexes out, and no application function is ever registered.
+        // `trusted_schema` stays on: the queue's own CHECK and generated column call JSON functions that SQLite 3.40
+        // does not mark innocuous. The schema comparison at open and at every write (`QueueSchema`) keeps planted
+        // triggers, views and indexes out.
         handle = db
         sqlite3_extended_result_codes(db, 1)
         gate.install(on: db)
+    }
+
+    /// A private in-memory database, not a queue (`QueueSchema.expected`: the schema the migrations build).
+    init(inMemoryFor operation: String) throws(QueueError) {
+        path = ":memory:"
+        busyTimeoutMilliseconds = 0
+        gate = WriteGate(queuePath: path, timeoutMilliseconds: 0)
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK, let db else {
+            sqlite3_close_v2(db)
+            throw QueueError.sqlite(
+                code: SQLITE_NOMEM, message: "cannot open an in-memory database", operation: operation)
+        }
+        handle = db
     }
 
     /// Runs `body` with a different busy timeout (a checkpoint that must not hold writers back for long), then
@@ -113,10 +126,15 @@ final class Connection {
         guard rc == SQLITE_OK else { throw error(code: rc, operation: operation) }
     }
 
-    /// A cached prepared statement for `sql`, reset and with its bindings cleared.
-    func statement(_ sql: String, operation: String) throws(QueueError) -> Statement {
+    /// A cached prepared statement for `sql`, reset, with `values` bound to `?1`, `?2`, ... (`nil`: NULL).
+    func statement(_ sql: String, operation: String, _ values: (any SQLValue)?...) throws(QueueError) -> Statement {
+        try statement(sql, operation: operation, values: values)
+    }
+
+    func statement(_ sql: String, operation: String, values: [(any SQLValue)?]) throws(QueueError) -> Statement {
         if let cached = statements[sql] {
             cached.reset()
+            cached.bind(values: values)
             return cached
         }
         let db = try requireHandle(operation: operation)
@@ -125,30 +143,48 @@ final class Connection {
         guard rc == SQLITE_OK, let raw else { throw error(code: rc, operation: operation) }
         let statement = Statement(raw: raw, connection: self, operation: operation)
         statements[sql] = statement
+        statement.bind(values: values)
         return statement
     }
 
+    /// Runs `sql` to completion with `values` bound to `?1`, `?2`, ... (`nil`: NULL); returns how many rows it
+    /// changed.
+    @discardableResult
+    func run(_ sql: String, operation: String, _ values: (any SQLValue)?...) throws(QueueError) -> Int {
+        try run(sql, operation: operation, values: values)
+    }
+
+    @discardableResult
+    func run(_ sql: String, operation: String, values: [(any SQLValue)?]) throws(QueueError) -> Int {
+        try statement(sql, operation: operation, values: values).run()
+        return changes
+    }
+
     /// Reads one integer from a single-row query such as `PRAGMA user_version`.
-    func scalarInt(_ sql: String, operation: String) throws(QueueError) -> Int64 {
-        let statement = try statement(sql, operation: operation)
+    func scalarInt(_ sql: String, operation: String, _ values: (any SQLValue)?...) throws(QueueError) -> Int64 {
+        let statement = try statement(sql, operation: operation, values: values)
         defer { statement.reset() }
         guard try statement.step() else { return 0 }
         return statement.int64(0)
     }
 
+    /// Whether the file has a table called `name`.
+    func hasTable(_ name: String) throws(QueueError) -> Bool {
+        let sql = "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1"
+        return try scalarInt(sql, operation: "reading the schema", name) > 0
+    }
+
     /// Reads one text value from a single-row query such as `PRAGMA journal_mode`.
-    func scalarText(_ sql: String, operation: String) throws(QueueError) -> String? {
-        let statement = try statement(sql, operation: operation)
+    func scalarText(_ sql: String, operation: String, _ values: (any SQLValue)?...) throws(QueueError) -> String? {
+        let statement = try statement(sql, operation: operation, values: values)
         defer { statement.reset() }
         guard try statement.step() else { return nil }
         return statement.text(0)
     }
 
     /// The size in bytes of a stored TEXT or BLOB value of each row, read from the row's header only
-    /// (`sqlite3_blob_open` never loads the value): how the daemon refuses a row too large to be a record without
-    /// reading it (no SQL function does that for TEXT on SQLite 3.40: `length()` counts characters, reading the
-    /// whole value). One handle is opened and moved from row to row (`sqlite3_blob_reopen`: no statement is
-    /// compiled per row). A row that does not exist, or whose value is not TEXT or BLOB, is left out.
+    /// (`sqlite3_blob_open` never loads the value; `length()` would read it): how the daemon refuses a row too large
+    /// to be a record without reading it. A row that does not exist, or whose value is not TEXT or BLOB, is left out.
     func storedBytes(table: String, column: String, rowids: [Int64]) -> [Int64: Int] {
         guard let handle, !rowids.isEmpty else { return [:] }
         var sizes: [Int64: Int] = [:]
@@ -212,9 +248,8 @@ final class Connection {
             // Typically the -wal or -shm file cannot be created or opened next to the queue file.
             return .cannotOpen(path: path, reason: QueuePath.accessProblem(path) ?? message)
         case SQLITE_CONSTRAINT where code == SQLiteExtendedCode.constraintCheck:
-            // Our writers check every value before the INSERT, so a CHECK that fires was added by someone else
-            // (`ALTER TABLE records ADD COLUMN x CHECK (...)`): a changed schema, not a reason to retry (exit 78,
-            // not 74; issue 40 #5).
+            // Our writers check every value before the INSERT, so a CHECK that fires was added by someone else: a
+            // changed schema, not a reason to retry.
             return .unsafeQueueFile(
                 path: path,
                 reason: "its schema refused the write (\(message)) during \(operation): EventQueue checks every value "

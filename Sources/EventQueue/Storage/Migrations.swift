@@ -38,7 +38,7 @@ public enum Migrations {
         func apply(_ migration: Migration) throws(QueueError) {
             let version = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
             guard version < migration.version else { return }
-            let before = try objectNames(connection)
+            let before = try QueueSchema.actual(connection, normalizing: false)
             try connection.execute(
                 migration.sql, operation: "applying migration \(migration.version)_\(migration.name)")
             if migration.version >= SchemaContract.firstContractVersion {
@@ -50,8 +50,7 @@ public enum Migrations {
         if current == 0 {
             // A new file is created whole, in one transaction: a process that opens it meanwhile sees either no
             // schema (and finds the work done inside its own transaction) or the latest one, never a half-built
-            // file it would take for an older release's (eight processes opening a new file at once: one was
-            // refused, seeing schema 3's names on a file already at 5).
+            // file it would take for an older release's.
             try connection.write("creating the schema") { () throws(QueueError) in
                 for migration in steps { try apply(migration) }
             }
@@ -64,8 +63,7 @@ public enum Migrations {
         }
         if current == 0 {
             // A new file: move the schema out of the WAL at once, so that the file's size and its WAL's mean
-            // what they say ("4096 bytes (wal 53592 bytes)" for an empty queue did not). Never waits: a busy
-            // file is checkpointed later by whoever closes it last.
+            // what they say. Never waits: a busy file is checkpointed later by whoever closes it last.
             _ = try? connection.withBusyTimeout(milliseconds: 0) { () throws(QueueError) in
                 try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the new schema")
             }
@@ -98,10 +96,6 @@ public enum Migrations {
             }
         }
         created.reset()
-        let record = try connection.statement(
-            "INSERT OR REPLACE INTO schema_additions (name, version, type, tbl_name, sql) VALUES (?1, ?2, ?3, ?4, ?5)",
-            operation: "recording the schema migration \(migration.version) created")
-        defer { record.reset() }
         for object in objects {
             guard object.type == "table" || object.type == "index" else {
                 throw QueueError.sqlite(
@@ -110,13 +104,10 @@ public enum Migrations {
                         + "migrations may add tables and indexes only (docs/SCHEMA.md, \"Compatibility\")",
                     operation: "applying migration \(migration.version)_\(migration.name)")
             }
-            record.reset()
-            record.bind(1, object.name)
-            record.bind(2, migration.version)
-            record.bind(3, object.type)
-            record.bind(4, object.tableName)
-            record.bind(5, object.sql)
-            try record.run()
+            try connection.run(
+                "INSERT OR REPLACE INTO schema_additions (name, version, type, tbl_name, sql) VALUES (?1, ?2, ?3, ?4, ?5)",
+                operation: "recording the schema migration \(migration.version) created", object.name,
+                migration.version, object.type, object.tableName, object.sql)
         }
         if migration.version >= SchemaContract.firstRuledVersion {
             try requireRaisedLevels(connection, of: migration, adding: objects, before: before)
@@ -138,8 +129,7 @@ public enum Migrations {
         guard !problems.isEmpty else { return }
         let levels = try connection.statement(
             "SELECT version, write_level, read_level FROM schema_levels WHERE version <= ?1 ORDER BY version DESC LIMIT 2",
-            operation: "reading the schema levels")
-        levels.bind(1, migration.version)
+            operation: "reading the schema levels", migration.version)
         var rows: [(version: Int64, write: Int64, read: Int64)] = []
         while try levels.step() { rows.append((levels.int64(0), levels.int64(1), levels.int64(2))) }
         levels.reset()
@@ -154,21 +144,6 @@ public enum Migrations {
                 + "levels say (\(problems.joined(separator: "; "))), so it must raise write_level and read_level in "
                 + "its schema_levels row (docs/SCHEMA.md, \"Compatibility\")",
             operation: "applying migration \(migration.version)_\(migration.name)")
-    }
-
-    /// Every schema object, with its `CREATE` statement as written.
-    private static func objectNames(_ connection: Connection) throws(QueueError) -> [String: QueueSchema.Object] {
-        let statement = try connection.statement(
-            "SELECT type, name, tbl_name, sql FROM sqlite_schema", operation: "reading the schema")
-        defer { statement.reset() }
-        var objects: [String: QueueSchema.Object] = [:]
-        while try statement.step() {
-            let object = QueueSchema.Object(
-                type: statement.text(0) ?? "", name: statement.text(1) ?? "", tableName: statement.text(2) ?? "",
-                sql: statement.text(3))
-            objects[object.name] = object
-        }
-        return objects
     }
 
     /// The embedded migrations a file at schema `version` has not had yet, oldest first (`queuectl migrate`).

@@ -98,19 +98,17 @@ final class QueueFile {
         // Statement journals (every multi-row UPDATE inside a transaction keeps one) and the claim's id list stay
         // in memory: on disk each would be a temp file created, written and unlinked per batch.
         try connection.execute("PRAGMA temp_store = MEMORY", operation: "keeping temporary data in memory")
+        var schema = Int(version)
         if version == 0 || (version < Migrations.latestVersion && schemaCheck == .full) {
             // Who migrates: whoever opens a new file first creates it at the latest schema; an existing file is
             // moved forward only by a consumer (the daemon at start, `queuectl migrate`), never by a writer on
             // the side, so that an app's newer writer never moves a served file past what its daemon consumes.
             try Migrations.migrate(connection)
-            hasUserKeys = Migrations.latestVersion >= Self.userKeysVersion
-            hasLimits = Migrations.latestVersion >= Self.limitsVersion
-            hasQueueClock = Migrations.latestVersion >= Self.queueClockVersion
-        } else {
-            hasUserKeys = version >= Self.userKeysVersion
-            hasLimits = version >= Self.limitsVersion
-            hasQueueClock = version >= Self.queueClockVersion
+            schema = Migrations.latestVersion
         }
+        hasUserKeys = schema >= Self.userKeysVersion
+        hasLimits = schema >= Self.limitsVersion
+        hasQueueClock = schema >= Self.queueClockVersion
         // Writers and the daemon refuse a file with schema objects EventQueue did not create (a planted trigger
         // runs inside every statement that touches its table), before anything is written. The level is checked
         // again with the schema: a newer release may migrate the file while this connection is open.

@@ -4,11 +4,10 @@
 
 /// What a `--db` path may be, checked before SQLite touches it.
 ///
-/// Why: SQLite follows whatever the name points at. Debian's SQLite parses a name starting with `file:` as a URI
-/// (`SQLITE_USE_URI=1`), it happily opens a character device (`/dev/full`, leaving `/dev/full-journal` 0666
-/// behind), a dangling symlink creates its target with the umask's mode, and its locks do not cover two hard
-/// links of one file (two names, two lock sets: concurrent writers through both corrupt the index). Every writer
-/// in the group can create or replace the queue file, so each of these is checked here, once per open.
+/// Why: SQLite follows whatever the name points at: it parses a name starting with `file:` as a URI, opens a
+/// character device, creates a dangling symlink's target with the umask's mode, and its locks do not cover two hard
+/// links of one file. Every writer in the group can create or replace the queue file, so each of these is checked
+/// here, once per open.
 enum QueuePath {
     /// What was found at the path.
     enum State: Equatable {
@@ -81,10 +80,8 @@ enum QueuePath {
 
     /// Refuses to open a queue whose `-shm` does not exist yet on a filesystem without room for it.
     ///
-    /// Why: SQLite creates the `-shm`, truncates it to 3 bytes, then grows it to 32 KiB; on a full disk the growth
-    /// fails, the open fails, and only a successful last close ever removes the `-shm`, so a 3-byte `-shm` (and an
-    /// empty `-wal`) stayed behind after every failed open on a full disk. Checking first leaves nothing behind.
-    /// (Removing them after the failure is not safe: another process may be opening the same files.)
+    /// Why: on a full disk SQLite's open fails after creating the `-shm` (and an empty `-wal`), and only a successful
+    /// last close removes them; removing them after the failure is not safe (another process may be opening them).
     static func requireRoomForSharedMemory(_ path: String) throws(QueueError) {
         guard access(path + "-shm", F_OK) != 0 else { return }
         var stats = statvfs()

@@ -1,5 +1,3 @@
-import CSQLite
-
 /// The schema objects of a queue file compared with the ones EventQueue's migrations create.
 ///
 /// Why: every writer in the group can write the file, and so can plant a trigger that runs on every ack (or
@@ -22,54 +20,27 @@ public enum QueueSchema {
 
     /// The objects the embedded migrations create, up to and including `version`, by name.
     public static func expected(version: Int) throws(QueueError) -> [String: Object] {
-        var raw: OpaquePointer?
-        guard sqlite3_open_v2(":memory:", &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
-            let db = raw
-        else {
-            sqlite3_close_v2(raw)
-            throw QueueError.sqlite(
-                code: SQLITE_NOMEM, message: "cannot open an in-memory database",
-                operation: "building the expected schema")
-        }
-        defer { sqlite3_close_v2(db) }
+        let operation = "building the expected schema"
+        let database = try Connection(inMemoryFor: operation)
+        defer { database.close() }
         for migration in Migrations.embedded where migration.version <= version {
-            let rc = sqlite3_exec(db, migration.sql, nil, nil, nil)
-            guard rc == SQLITE_OK else {
-                throw QueueError.sqlite(
-                    code: rc, message: String(cString: sqlite3_errmsg(db)),
-                    operation: "building the expected schema (migration \(migration.version))")
-            }
+            try database.execute(migration.sql, operation: "\(operation) (migration \(migration.version))")
         }
-        var objects: [String: Object] = [:]
-        var statement: OpaquePointer?
-        guard
-            sqlite3_prepare_v2(db, "SELECT type, name, tbl_name, sql FROM sqlite_schema", -1, &statement, nil)
-                == SQLITE_OK, let statement
-        else {
-            throw QueueError.sqlite(
-                code: sqlite3_errcode(db), message: String(cString: sqlite3_errmsg(db)),
-                operation: "building the expected schema")
-        }
-        defer { sqlite3_finalize(statement) }
-        while sqlite3_step(statement) == SQLITE_ROW {
-            let object = Object(
-                type: text(statement, 0) ?? "", name: text(statement, 1) ?? "", tableName: text(statement, 2) ?? "",
-                sql: text(statement, 3).map(normalized))
-            objects[object.name] = object
-        }
-        return objects
+        return try actual(database, operation: operation)
     }
 
-    /// The file's schema objects, by name.
-    static func actual(_ connection: Connection) throws(QueueError) -> [String: Object] {
+    /// The file's schema objects, by name; `normalizing` false keeps each `CREATE` statement as written.
+    static func actual(
+        _ connection: Connection, operation: String = "reading the schema", normalizing: Bool = true
+    ) throws(QueueError) -> [String: Object] {
         let statement = try connection.statement(
-            "SELECT type, name, tbl_name, sql FROM sqlite_schema", operation: "reading the schema")
+            "SELECT type, name, tbl_name, sql FROM sqlite_schema", operation: operation)
         defer { statement.reset() }
         var objects: [String: Object] = [:]
         while try statement.step() {
             let object = Object(
                 type: statement.text(0) ?? "", name: statement.text(1) ?? "", tableName: statement.text(2) ?? "",
-                sql: statement.text(3).map(normalized))
+                sql: normalizing ? statement.text(3).map(normalized) : statement.text(3))
             objects[object.name] = object
         }
         return objects
@@ -220,10 +191,8 @@ public enum QueueSchema {
     static func expectedNames(version: Int) -> [String: String] {
         var names: [String: String] = [:]
         for migration in Migrations.embedded where migration.version <= version {
-            // Lines cut on the bytes, and only the lines that name an object split into words: cutting every line of
-            // every migration into words, Character by Character, was a sixth of a cold `queuectl enqueue`'s CPU
-            // (issue 34). (The migrations' line ends are "\n": Migrations/*.sql.) In the order the statements run:
-            // migration 7 drops an index and creates it again under its name.
+            // Lines cut on the bytes, and only the lines that name an object split into words (this runs at a cold
+            // writer's open). In the order the statements run: migration 7 drops an index and creates it again.
             for line in migration.sql.utf8.split(separator: UInt8(ascii: "\n")).map({ Substring($0) }) {
                 if line.hasPrefix("DROP ") {
                     if let last = line.split(separator: " ").last { names[String(last.prefix { $0 != ";" })] = nil }
@@ -331,13 +300,8 @@ public enum QueueSchema {
         return String(decoding: result, as: UTF8.self)
     }
 
-    private static func shown(_ text: String) -> String {
+    static func shown(_ text: String) -> String {
         let printable = ValidationError.printable(text)
         return printable.count > 200 ? String(printable.prefix(200)) + "…" : printable
-    }
-
-    private static func text(_ statement: OpaquePointer, _ column: Int32) -> String? {
-        guard let pointer = sqlite3_column_text(statement, column) else { return nil }
-        return String(cString: pointer)
     }
 }

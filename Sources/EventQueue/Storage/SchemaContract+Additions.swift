@@ -2,11 +2,8 @@ extension SchemaContract {
     /// The schema version from which a migration's recorded additions must meet the rule of `problem(with:...)`
     /// unless it raises both levels (`Migrations` refuses one that does not), and from which binaries apply it.
     /// The rule protects binaries that judge recorded objects by their definition, and the first release that does
-    /// (1.4.0) carries migrations 7 and 8 as its own: it never meets them as additions. Older releases tolerate
-    /// recorded additions by name and SQL, so migration 8's rebuilt `records` (a changed generated column, the
-    /// same columns and conflict targets) keeps 1.1.0-1.3.0 writers writing; its read level stops older consumers.
-    /// Migration 6 predates the rule likewise (its UNIQUE index and the CHECK on its added column were shown by hand
-    /// to hold for every row an older writer writes).
+    /// carries migrations 7 and 8 as its own: it never meets them as additions (older releases tolerate recorded
+    /// additions by name and SQL).
     static let firstRuledVersion = 9
 
     /// The recorded additions present in a newer file that this binary must not tolerate, by name, each with a
@@ -84,9 +81,7 @@ extension SchemaContract {
     {
         let operation = "reading a recorded index"
         let list = try connection.statement(
-            #"SELECT "unique", partial FROM pragma_index_list(?1) WHERE name = ?2"#, operation: operation)
-        list.bind(1, table)
-        list.bind(2, name)
+            #"SELECT "unique", partial FROM pragma_index_list(?1) WHERE name = ?2"#, operation: operation, table, name)
         guard try list.step() else {
             list.reset()
             return "cannot be read"
@@ -100,10 +95,8 @@ extension SchemaContract {
             SELECT x.cid, x.coll, c.name, coalesce(c.hidden, 0) FROM pragma_index_xinfo(?1) AS x
                 LEFT JOIN pragma_table_xinfo(?2) AS c ON c.cid = x.cid
             WHERE x.key = 1
-            """, operation: operation)
+            """, operation: operation, name, table)
         defer { keys.reset() }
-        keys.bind(1, name)
-        keys.bind(2, table)
         while try keys.step() {
             let column = keys.text(2) ?? "?"
             if keys.int64(0) == -2 {
@@ -127,15 +120,11 @@ extension SchemaContract {
         throws(QueueError) -> String?
     {
         let operation = "reading a recorded table"
-        let kind = try connection.statement("SELECT type FROM pragma_table_list(?1)", operation: operation)
-        kind.bind(1, name)
-        let type = try kind.step() ? kind.text(0) : nil
-        kind.reset()
+        let type = try connection.scalarText("SELECT type FROM pragma_table_list(?1)", operation: operation, name)
         guard type == "table" else { return "is a \(type ?? "missing") table, not an ordinary one" }
         let references = try connection.statement(
-            #"SELECT "table" FROM pragma_foreign_key_list(?1)"#, operation: operation)
+            #"SELECT "table" FROM pragma_foreign_key_list(?1)"#, operation: operation, name)
         defer { references.reset() }
-        references.bind(1, name)
         while try references.step() {
             if let table = references.text(0), ourTables.contains(table.lowercased()) {
                 return "references EventQueue's table \(shown(table)) with a foreign key"
@@ -146,15 +135,9 @@ extension SchemaContract {
 
     /// The release that carries schema `version`, from its `schema_levels` row.
     static func release(_ connection: Connection, of version: Int) throws(QueueError) -> String? {
-        let statement = try connection.statement(
-            "SELECT release FROM schema_levels WHERE version = ?1", operation: "reading the schema levels")
-        defer { statement.reset() }
-        statement.bind(1, version)
-        return try statement.step() ? statement.text(0) : nil
+        try connection.scalarText(
+            "SELECT release FROM schema_levels WHERE version = ?1", operation: "reading the schema levels", version)
     }
 
-    private static func shown(_ text: String) -> String {
-        let printable = ValidationError.printable(text)
-        return printable.count > 200 ? String(printable.prefix(200)) + "…" : printable
-    }
+    private static func shown(_ text: String) -> String { QueueSchema.shown(text) }
 }

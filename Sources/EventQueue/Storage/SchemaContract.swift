@@ -9,19 +9,16 @@ public enum QueueRole: String, Sendable, Hashable {
 
 /// The compatibility contract of docs/SCHEMA.md ("Compatibility"): which files this binary may write and consume.
 ///
-/// Why: the writers and the daemon sharing a file come from different releases (apps embed the writer and update
-/// on their own schedule; the host updates `queued`). So a binary must handle files a newer release migrated
-/// whenever that release's change was additive, and refuse, naming the release to upgrade to, only when it
-/// was not. Since schema version 5 the file records two levels (`schema_levels`, one row per migration), in the
-/// spirit of SQLite's read and write format versions: a breaking change for writers raises `write_level`, one for
-/// consumers raises `read_level`, an additive change raises neither.
+/// Why: the writers and the daemon sharing a file come from different releases, so a binary must handle files a
+/// newer release migrated whenever that release's change was additive, and refuse, naming the release to upgrade
+/// to, only when it was not. The file records two levels (`schema_levels`, one row per migration, since schema 5),
+/// like SQLite's read and write format versions: a breaking change for writers raises `write_level`, one for
+/// consumers `read_level`, an additive change neither.
 ///
-/// In a file a newer release migrated, when the levels let it in, a binary tolerates the objects the newer
-/// migrations recorded in `schema_additions` (same type, table and SQL) that cannot change the outcome of any
-/// statement it runs (`problem(with:ours:connection:)`: new tables and plain indexes); anything else is refused
-/// (`unsafeQueueFile`, exit 78) and reported by `queuectl check`. A migration that adds anything else raises both
-/// levels (`Migrations` refuses one from `firstRuledVersion` on that does not), so that older binaries stop at the
-/// levels with the release to upgrade to.
+/// In a newer file the levels let in, a binary tolerates the objects newer migrations recorded in
+/// `schema_additions` that cannot change the outcome of any statement it runs (new tables and plain indexes);
+/// anything else is refused (`unsafeQueueFile`) and reported by `queuectl check`. A migration that adds anything
+/// else must raise both levels (`Migrations` checks), so that older binaries stop at the levels.
 public enum SchemaContract {
     /// The highest write level this binary's writer implements. Raise it together with the migration that raises
     /// the level (`SchemaContractTests.theBinarysLevelsAreTheNewestMigrationsLevels` compares both levels with the
@@ -67,12 +64,9 @@ public enum SchemaContract {
     static func firstRelease(_ connection: Connection, role: QueueRole, level: Int) throws(QueueError) -> String? {
         guard try hasContractTables(connection) else { return nil }
         let column = role == .writer ? "write_level" : "read_level"
-        let statement = try connection.statement(
+        return try connection.scalarText(
             "SELECT release FROM schema_levels WHERE \(column) >= ?1 ORDER BY version LIMIT 1",
-            operation: "reading the schema levels")
-        defer { statement.reset() }
-        statement.bind(1, level)
-        return try statement.step() ? statement.text(0) : nil
+            operation: "reading the schema levels", level)
     }
 
     /// Refuses a file whose schema version is above this binary's when its `role` level is above this binary's,
@@ -104,9 +98,8 @@ public enum SchemaContract {
         guard try hasContractTables(connection) else { return [:] }
         let statement = try connection.statement(
             "SELECT name, version, type, tbl_name, sql FROM schema_additions WHERE version > ?1",
-            operation: "reading the schema additions")
+            operation: "reading the schema additions", version)
         defer { statement.reset() }
-        statement.bind(1, version)
         var found: [String: Addition] = [:]
         while try statement.step() {
             let addition = Addition(

@@ -25,10 +25,6 @@ final class Statement {
         sqlite3_bind_int64(raw, index, value)
     }
 
-    func bind(_ index: Int32, _ value: Int) {
-        sqlite3_bind_int64(raw, index, Int64(value))
-    }
-
     func bind(_ index: Int32, _ value: String?) {
         guard var value else {
             sqlite3_bind_null(raw, index)
@@ -38,6 +34,17 @@ final class Statement {
             _ = sqlite3_bind_text(
                 raw, index, UnsafeRawPointer(bytes.baseAddress)?.assumingMemoryBound(to: CChar.self),
                 Int32(bytes.count), eventqueue_sqlite_transient())
+        }
+    }
+
+    /// Binds `values` to `?1`, `?2`, ... in order; `nil` binds NULL.
+    func bind(values: [(any SQLValue)?]) {
+        for (offset, value) in values.enumerated() {
+            if let value {
+                value.bind(to: self, at: Int32(offset + 1))
+            } else {
+                sqlite3_bind_null(raw, Int32(offset + 1))
+            }
         }
     }
 
@@ -96,6 +103,23 @@ final class Statement {
     func optionalInt64(_ column: Int32) -> Int64? {
         isNull(column) ? nil : int64(column)
     }
+}
+
+/// A value `Statement.bind(values:)` binds: an integer or text.
+protocol SQLValue {
+    func bind(to statement: Statement, at index: Int32)
+}
+
+extension Int64: SQLValue {
+    func bind(to statement: Statement, at index: Int32) { statement.bind(index, self) }
+}
+
+extension Int: SQLValue {
+    func bind(to statement: Statement, at index: Int32) { statement.bind(index, Int64(self)) }
+}
+
+extension String: SQLValue {
+    func bind(to statement: Statement, at index: Int32) { statement.bind(index, self) }
 }
 
 /// SQLite's extended result codes that the queue tells apart, by name: `sqlite3.h` defines them as macros

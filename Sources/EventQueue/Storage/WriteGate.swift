@@ -9,26 +9,20 @@ import CSQLite
 /// The write door (`Connection.write`) is its only user; the queue file sets its rules once, when it is opened.
 ///
 /// Why one type: the line decides how eagerly to poll for SQLite's lock (a holder with writers behind it polls
-/// fast, since they all wait on it), and the wait for the lock counts its timeout from the moment the write began
-/// waiting in line. Kept apart, the two shared state through four types.
+/// fast), and the wait for the lock counts its timeout from the moment the write began waiting in line.
 ///
-/// Why the busy handler is not `sqlite3_busy_timeout`: SQLite's locks are not queued (whoever asks first after a
-/// commit gets the lock), and its default handler sleeps in steps that grow to 100 ms. A writer asleep for 100 ms
-/// loses to writers in a loop nearly every time; with eight of them one could wait out its whole 5 s timeout and
-/// fail with SQLITE_BUSY. Polling every millisecond from the start fixes that but hands the lock from process to
-/// process at every commit, which costs half the throughput. So: the default's first steps (about 1, 2, 5 and
-/// 10 ms), which leave the lock with whoever is using it, and once a wait passes `eagerAfterNanoseconds`, polls
-/// every 0.3–0.9 ms, so no waiter is passed over for long. Jittered, so waiters do not wake in step. Measured with
-/// `eventqueue-bench contention` (docs/PERFORMANCE.md, section 5, "Tried and dropped").
+/// Why not `sqlite3_busy_timeout`: SQLite's locks are not queued, and its default handler sleeps in steps that grow
+/// to 100 ms, so a sleeping writer loses to writers in a loop and can time out. Polling every millisecond from the
+/// start hands the lock from process to process at every commit (half the throughput). So: the default's first
+/// steps, then, past `eagerAfterNanoseconds`, jittered polls every 0.3–0.9 ms (docs/PERFORMANCE.md, section 5).
 final class WriteGate {
     /// How long one write may wait in all (in line and for the lock), in milliseconds.
     var timeoutMilliseconds: Int
     /// Whether a write that returned must be on disk (`QueueOptions.Durability.full`): the WAL is then synced after
     /// the commit, once the turn and the lock are given back (`Connection.write`).
     var syncsCommits = true
-    /// Whether writes wait in the writers' line: writers do; the consumer never does (its claims and acks in line
-    /// after every writer's commit halved a lone writer's rate, measured, and they are few and long, so the line's
-    /// holder polls for them instead).
+    /// Whether writes wait in the writers' line: writers do; the consumer never does (its few, long claims and acks
+    /// in line would halve a lone writer's rate; the line's holder polls for them instead).
     var waitsInLine = false
     /// WAL syncs done after a commit, for the tests.
     var walSyncs = 0
@@ -49,9 +43,8 @@ final class WriteGate {
     static let patientSteps: [UInt64] = [1_000_000, 2_000_000, 5_000_000, 10_000_000]
     /// The eager phase's step.
     static let eagerStep: UInt64 = 600_000
-    /// The step of a connection that holds the writers' turn with writers behind it. Alone in line a writer waits
-    /// as a writer without a line does: polling eagerly then only takes the lock from the consumer between its claim
-    /// and its ack, and a lone writer's p99 doubled (docs/PERFORMANCE.md section 5).
+    /// The step of a connection that holds the writers' turn with writers behind it (alone in line, eager polling
+    /// would only take the lock from the consumer between its claim and its ack).
     static let turnStep: UInt64 = 200_000
 
     init(queuePath: String, timeoutMilliseconds: Int) {
@@ -94,7 +87,7 @@ final class WriteGate {
         let now = Self.monotonicNanoseconds()
         if attempt <= 0 { lockWaitStartedAt = writeStartedAt ?? now }
         let elapsed = now &- lockWaitStartedAt
-        // Saturating: a timeout from a command line or the environment must never trap (issue 13, item 9).
+        // Saturating: a timeout from a command line or the environment must never trap.
         let (product, overflow) = UInt64(max(0, timeoutMilliseconds)).multipliedReportingOverflow(by: 1_000_000)
         let timeout = overflow ? UInt64.max : product
         guard elapsed < timeout else { return false }

@@ -6,15 +6,13 @@ import CWriteTurn
 
 /// The line this release's writers of one queue file wait in, so that the write lock goes to them in arrival order.
 ///
-/// Why: SQLite's write lock is not queued. Whoever tries first after a commit gets it, so with several writers a
-/// busy-handler sleep can be passed over again and again (p99 30–40 ms at 4–8 writers, with commits of 0.25 ms;
-/// docs/PERFORMANCE.md section 5). The line is a ticket lock in the page of `<queue>-turn` (`CWriteTurn`, whose
-/// header comment states its invariants): tickets are served in the order they were drawn, giving the turn back
-/// *hands* it to the next ticket and wakes only its waiter, and a ticket whose owner died is passed over. It only
-/// orders the attempts: SQLite's lock still decides who writes. So anything wrong with the line (the file cannot be
-/// created or is not ours, the page is damaged, a holder is stopped) means writing as before, never an error, and
-/// the next writer repairs what it can recognise as damage in the file itself; writers of other languages do not
-/// take the line (docs/WRITERS.md).
+/// Why: SQLite's write lock is not queued, so with several writers a busy-handler sleep can be passed over again
+/// and again (docs/PERFORMANCE.md section 5). The line is a ticket lock in the page of `<queue>-turn` (`CWriteTurn`,
+/// whose header comment states its invariants): tickets are served in the order they were drawn, giving the turn
+/// back *hands* it to the next ticket and wakes only its waiter, and a ticket whose owner died is passed over. It
+/// only orders the attempts: SQLite's lock still decides who writes. So anything wrong with the line means writing
+/// as before, never an error, and the next writer repairs what it can recognise as damage in the file itself;
+/// writers of other languages do not take the line (docs/WRITERS.md).
 final class WriteTurn {
     private var turn = eq_turn(page: nil, descriptor: -1, ticket: 0, held: 0, ops: nil)
 
