@@ -4,10 +4,8 @@ import EventQueueDelivery
     import Glibc
 #endif
 
-/// A Braze REST API key.
-///
-/// Wrapped in its own type so that it can never leak by accident: interpolating it, printing it, dumping it or
-/// logging it shows `BrazeAPIKey(redacted)`. Only the sink reads the secret, to build the `Authorization` header.
+/// A Braze REST API key, wrapped so that it cannot leak by accident: interpolating, printing, dumping or logging it
+/// shows `BrazeAPIKey(redacted)`.
 public struct BrazeAPIKey: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible,
     CustomReflectable
 {
@@ -27,7 +25,7 @@ public struct BrazeAPIKey: Sendable, Hashable, CustomStringConvertible, CustomDe
             throw .malformedKey(source: source)
         }
         self.secret = trimmed
-        // Never shown, even when a server echoes it back (issue 13, item 2).
+        // Never shown, even when a server echoes it back.
         ExternalText.registerSecret(trimmed)
     }
 
@@ -43,10 +41,8 @@ public struct BrazeAPIKey: Sendable, Hashable, CustomStringConvertible, CustomDe
     /// Finds the key, most explicit source first: `--api-key-file PATH` (the file's content, trimmed), then the
     /// systemd credential `$CREDENTIALS_DIRECTORY/braze-api-key`, then `$BRAZE_API_KEY`.
     ///
-    /// Files and credentials come first because they keep the key out of the process environment (readable in
-    /// `/proc` by the same user, inherited by children); the environment variable is the fallback for
-    /// development. A source that is present but unusable is an error rather than a silent fall-through, so a
-    /// misconfigured deployment fails loudly instead of running with another key.
+    /// Files and credentials keep the key out of the process environment (readable in `/proc`, inherited by
+    /// children). A source that is present but unusable is an error, not a fall-through to another key.
     public static func resolve(
         apiKeyFile: String?, environment: [String: String]
     ) throws(BrazeConfigurationError) -> BrazeAPIKey {
@@ -91,9 +87,8 @@ public struct BrazeAPIKey: Sendable, Hashable, CustomStringConvertible, CustomDe
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The opened key file must be a regular file (a FIFO, device or directory is the wrong path, and a FIFO
-    /// would hang the start) and not readable by others, as ssh insists for a private key. Group-readable is
-    /// allowed: systemd credentials are 0400 or 0440, and a deployment may share the key with an admin group.
+    /// The opened key file must be a regular file (a FIFO would hang the start) and not readable by others, as ssh
+    /// insists for a private key; group-readable is allowed (systemd credentials may be 0440).
     static func checkKeyFile(_ descriptor: CInt, path: String, source: String) throws(BrazeConfigurationError) {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else {

@@ -7,23 +7,18 @@ enum BrazeAnswer: Sendable, Hashable {
     case accepted(errors: [ObjectError])
     /// 400 (and other 4xx that mean "this request is wrong"): nothing applied; `message` is Braze's.
     case badRequest(status: Int, message: String)
-    /// 401, 403, 404, and any 3xx: the key or the URL is wrong; nothing will work until someone fixes it. A
-    /// redirect from `/users/track` means the base URL is not the instance's REST endpoint (it is never followed:
-    /// the key would go with it).
+    /// 401, 403, 404, and any 3xx (never followed: the key would go with it): the key or the URL is wrong.
     case misconfigured(status: Int, message: String)
     /// 429: not the records' fault; `afterMilliseconds` from `Retry-After` or `X-RateLimit-Reset`.
     case rateLimited(afterMilliseconds: Int64?)
-    /// 5xx, 408, a timeout or a connection error (refused, reset, DNS, a TLS handshake that timed out): nothing
-    /// applied, and nothing said about the records; the destination's failure (`RetryCause.destination`).
+    /// 5xx, 408, a timeout or a connection error: nothing said about the records (`RetryCause.destination`).
     case transient(reason: String)
-    /// The endpoint's TLS certificate could not be verified: nothing was sent, and nothing will be until someone
-    /// installs the trust store (`ca-certificates`) or fixes the clock or the URL. Retrying would only spend the
-    /// records' attempts (on a minimal host every record ended dead).
+    /// The endpoint's TLS certificate could not be verified: nothing is sent until someone installs the trust
+    /// store or fixes the clock or the URL; retrying would only spend the records' attempts.
     case untrustedCertificate(reason: String)
 
-    /// A transport error that is a certificate verification failure (BoringSSL's `CERTIFICATE_VERIFY_FAILED`, or
-    /// NIOSSL's host name check) as `untrustedCertificate`, with what to do; any other error is `nil`. Matched on
-    /// the error's text: AsyncHTTPClient hands it on as NIOSSL's error, which this target does not link.
+    /// A certificate verification failure as `untrustedCertificate`, with what to do; else `nil`. Matched on the
+    /// error's text: it is NIOSSL's error, which this target does not link.
     static func untrustedCertificate(_ error: any Error, endpoint: String) -> BrazeAnswer? {
         let text = String(describing: error)
         let verification = ["CERTIFICATE_VERIFY_FAILED", "failedToValidateHostname", "unableToValidateCertificate"]
@@ -70,8 +65,8 @@ enum BrazeAnswer: Sendable, Hashable {
         }
     }
 
-    /// Braze's `message`, else the start of the body; sanitized (`ExternalText`): the server is outside, and may
-    /// echo the key or send terminal control sequences.
+    /// Braze's `message`, else the start of the body; sanitized (`ExternalText`): it may echo the key or hold
+    /// terminal control sequences.
     static func message(in body: [UInt8]) -> String {
         if let object = try? JSONValue.parse(String(decoding: body, as: UTF8.self)).objectValue,
             let message = object["message"]?.stringValue
@@ -84,8 +79,7 @@ enum BrazeAnswer: Sendable, Hashable {
         return text.isEmpty ? "(no body)" : ExternalText.escaped(String(whole.prefix(200)))
     }
 
-    /// The `errors` array of a 2xx response; entries without an array and index are ignored (they name no
-    /// object, and the request as a whole was accepted).
+    /// The `errors` array of a 2xx response; entries that name no object are ignored.
     static func objectErrors(in body: [UInt8]) -> [ObjectError] {
         guard let object = try? JSONValue.parse(String(decoding: body, as: UTF8.self)).objectValue,
             let errors = object["errors"]?.arrayValue

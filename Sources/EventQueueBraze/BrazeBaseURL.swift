@@ -4,15 +4,12 @@ import Foundation
 
 /// The checks and the display form of a Braze base URL (`--sink braze:BASE_URL`).
 ///
-/// The URL is parsed at start with the same parser that builds the requests, so a malformed one
-/// (`http://[::1`) is a configuration error at start (exit 78), not a retry loop that dead-letters every record
-/// with `invalidURL` (issue 13, item 11). A password in it is a secret: it is registered with `ExternalText` and
-/// never shown (the name in logs and `/status` reads `user:[redacted]@host`).
+/// Parsed at start with the parser that builds the requests, so a malformed URL is a configuration error (exit
+/// 78), not a retry loop. A password in it is a secret, never shown (`user:[redacted]@host`).
 enum BrazeBaseURL {
     /// Throws unless `baseURL` is an absolute `http(s)://` URL with a host, a port (if any) from 1 to 65535, no
-    /// query or fragment, and `baseURL/users/track` is a URL the HTTP client accepts. The port is checked before
-    /// the HTTP client sees the URL: SwiftNIO traps on a port above 65535 (`braze:http://127.0.0.1:1832767` ended
-    /// the daemon with SIGILL instead of exit 78).
+    /// query or fragment, and `baseURL/users/track` is a URL the HTTP client accepts. The port is checked first:
+    /// SwiftNIO traps on a port above 65535.
     static func check(_ baseURL: String) throws(BrazeConfigurationError) {
         let schemes = ["https://", "http://"]
         guard let scheme = schemes.first(where: { baseURL.lowercased().hasPrefix($0) }),
@@ -43,14 +40,13 @@ enum BrazeBaseURL {
 
     /// `baseURL` with any password replaced by `[redacted]`; registers the password as a secret.
     static func displayed(_ baseURL: String) -> String {
-        if let password = URLComponents(string: baseURL)?.password, !password.isEmpty {
+        let components = URLComponents(string: baseURL)
+        if let password = components?.password, !password.isEmpty {
             ExternalText.registerSecret(password)
-            if let encoded = URLComponents(string: baseURL)?.percentEncodedPassword {
-                ExternalText.registerSecret(encoded)
-            }
+            if let encoded = components?.percentEncodedPassword { ExternalText.registerSecret(encoded) }
         }
         // A URL that does not parse may still hold `user:password@`: hide everything between `//` and `@`.
-        if URLComponents(string: baseURL) == nil, let start = baseURL.range(of: "//"),
+        if components == nil, let start = baseURL.range(of: "//"),
             let at = baseURL[start.upperBound...].firstIndex(of: "@")
         {
             return String(baseURL[..<start.upperBound]) + ExternalText.redaction + String(baseURL[at...])

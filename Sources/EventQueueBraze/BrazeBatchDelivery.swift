@@ -1,16 +1,10 @@
 import EventQueue
 import EventQueueDelivery
 
-/// Delivers one claimed batch as a sequence of requests and turns the answers into one `DeliveryReport`: the one
-/// runner of every endpoint (`/users/track`'s records, `/users/delete`'s erasures), so an answer means the same
-/// whatever the endpoint.
-///
-/// Kept apart from the HTTP client (it only sees a `BrazeRequestSender`) so the decisions (bisect, stop, hold
-/// back a user's later records) read in one place. Requests go one after another: per-user order depends on an
-/// earlier request being answered before a later one is sent.
-///
-/// Each answer's class (`BrazeAnswer`) becomes the records' outcome here, in the terms of the delivery library's
-/// one classification (`RetryCause`):
+/// Delivers one claimed batch as a sequence of requests, one after another (per-user order needs an earlier
+/// request answered before a later one goes), and turns the answers into one `DeliveryReport`: the one runner of
+/// every endpoint, so an answer means the same whatever the endpoint. Each answer (`BrazeAnswer`) becomes the
+/// records' outcome in the terms of `RetryCause`:
 ///
 /// | answer | outcome | attempt |
 /// |---|---|---|
@@ -24,7 +18,7 @@ import EventQueueDelivery
 /// Records not sent because the batch stopped, and a user's later records held behind its failed one, take the
 /// failed request's cause: no attempt either way.
 struct BrazeBatchDelivery {
-    let sender: any BrazeRequestSender
+    let sender: BrazeEndpoint
     /// The body of one request of these records: `/users/track`'s arrays, `/users/delete`'s identifiers, ...
     let body: ([OutgoingRecord]) -> BrazeRequestBody
 
@@ -43,17 +37,16 @@ struct BrazeBatchDelivery {
 
     static let waitingReason = "waiting for an earlier record of the same user"
 
-    /// A failed request is suspect (`splitSuspect`) when Braze answered another request this recently: up to two
-    /// seconds, the gap between requests of a busy pass. A request that timed out, or fails well into an outage,
-    /// finds no answer that recent, and splits nothing.
+    /// A failed request is suspect (`splitSuspect`) when Braze answered another this recently (the gap between
+    /// requests of a busy pass); one that fails well into an outage splits nothing.
     static let upEvidence: Duration = .seconds(2)
 
     /// `/users/track`: `encoded` holds the batch's objects serialized once.
-    init(encoded: BrazeEncodedObjects? = nil, sender: any BrazeRequestSender) {
+    init(encoded: BrazeEncodedObjects? = nil, sender: BrazeEndpoint) {
         self.init(sender: sender) { BrazeRequestBody($0, encoded: encoded) }
     }
 
-    init(sender: any BrazeRequestSender, body: @escaping ([OutgoingRecord]) -> BrazeRequestBody) {
+    init(sender: BrazeEndpoint, body: @escaping ([OutgoingRecord]) -> BrazeRequestBody) {
         self.sender = sender
         self.body = body
     }
@@ -119,7 +112,7 @@ struct BrazeBatchDelivery {
                 reason: "Braze answered \(status) to \(body.path) (\(message)): check the API key / instance URL "
                     + "(the key needs the \(permission) permission)")
         case .rateLimited(let after):
-            // `BrazeSink` sends a 429'd request again itself; a poster that hands one back still costs no attempt.
+            // `BrazeEndpoint` resends a 429'd request itself; one handed back still costs no attempt.
             let reason = "Braze rate limit on \(body.path) (429)"
             retry(sendable, reason: reason, afterMilliseconds: after, cause: .backPressure)
             stopRetry = (reason, after, .backPressure)
@@ -137,16 +130,13 @@ struct BrazeBatchDelivery {
         }
     }
 
-    /// A request that failed with a 5xx or a timeout right after Braze answered another: Braze may be up and
-    /// the request's own content what fails (a record that makes Braze or a proxy fail every time, issue 40 #2:
-    /// 158 failing requests in 20 s, no batch-mate delivered, then a week of "unavailable"). It is split into two
-    /// requests that share no user (the first half of its users, the rest), so neither can overtake a record of
-    /// the other's users. When one is answered, Braze is up, and a half that still fails is split again; a single
-    /// user's records are split by position, the later part only after the earlier one went through. What is
-    /// left is the one record, retried as its own failure (`.record`: an attempt each time, a dead letter after
-    /// `--max-attempts`, as SQS's receive count does) while its batch-mates are delivered. When neither half is
-    /// answered, Braze is down: the batch stops with no attempt, as in any outage (two more requests, once, at
-    /// the outage's start; after `upEvidence` nothing is split).
+    /// A request that failed with a 5xx or a timeout right after Braze answered another: its own content may be
+    /// what fails (a record that makes Braze or a proxy fail every time would otherwise block its batch-mates and
+    /// keep the sink "unavailable"). It is split into two requests that share no user; when one is answered,
+    /// Braze is up and a half that still fails is split again (a single user's records by position, the later
+    /// part only after the earlier went through). The one record left is retried as its own failure (`.record`:
+    /// an attempt each time, dead after `--max-attempts`). When neither half is answered, Braze is down: the
+    /// batch stops with no attempt, as in any outage.
     private mutating func splitSuspect(_ records: [OutgoingRecord], reason: String) async {
         guard records.count > 1 else {
             retry(
@@ -175,8 +165,8 @@ struct BrazeBatchDelivery {
         let split = suspecting ?? (failed: [], answered: false)
         suspecting = outer
         guard !stopped else { return }
-        // One user whose earlier half failed: the later half was held, so nothing tells an outage from the record;
-        // the recent answer that began this split stands for Braze being up.
+        // One user whose earlier half failed: the later half was held; the recent answer that began this split
+        // stands for Braze being up.
         guard split.answered || users.count == 1 else {
             retry(
                 records.filter { outcomes[$0.id] == nil }, reason: reason, afterMilliseconds: nil, cause: .destination)

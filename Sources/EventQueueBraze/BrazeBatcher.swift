@@ -3,12 +3,10 @@ import EventQueueDelivery
 
 /// Splits a batch into `/users/track` requests that Braze accepts and that keep each user's records in order.
 ///
-/// Braze applies a request's arrays in a fixed order (attributes, then events, then purchases), whatever order
-/// the objects were written in. So a request may carry several records of one user only if, in id order, their
-/// kinds never go backwards in that rank; an attribute that follows a user's event must wait for the next
-/// request, which is sent after this one is answered. Requests are never back-filled, so they come out in id
-/// order too. A request also stays under Braze's body limit (4 MB; larger is answered 413 with nothing applied,
-/// and bisecting that costs requests): records near the size limits go fewer to a request.
+/// Braze applies a request's arrays in a fixed order (attributes, events, purchases), so a request carries several
+/// records of one user only if, in id order, their kinds never go backwards in that rank; else the later record
+/// waits for the next request. Requests are never back-filled (they stay in id order) and stay under Braze's 4 MB
+/// body limit.
 public struct BrazeBatcher: Sendable, Hashable {
     /// Braze's documented limit per array (`400 Max Input Length Exceeded` beyond it).
     public static let maxObjectsPerArray = 75
@@ -31,15 +29,8 @@ public struct BrazeBatcher: Sendable, Hashable {
         self.maxRequestBytes = max(BrazeRequestBody.envelopeBytes + 1, maxRequestBytes)
     }
 
-    /// The rank in which Braze applies a request's arrays.
-    static func rank(_ kind: RecordKind) -> Int {
-        switch kind {
-        case .attribute: return 0
-        case .event: return 1
-        case .purchase: return 2
-        case .identify, .alias, .merge: return 3  // never in a /users/track request (`BrazeSink.deliver`)
-        }
-    }
+    /// The rank in which Braze applies a request's arrays (3: an identity call, never in a `/users/track` request).
+    static func rank(_ kind: RecordKind) -> Int { BrazeRequestBody.arrayOrder.firstIndex(of: kind) ?? 3 }
 
     /// Splits `records` (in id order) into requests, in order; every record is in exactly one request.
     public func split(_ records: [OutgoingRecord]) -> [[OutgoingRecord]] {

@@ -2,19 +2,15 @@ import AsyncHTTPClient
 import EventQueue
 import EventQueueDelivery
 import Logging
-import NIOCore
 import Synchronization
 
 /// One of Braze's rate buckets and the one way a request goes to it: paced by its own `BrazeRateGovernor`, the
-/// answer classified (`BrazeAnswer.interpret`), the rate headers fed back, logged and measured alike for every
-/// endpoint. `BrazeBatchDelivery` turns the answers into outcomes.
+/// answer classified (`BrazeAnswer.interpret`), the rate headers fed back, logged and measured alike.
 ///
-/// Why two of them per sink: Braze limits `/users/track` (3,000 requests per 3 s) apart from a bucket that
-/// `/users/delete`, `/users/identify`, `/users/alias/new`, `/users/alias/update` and `/users/merge` share (20,000
-/// a minute), and each answer's `X-RateLimit-*` headers speak of its own bucket; one governor for both would pace
-/// each by the other's window. Each also keeps its own last answer, so a failure of one bucket's endpoint is
-/// judged (`answered(within:)`) by that endpoint's answers only.
-final class BrazeEndpoint: BrazeRequestSender {
+/// Two per sink: Braze limits `/users/track` apart from the bucket the `/users/delete`, identify, alias and merge
+/// calls share, and each answer's `X-RateLimit-*` headers speak of its own bucket; each also judges its failures
+/// (`answered(within:)`) by its own answers only.
+final class BrazeEndpoint: Sendable {
     private let baseURL: String
     private let sinkName: String
     private let apiKey: BrazeAPIKey
@@ -25,9 +21,8 @@ final class BrazeEndpoint: BrazeRequestSender {
     /// When this bucket's endpoints last answered (`answered(within:)`).
     private let lastAnswer = Mutex<ContinuousClock.Instant?>(nil)
 
-    /// Requests in flight at most in the shared bucket of `/users/delete` and the identity calls: a batch's
-    /// requests go one after another and such calls are rare next to records, so 4 stays far under the bucket's
-    /// 333 a second even before the headers are read.
+    /// Requests in flight at most in the users bucket: such calls are rare, and 4 stays far under its 333 a
+    /// second even before the headers are read.
     static let usersWindow = 4
 
     init(
@@ -43,13 +38,14 @@ final class BrazeEndpoint: BrazeRequestSender {
         self.logger = logger
     }
 
-    /// Sends `body` once the governor lets it start, and again after every 429 (back-pressure, not failure: the
-    /// records keep their lease, which `LeasedDelivery` renews, and no attempt is spent); `nil` when the delivery
-    /// was cancelled before an answer came.
+    /// Sends `body` once the governor lets it start, and again after every 429 (the records keep their lease, and
+    /// no attempt is spent); `nil` when the delivery was cancelled before an answer came.
     func send(_ body: BrazeRequestBody) async -> BrazeAnswer? {
         await governor.sendUntilNotRateLimited { ticket in await self.send(body, ticket: ticket) }
     }
 
+    /// Whether the endpoint answered a request (anything but a network failure, a timeout or a 5xx) within the
+    /// last `span`: then it is up, and a request failing now may fail for what it carries.
     func answered(within span: Duration) -> Bool {
         lastAnswer.withLock { $0.map { ContinuousClock.now - $0 <= span } ?? false }
     }
@@ -92,7 +88,7 @@ final class BrazeEndpoint: BrazeRequestSender {
     /// calls (rare, and each changes who a user is: an operator may need to find it).
     private func log(_ answer: BrazeAnswer, status: Int?, body: BrazeRequestBody, latency: Duration) {
         var metadata: Logger.Metadata = [
-            "endpoint": "\(body.path)", "objects": "\(body.count)", "latency_ms": "\(Self.milliseconds(latency))",
+            "endpoint": "\(body.path)", "objects": "\(body.count)", "latency_ms": "\(latency.wholeMilliseconds)",
         ]
         switch answer {
         case .accepted(let errors) where !errors.isEmpty:
@@ -117,16 +113,10 @@ final class BrazeEndpoint: BrazeRequestSender {
         case .untrustedCertificate(let reason):
             logger.error("braze's certificate could not be verified", metadata: ["reason": "\(reason)"])
         case .transient(let reason):
-            // At debug level: one line per failed request would repeat every probe of an outage; the drain loop's
-            // `SinkAvailabilityMonitor` logs the outage once, with this reason, when it starts and when it ends.
+            // At debug level: `SinkAvailabilityMonitor` logs an outage once, with this reason.
             metadata["reason"] = "\(reason)"
             logger.debug("braze request failed", metadata: metadata)
         }
-    }
-
-    private static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 
     /// A short description of a transport error (AsyncHTTPClient's errors never include request headers).

@@ -10,10 +10,8 @@ actor BrazeRateGovernor {
     /// True while a 429 streak is on (for logging it once, and its end).
     private var limited = false
 
-    /// The longest an acquire waits for an answer before it decides again. An answer (`release`) wakes every
-    /// waiter at once; this bound is for what time alone changes: the reset of a window whose last requests are
-    /// out. Why not a short poll: a 2 ms poll woke each waiting delivery 500 times a second, 6 % of a core
-    /// while a slow Braze kept the window full (docs/PERFORMANCE.md, "The rate governor waits for answers").
+    /// The longest an acquire waits for an answer before it decides again (an answer wakes every waiter; this
+    /// bound is for what time alone changes, a reset). A 2 ms poll cost 6 % of a core while Braze was slow.
     static let answerWaitLimit: Duration = .milliseconds(100)
     /// The acquires waiting for an answer, by the number `waitForAnswer` gave each.
     private var answerWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -28,7 +26,7 @@ actor BrazeRateGovernor {
         self.clock = clock
     }
 
-    var snapshot: BrazeRatePolicy.Snapshot { policy.snapshot(at: clock.moment()) }
+    var snapshot: BrazeRateStatus { policy.snapshot(at: clock.moment()) }
 
     /// Waits until a request may start, then counts it in flight. `nil` only when the task is cancelled; the
     /// caller then sends nothing.
@@ -39,7 +37,7 @@ actor BrazeRateGovernor {
             let now = clock.moment()
             switch policy.decide(at: now) {
             case .start(let ticket):
-                if waited { policy.recordWait(milliseconds: BrazeRatePolicy.milliseconds(now.monotonic - started)) }
+                if waited { policy.recordWait(milliseconds: (now.monotonic - started).wholeMilliseconds) }
                 return ticket
             case .wait(let until):
                 waited = true
@@ -55,8 +53,7 @@ actor BrazeRateGovernor {
 
     /// Counts a request out of flight and learns from its answer.
     func release(_ ticket: BrazeRatePolicy.Ticket, _ feedback: BrazeRatePolicy.Feedback) {
-        // A new 429 round is exactly a step up of the streak; the snapshot (a copy of the policy) is taken only
-        // for the log lines, not on every answer.
+        // A new 429 round is a step up of the streak; the snapshot is taken only for the log lines.
         let streakBefore = policy.streak
         let now = clock.moment()
         policy.release(ticket, feedback, at: now)
@@ -74,15 +71,13 @@ actor BrazeRateGovernor {
                 ])
         } else if limited, policy.streak == 0 {
             limited = false
-            let answers = policy.snapshot(at: now).rateLimitedAnswers
+            let answers = policy.snapshot(at: now).rateLimitedRequests
             logger.notice("braze rate limit lifted", metadata: ["rate_limited_answers": "\(answers)"])
         }
     }
 
-    /// Suspends until an answer comes in (`release`), `answerWaitLimit` passes, or the task is cancelled; the
-    /// caller then decides again. The continuation is stored before this actor runs anything else (no suspension
-    /// point lies between the timer's start and the store), so neither the timer nor a cancellation can look for
-    /// it too early and leave it waiting.
+    /// Suspends until an answer comes in, `answerWaitLimit` passes, or the task is cancelled. The continuation is
+    /// stored before this actor runs anything else, so neither the timer nor a cancellation can miss it.
     private func waitForAnswer() async {
         lastWaiter &+= 1
         let waiter = lastWaiter
@@ -114,9 +109,8 @@ actor BrazeRateGovernor {
 }
 
 extension BrazeRateGovernor {
-    /// Runs `attempt` once the governor lets a request start, and again after every 429 (the governor has been
-    /// told of it and paces the next try); `nil` when cancelled before a start. The one loop of both endpoints'
-    /// endpoints (`BrazeEndpoint.send`).
+    /// Runs `attempt` once the governor lets a request start, and again after every 429 (paced by the governor);
+    /// `nil` when cancelled before a start.
     nonisolated func sendUntilNotRateLimited(
         _ attempt: (BrazeRatePolicy.Ticket) async -> BrazeAnswer
     ) async -> BrazeAnswer? {

@@ -1,6 +1,5 @@
-/// What an answer's headers say about the rate: Braze's `X-RateLimit-Limit`, `-Remaining` and `-Reset` (UTC
-/// epoch seconds; lowercase over HTTP/2), and `Retry-After` (seconds; not documented for `/users/track`, honoured
-/// when present). The one place these headers are looked up and parsed.
+/// What an answer's headers say about the rate: Braze's `X-RateLimit-Limit`, `-Remaining` and `-Reset` (UTC epoch
+/// seconds), and `Retry-After` (seconds), honoured when present.
 package struct BrazeRateHeaders: Sendable, Hashable {
     package var limit: Int?
     package var remaining: Int?

@@ -1,4 +1,4 @@
-/// How a `BrazeSink` is pacing itself, for `/metrics` and `GET /status`.
+/// How a `BrazeSink` is pacing itself (`BrazeRatePolicy.snapshot`), for `/metrics` and `GET /status`.
 public struct BrazeRateStatus: Sendable, Hashable {
     public var requestsInFlight: Int
     /// Requests allowed in flight now: 1 at first (slow start), one more per answer up to `maxInFlight`, halved
@@ -19,17 +19,4 @@ public struct BrazeRateStatus: Sendable, Hashable {
     public var resetAtMilliseconds: Int64?
     /// Until when (UTC Unix milliseconds) no request may start; `nil` when one may start now.
     public var waitingUntilMilliseconds: Int64?
-
-    init(_ snapshot: BrazeRatePolicy.Snapshot) {
-        requestsInFlight = snapshot.inFlight
-        window = snapshot.window
-        rateLimitWaits = snapshot.waits
-        rateLimitWaitSeconds = Double(snapshot.waitedMilliseconds) / 1000
-        rateLimitedRequests = snapshot.rateLimitedAnswers
-        rateLimitRounds = snapshot.rateLimitRounds
-        limit = snapshot.limit
-        remaining = snapshot.remaining
-        resetAtMilliseconds = snapshot.resetAtMilliseconds
-        waitingUntilMilliseconds = snapshot.waitingUntilMilliseconds
-    }
 }

@@ -21,9 +21,8 @@ struct BrazeRequestBody: Sendable {
     /// (counted apart).
     static let envelopeBytes = 64
 
-    /// Puts `records` together: each record's stored payload when it spells the object (the bytes stored are the
-    /// bytes sent), else the object serialized by the core's JSON writer; `encoded` holds objects serialized
-    /// already (`BrazeEncodedObjects`), so a batch split by size is not serialized twice.
+    /// Puts `records` together: each record's stored payload when it spells the object, else the object
+    /// serialized (`encoded` holds objects serialized already, so a batch split by size is not serialized twice).
     init(_ records: [OutgoingRecord], encoded: BrazeEncodedObjects? = nil) {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(records.count * 256 + 48)
@@ -63,5 +62,24 @@ struct BrazeRequestBody: Sendable {
         bytes = Array(JSONValue.object([array: .array(members)]).serialized.utf8)
         idsByArray = [array: ids]
         count = members.count
+    }
+}
+
+/// Each record's object as JSON, built once: the batcher measures requests with it and the bodies are put together
+/// from it. Records whose stored payload spells the object (`OutgoingRecord.storedJSON`) need no serializing.
+struct BrazeEncodedObjects: Sendable {
+    /// The serialized objects of the records without `storedJSON`, by id.
+    var json: [Int64: [UInt8]] = [:]
+
+    init(_ records: [OutgoingRecord]) {
+        for record in records where record.storedJSON == nil {
+            var bytes: [UInt8] = []
+            record.object.serialize(into: &bytes)
+            json[record.id] = bytes
+        }
+    }
+
+    func size(of record: OutgoingRecord) -> Int {
+        record.storedJSON?.utf8.count ?? json[record.id]?.count ?? 0
     }
 }

@@ -1,25 +1,17 @@
-import AsyncHTTPClient
 import EventQueue
 import EventQueueDelivery
 import Logging
-import NIOCore
-import Synchronization
 
 /// Delivers records to Braze's `POST /users/track`, and erasures to `POST /users/delete` (`erase`).
 ///
-/// A batch becomes as few requests as Braze's limits and per-user ordering allow (see `BrazeBatcher`), sent one
-/// after another. Several batches are delivered at once (the drain loop's `maxInFlight`; they never share a
-/// user), all paced by one `BrazeRateGovernor` per rate bucket (`BrazeEndpoint`). Every endpoint's answers are
-/// mapped to per-record outcomes by one runner, `BrazeBatchDelivery` (its table): Braze's partial success
-/// (`errors`) rejects only the objects it names; a 400 is bisected down to the offending records so one bad record
-/// never blocks or dead-letters its neighbours; 401/403/404 and redirects (never followed) halt the pass (nothing
-/// is counted against the records); 408, 5xx and network failures are the destination's failures, retried without
-/// costing the records an attempt; a 429 is back-pressure: the same request goes again once the bucket's rate
-/// window allows (`BrazeRatePolicy`). The API key never appears in logs, errors or descriptions.
+/// A batch becomes as few requests as Braze's limits and per-user ordering allow (`BrazeBatcher`), sent one after
+/// another; several batches (never sharing a user) are delivered at once, paced by one `BrazeRateGovernor` per
+/// rate bucket (`BrazeEndpoint`). `BrazeBatchDelivery` maps every endpoint's answers to per-record outcomes (see
+/// its table). The API key never appears in logs, errors or descriptions.
 public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     public let name: String
-    /// Why the base URL is unusable, if it is: every batch then halts with a configuration error.
-    private let baseURLError: BrazeConfigurationError?
+    /// Why the base URL is unusable, if it is: every batch then halts with this configuration error.
+    private let baseURLHalt: SinkHalt?
     private let batcher: BrazeBatcher
     private let transport: BrazeTransport
     /// `/users/track`, in its own rate bucket.
@@ -32,13 +24,11 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     /// How long an identity call's rows stay leased after Braze answered it (`call`).
     let settleDelay: Duration
 
-    /// The default `settleDelay`: Braze applies a call in 10-100 ms normally and advises waiting between dependent
-    /// calls; a second is ten times its usual delay, and costs a device-login a second once.
+    /// The default `settleDelay`: ten times the 10-100 ms Braze usually takes to apply a call.
     public static let defaultSettleDelay: Duration = .seconds(1)
 
     /// - Parameters:
-    ///   - baseURL: the REST endpoint of the account's instance, e.g. `https://rest.iad-01.braze.com` (never
-    ///     hard-coded: it differs per instance).
+    ///   - baseURL: the REST endpoint of the account's instance, e.g. `https://rest.iad-01.braze.com`.
     ///   - maxObjectsPerRequest: the combined limit of some plans (50); `nil` for only the 75-per-array limit.
     ///   - connectTimeout: the deadline for opening a connection; a timeout is retried.
     ///   - requestTimeout: the deadline for one request, answer body included; a timeout is retried.
@@ -46,8 +36,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     ///   - maxRequestsPerSecond: this host's share of the workspace's rate limit; `nil` for no cap of our own.
     ///   - settleDelay: how long an identity call holds its users' later records after Braze answered it.
     ///
-    /// An unusable `baseURL` does not throw here (check it first with `validate(baseURL:)`); every batch then
-    /// halts with a configuration error, so records are kept untouched.
+    /// An unusable `baseURL` does not throw here (check it with `validate(baseURL:)`): every batch halts instead.
     public init(
         baseURL: String, apiKey: BrazeAPIKey, maxObjectsPerRequest: Int? = nil,
         connectTimeout: Duration = .seconds(5), requestTimeout: Duration = .seconds(30),
@@ -60,9 +49,9 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         while base.hasSuffix("/") { base.removeLast() }
         do {
             try Self.validate(baseURL: base)
-            baseURLError = nil
+            baseURLHalt = nil
         } catch {
-            baseURLError = error
+            baseURLHalt = SinkHalt(kind: .configuration, reason: "\(error)")
         }
         name = "braze:" + BrazeBaseURL.displayed(base)
         batcher = BrazeBatcher(maxObjectsPerRequest: maxObjectsPerRequest)
@@ -81,14 +70,12 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     /// One full request: 75 objects (an array's limit), or the combined limit when set.
     public var recordsPerRequest: Int? { batcher.maxObjectsPerRequest ?? batcher.maxObjectsPerArray }
 
-    /// The send window, requests in flight, the last rate-limit reading and the waits, for `/metrics` and
-    /// `GET /status`.
+    /// How `/users/track` is paced now, for `/metrics` and `GET /status`.
     public func rateStatus() async -> BrazeRateStatus {
-        BrazeRateStatus(await track.governor.snapshot)
+        await track.governor.snapshot
     }
 
-    /// Checks that `baseURL` is an absolute `http(s)://` URL, so a typo is reported at startup rather than at
-    /// the first delivery.
+    /// Checks that `baseURL` is an absolute `http(s)://` URL, so a typo is reported at startup.
     public static func validate(baseURL: String) throws(BrazeConfigurationError) {
         try BrazeBaseURL.check(baseURL)
     }
@@ -108,9 +95,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     }
 
     public func deliver(_ batch: [OutgoingRecord]) async -> DeliveryReport {
-        if let baseURLError {
-            return DeliveryReport(halt: SinkHalt(kind: .configuration, reason: "\(baseURLError)"))
-        }
+        if let baseURLHalt { return DeliveryReport(halt: baseURLHalt) }
         let calls = batch.filter(\.kind.isIdentityCall)
         let records = calls.isEmpty ? batch : batch.filter { !$0.kind.isIdentityCall }
         var report = DeliveryReport()
@@ -127,12 +112,9 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
                 ])
             report = DeliveryReport(outcomes: delivery.outcomes, halt: delivery.halt)
         }
-        // The claim never puts an identity call in a batch with another row of either of its users, so the records
-        // and the calls of one batch need no order between them.
+        // The claim never batches an identity call with another row of its users: no order between the two.
         if !calls.isEmpty, report.halt == nil {
-            let called = await call(calls)
-            report.outcomes.merge(called.outcomes) { first, _ in first }
-            report.halt = called.halt
+            report.append(await call(calls))
         }
         return report
     }
@@ -140,9 +122,7 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     /// Deletes the users of `erasures` with `POST /users/delete`: one identifier type per request, at most 50 each
     /// (Braze's contract), in id order within a type, through the same runner as records (`BrazeBatchDelivery`).
     public func erase(_ erasures: [OutgoingErasure]) async -> DeliveryReport {
-        if let baseURLError {
-            return DeliveryReport(halt: SinkHalt(kind: .configuration, reason: "\(baseURLError)"))
-        }
+        if let baseURLHalt { return DeliveryReport(halt: baseURLHalt) }
         var delivery = BrazeBatchDelivery(sender: users) { records in
             let type = records.first?.erasure?.identifierType ?? .externalIDs
             return BrazeRequestBody(
@@ -153,9 +133,8 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
         return DeliveryReport(outcomes: delivery.outcomes, halt: delivery.halt)
     }
 
-    /// The `/users/delete` requests of `erasures`: grouped by identifier type (in the order the types first appear),
-    /// each group cut into requests of at most 50, in id order within each. A batch never holds two rows of one
-    /// user, so grouping cannot reorder a user's calls.
+    /// The `/users/delete` requests of `erasures`: grouped by identifier type (in order of first appearance), cut
+    /// into requests of at most 50 in id order. A batch never holds two rows of one user: nothing is reordered.
     static func deletions(_ erasures: [OutgoingErasure]) -> [[OutgoingRecord]] {
         var types: [Erasure.IdentifierType] = []
         var byType: [Erasure.IdentifierType: [OutgoingRecord]] = [:]
@@ -182,11 +161,10 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
 }
 
 extension BrazeSink {
-    /// Sends identity calls (`identify`, `alias`, `merge`) through the runner, in the users bucket: consecutive
-    /// calls of one endpoint and array share a request (120 identifies of aliases are 3 requests), at most 50 each.
-    /// Once Braze has answered, the calls' rows stay leased for `settleDelay`, so their users' later records (held
-    /// behind them by the claim) reach Braze only after it has applied the call: Braze is eventually consistent and
-    /// advises waiting between dependent calls.
+    /// Sends identity calls (`identify`, `alias`, `merge`) in the users bucket: consecutive calls of one endpoint
+    /// and array share a request, at most 50 each. Once answered, their rows stay leased for `settleDelay`, so
+    /// their users' later records (held behind them by the claim) reach Braze after it applied the call: Braze is
+    /// eventually consistent.
     func call(_ calls: [OutgoingRecord]) async -> DeliveryReport {
         var refused: [Int64: DeliveryOutcome] = [:]
         var requests: [[OutgoingRecord]] = []

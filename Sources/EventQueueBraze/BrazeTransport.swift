@@ -10,20 +10,17 @@ struct BrazeHTTPResponse: Sendable {
     var body: [UInt8]
 }
 
-/// The HTTP side of the sink: one `HTTPClient` (so connections are reused across requests and batches), no
-/// redirects (a redirect would carry the key to another host), and a deadline per request that covers reading
-/// the whole body.
+/// The HTTP side of the sink: one `HTTPClient` (connections reused), no redirects (one would carry the key to
+/// another host), and a deadline per request that covers reading the whole body.
 final class BrazeTransport: Sendable {
     let client: HTTPClient
     let requestTimeout: TimeAmount
 
-    /// Answers larger than this are cut (the rest is not read, and the connection is closed): Braze's are a few
-    /// hundred bytes, even with an `errors` array. A cut answer is still an answer: a 2xx whose body is too large
-    /// means delivered (sending the records again would duplicate them), only its `errors` cannot be read.
+    /// Answers larger than this are cut (Braze's are a few hundred bytes). A cut answer is still an answer: a 2xx
+    /// means delivered, only its `errors` cannot be read.
     static let maxResponseBytes = 1 << 20
 
-    /// - Parameter maxConnections: HTTP/1.1 connections kept to the host; at least the requests in flight
-    ///   (AsyncHTTPClient's default of 8 would queue the 9th request of `--max-in-flight 16` behind the others).
+    /// - Parameter maxConnections: HTTP/1.1 connections kept to the host: at least the requests in flight.
     init(connectTimeout: Duration, requestTimeout: Duration, maxConnections: Int = 8) {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
@@ -39,12 +36,10 @@ final class BrazeTransport: Sendable {
         var description: String { "the delivery's lease ended before the request was sent (not sent)" }
     }
 
-    /// Sends one request; throws on timeouts and connection errors. Within a delivery (`DeliveryLease`) it is not
-    /// sent once the delivery's lease has ended. Checked here, not left to AsyncHTTPClient's deadline: it does not
-    /// check a deadline already passed before it writes the request (its timer and the write race), and a request
-    /// already written is not cut at the lease's end either, since renewals move that end while Braze answers (a
-    /// cut would only make an accepted request look failed, and send it twice). A request without an answer, or
-    /// with a gateway's 502 or 504 (Braze may still apply it), is noted on the lease.
+    /// Sends one request; throws on timeouts and connection errors. Not sent once the delivery's lease has ended
+    /// (`DeliveryLease`): checked here, since AsyncHTTPClient's timer races its write; a request already written
+    /// is not cut (renewals move the end, and a cut would send an accepted request twice). A request without an
+    /// answer, or with a gateway's 502 or 504, is noted on the lease: Braze may still apply it.
     func send(
         method: String, url: String, headers: [(String, String)], body: [UInt8]?, logger: Logger
     ) async throws -> BrazeHTTPResponse {
@@ -62,8 +57,7 @@ final class BrazeTransport: Sendable {
             throw error
         }
         if response.status.code == 502 || response.status.code == 504 { lease?.noteUnansweredRequest() }
-        // Not `collect(upTo:)`: it throws on an over-size body, which made a delivered batch look failed and
-        // sent it again (issue 13, item 12).
+        // Not `collect(upTo:)`: it throws on an over-size body, making a delivered batch look failed.
         var bytes: [UInt8] = []
         for try await chunk in response.body {
             bytes.append(contentsOf: chunk.readableBytesView.prefix(Self.maxResponseBytes - bytes.count))

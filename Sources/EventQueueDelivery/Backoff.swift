@@ -3,8 +3,7 @@ import EventQueue
 /// Exponential backoff with full jitter: a retry waits a random time between 0 and
 /// `min(cap, base * 2^(attempt-1))`, so many failing records (or many devices) do not retry in lock-step.
 ///
-/// The backoff reads no clock itself: `dueTime` counts from the `now` of the drain loop's injected `DrainClock`,
-/// so a test that advances that clock by `ceiling(attempt:)` finds the record due, without sleeping.
+/// It reads no clock: `dueTime` counts from the drain loop's injected `now`.
 public struct Backoff: Sendable, Hashable {
     public var baseMilliseconds: Int64
     public var capMilliseconds: Int64
@@ -26,15 +25,8 @@ public struct Backoff: Sendable, Hashable {
         Int64.random(in: 1...ceiling(attempt: attempt), using: &generator)
     }
 
-    public func delay(attempt: Int) -> Int64 {
-        var generator = SystemRandomNumberGenerator()
-        return delay(attempt: attempt, using: &generator)
-    }
-
-    /// When retry number `attempt` comes due, in wall-clock milliseconds counted from `now` (the drain clock's):
-    /// the sink's hint if it gave one (a `Retry-After`), else a jittered backoff. A hint is outside input, so the
-    /// wait is kept between 1 ms and the clock horizon (15 minutes): no hint can overflow the arithmetic or park a
-    /// record for good, and a longer `Retry-After` is simply asked again.
+    /// When retry number `attempt` comes due, counted from `now`: the sink's hint (a `Retry-After`), else a
+    /// jittered backoff; kept between 1 ms and the clock horizon, since a hint is outside input.
     public func dueTime(
         attempt: Int, hint: Int64?, now: Int64, using generator: inout some RandomNumberGenerator
     ) -> Int64 {

@@ -1,18 +1,15 @@
 import Synchronization
 
-/// The lease of the delivery a task sends for, as its requests see it (issue 40 #4): when it ends on the monotonic
-/// clock, whose it is, and whether one of its requests went without an answer.
+/// The lease of the delivery a task sends for, as its requests see it: when it ends on the monotonic clock, whose
+/// it is, and whether one of its requests went without an answer.
 ///
-/// **The end.** A drainer stopped past its lease (SIGSTOP, a frozen VM) may be resumed after `forget` deleted the
-/// records and Braze deleted the user; a request it sent then would make a new profile. So a request of a delivery
-/// is sent only before the end (checked by the Braze transport), and an erasure that follows a lease held elsewhere
-/// waits past that lease's recorded end, and then as long as Braze may still apply a request (`InFlightLeases`). The monotonic clock, not the file's wall-clock lease: a stopped process finds on resume that
-/// its deadline has passed, whatever the wall clock did. Read before the claim (or renewal) that set the lease, so
-/// it is never later than the lease's end in the file.
+/// **The end.** A drainer stopped past its lease (SIGSTOP, a frozen VM) may resume after `forget` deleted the user
+/// at Braze; a request sent then would make a new profile. So a request is sent only before the end (checked by
+/// the Braze transport). Monotonic, so a resumed process finds its deadline passed whatever the wall clock did;
+/// read before the claim (or renewal), so never later than the lease's end in the file.
 ///
-/// **Unanswered.** A request that timed out, was reset, or that a gateway answered 502 or 504 for may still be
-/// applied by Braze: the sink's transport says so here (`noteUnansweredRequest`), and the delivery's users' erasures
-/// are held (`InFlightLeases.holdUsers`), whatever outcome the records got in the end (a split may deliver them).
+/// **Unanswered.** A request that timed out, was reset, or got a gateway's 502/504 may still be applied by Braze:
+/// the transport notes it here, and the delivery's users' erasures are held (`InFlightLeases.holdUsers`).
 public final class DeliveryLease: Sendable {
     /// The lease of the delivery the current task sends for (bound by `LeasedDelivery`); `nil` outside one.
     @TaskLocal public static var current: DeliveryLease?

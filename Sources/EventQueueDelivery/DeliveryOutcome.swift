@@ -24,9 +24,8 @@ public enum DeliveryOutcome: Sendable, Hashable {
 /// `.configuration`: 401, 403, 404, a redirect, a TLS certificate that cannot be verified) stops the pass and
 /// hands every record back untouched.
 ///
-/// Why time and not attempts for `destination`: such a failure says nothing about the record. Counting it made
-/// an outage of a few minutes turn every record into a dead letter (10 attempts of 1 s to 5 min backoff), and a
-/// dead letter retried later went out after the same user's newer records (issue 30).
+/// No attempt for `destination`: such a failure says nothing about the record, and counting it would turn a few
+/// minutes' outage into dead letters that, retried later, go out after their user's newer records.
 public enum RetryCause: String, Sendable, Hashable {
     /// The record itself failed: counts an attempt; the record backs off on its own.
     case record
@@ -34,4 +33,51 @@ public enum RetryCause: String, Sendable, Hashable {
     case destination
     /// Back-pressure (a rate limit): no attempt; the destination is up and asked for time.
     case backPressure = "back_pressure"
+}
+
+/// A sink's answer for one batch: an outcome per record id, and optionally a request to stop the pass.
+public struct DeliveryReport: Sendable, Hashable {
+    /// Records without an outcome are retried with the reason "the sink reported no outcome".
+    public var outcomes: [Int64: DeliveryOutcome]
+    public var halt: SinkHalt?
+
+    public init(outcomes: [Int64: DeliveryOutcome] = [:], halt: SinkHalt? = nil) {
+        self.outcomes = outcomes
+        self.halt = halt
+    }
+
+    /// Adds the outcomes of a later call on the same batch (earlier outcomes win) and takes its halt.
+    package mutating func append(_ later: DeliveryReport) {
+        outcomes.merge(later.outcomes) { first, _ in first }
+        halt = later.halt
+    }
+
+    /// The same outcome for every record of `batch`.
+    public init(_ outcome: DeliveryOutcome, for batch: [OutgoingRecord], halt: SinkHalt? = nil) {
+        var outcomes: [Int64: DeliveryOutcome] = [:]
+        outcomes.reserveCapacity(batch.count)
+        for record in batch { outcomes[record.id] = outcome }
+        self.init(outcomes: outcomes, halt: halt)
+    }
+}
+
+/// Why a sink wants the drain pass to stop.
+public struct SinkHalt: Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Hashable {
+        /// The sink cannot work until someone fixes its configuration (a bad API key, a wrong URL). Records
+        /// are kept untouched, attempts are not counted, and the next launch tries again.
+        case configuration
+        /// The destination is down; records keep their retry schedule and the pass ends early.
+        case unavailable
+    }
+
+    public var kind: Kind
+    public var reason: String
+
+    public init(kind: Kind, reason: String) {
+        self.kind = kind
+        self.reason = reason
+    }
+
+    public var description: String { "\(kind.rawValue): \(reason)" }
 }

@@ -13,26 +13,19 @@ public struct DrainOptions: Sendable, Hashable {
     /// The backoff of a record whose own failure is retried (`RetryCause.record`); a record that failed for the
     /// destination's sake has none: the sink's availability decides when it goes out again.
     public var backoff: Backoff
-    /// When the sink counts as unavailable and how it is probed (`SinkAvailability`): it replaces the "N batches
-    /// in a row failed" halt, which ended a pass but left every record counting attempts on its own backoff.
+    /// When the sink counts as unavailable and how it is probed (`SinkAvailability`).
     public var availability: SinkAvailability.Policy
     /// Checkpoint the WAL and vacuum freed pages after the pass, so the files shrink again.
     public var maintenanceAfterPass: Bool
-    /// Batches handed to the sink at once (`--max-in-flight`, default `defaultMaxInFlight`), capped by the sink's
-    /// own `maxConcurrentDeliveries` (a file takes one at a time). 1 delivers one batch after another. A SIGKILL redelivers at most the records
-    /// of these batches (`maxInFlight` × the claim size), which were in flight or delivered but not yet acked.
+    /// Batches handed to the sink at once (`--max-in-flight`), capped by the sink's `maxConcurrentDeliveries`. A
+    /// SIGKILL redelivers at most these batches' records.
     public var maxInFlight: Int
-    /// How long a user's erasure waits after a request that carried the user's records ended without Braze's
-    /// answer (a timeout, a reset, a 5xx, a cancelled delivery): Braze may still apply such a request
-    /// (docs/RELIABILITY.md, "Hardening VI"). 5 minutes: ten times the 30 s request timeout, and past Braze's
-    /// own advice of "up to minutes" between dependent calls; an erasure is due within a month, not seconds.
+    /// How long a user's erasure waits after a request with the user's records ended unanswered: Braze may still
+    /// apply it. 5 minutes: ten times the request timeout, past Braze's "up to minutes" between dependent calls.
     public var erasureHoldAfterUnanswered: Duration = .seconds(300)
 
-    /// The default of `--max-in-flight`: enough requests to hide a 50-150 ms round trip to Braze, few enough
-    /// that a crash redelivers little. 24, not 16: each request slot also waits for the commit that acks its
-    /// batch and claims the next (about 14 ms here), so 16 slots at 50 ms delivered 18,674 records/s and 24
-    /// delivered 25,184 (docs/PERFORMANCE.md section 9). 24 × 75 = 1,800 records also stays below the users a
-    /// large backlog spreads over (2,000 in the benchmark), past which claims come back short.
+    /// The default of `--max-in-flight`: enough requests to hide a 50-150 ms round trip plus the commit each slot
+    /// waits for (docs/PERFORMANCE.md section 9), few enough that a crash redelivers little.
     public static let defaultMaxInFlight = 24
 
     public init(

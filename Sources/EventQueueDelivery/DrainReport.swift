@@ -1,10 +1,8 @@
 import EventQueue
 
-/// The summary of one drain pass as the tools show it: `queuectl drain --local` builds it from its own pass, the
-/// daemon sends it on `POST /launch?wait=true`, and `queuectl drain --wait` reads it back from that stream. One
-/// type for all three, so the local and the remote `--json` have the same keys in the same order and the same
-/// one-line text (before, the remote path re-parsed the daemon's answer into loose integers and dropped
-/// `lock_holder`).
+/// The summary of one drain pass as the tools show it: `queuectl drain --local` builds it, the daemon sends it on
+/// `POST /launch?wait=true`, and `queuectl drain --wait` reads it back: one type, so the local and the remote
+/// `--json` and text are the same.
 public struct DrainReport: Sendable, Hashable {
     /// The queue's counts after the pass.
     public struct Remaining: Sendable, Hashable {

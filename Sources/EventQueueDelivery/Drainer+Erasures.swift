@@ -2,23 +2,20 @@ import EventQueue
 import Logging
 import Synchronization
 
-/// How a pass holds an erasure back until the requests it must follow have been answered (and an identity call, for
-/// the unanswered requests of the users it names: `LeasedDelivery.send`).
+/// How a pass holds an erasure back until the requests it must follow have been answered (and an identity call,
+/// for the unanswered requests of the users it names: `LeasedDelivery.send`).
 ///
-/// `forget` deletes a user's records in flight and names their leases in the erasure's `after`: the claim's per-user
-/// rule no longer sees those records, so the erasure can be claimed while one of their requests is still at Braze.
-/// The drain lock means one pass per file at a time, so such a lease belongs either to this pass (its delivery is in
-/// flight here) or to a process that died (its request is over). The erasure's delivery therefore keeps its lease
-/// (renewed like any other, `LeasedDelivery`) and waits, without polling, until no delivery of this pass under one
-/// of those leases is in flight; then the sink's `erase` runs. A wait only ever points at a delivery claimed before
-/// the forget, which waits for nothing of the kind, so no two deliveries can wait for each other.
+/// `forget` deletes a user's records in flight and names their leases in the erasure's `after`, so the erasure
+/// can be claimed while one of their requests is still at Braze. With one pass per file (the drain lock), such a
+/// lease is this pass's or a dead process's. The erasure's delivery keeps its lease and waits, without polling,
+/// until no delivery of this pass under one of those leases is in flight. A wait only points at a delivery
+/// claimed before the forget, which waits for nothing, so no two deliveries wait for each other.
 ///
-/// An ended request is not always an answered one (issue 40 #4): Braze may still apply a request that timed out
-/// on this side, or that a gateway answered 502 or 504 for. So a delivery that ended without an answer for some of
-/// its records (a `.destination` retry, no outcome, a cancelled task, or a request the transport saw go unanswered:
-/// `DeliveryLease`) holds its users' erasures for `unansweredHold`, across passes. A lease of another consumer
-/// (a drainer stopped or dead elsewhere) is not in flight here, and that drainer sends nothing past the lease's end
-/// (`DeliveryLease`): the erasure waits for that end, recorded by the forget, plus the same hold.
+/// An ended request is not always an answered one: Braze may still apply a request that timed out here or that a
+/// gateway answered 502/504 for. So a delivery that ended without an answer for some records (a `.destination`
+/// retry, no outcome, a cancelled task, or an unanswered request seen by the transport: `DeliveryLease`) holds its
+/// users' erasures for `unansweredHold`, across passes. A lease of another consumer is waited out to its recorded
+/// end (its drainer sends nothing past it: `DeliveryLease`), plus the same hold.
 final class InFlightLeases: Sendable {
     private struct Waiter {
         var tokens: Set<String>
@@ -31,8 +28,7 @@ final class InFlightLeases: Sendable {
         /// Waits cancelled before they registered (the cancellation handler can run first).
         var cancelled: Set<UInt64> = []
         var nextWaiter: UInt64 = 0
-        /// Users (`user_key`) whose records went in a request without an answer, and the monotonic time until
-        /// which Braze may still apply it.
+        /// Users whose records went in an unanswered request, and until when (monotonic) Braze may apply it.
         var holds: [String: Duration] = [:]
     }
 
@@ -44,8 +40,7 @@ final class InFlightLeases: Sendable {
         self.unansweredHold = unansweredHold
     }
 
-    /// Holds the erasures of the users of `records` whose request went without an answer (see the type), until
-    /// `now` (monotonic) plus `unansweredHold`.
+    /// Holds the erasures of the users of `records` whose request went unanswered, for `unansweredHold`.
     func holdUsers(
         of records: [OutgoingRecord], unansweredIn report: DeliveryReport, anyUnanswered: Bool, now: Duration
     ) {
@@ -73,14 +68,12 @@ final class InFlightLeases: Sendable {
         return until
     }
 
-    /// A delivery under `token` is handed to the sink: call before its task starts, so that a later claim's
-    /// erasure sees it.
+    /// A delivery under `token` is handed to the sink: call before its task starts, so a later erasure sees it.
     func started(_ token: String) {
         state.withLock { _ = $0.inFlight.insert(token) }
     }
 
-    /// The delivery under `token` has ended (the sink answered, or it was cancelled): waits for nothing else
-    /// resume.
+    /// The delivery under `token` has ended: the waits for nothing else resume.
     func ended(_ token: String) {
         let ready = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
             state.inFlight.remove(token)
@@ -104,8 +97,7 @@ final class InFlightLeases: Sendable {
         state.withLock { $0.inFlight.contains(token) }
     }
 
-    /// Returns once no delivery under one of `tokens` is in flight: true, or false when the task was cancelled
-    /// first (a shutdown out of time: the erasure is then handed back unsent).
+    /// Returns once no delivery under one of `tokens` is in flight: true, or false when cancelled first.
     func waitUntilEnded(_ tokens: [String]) async -> Bool {
         let id = state.withLock { state -> UInt64 in
             state.nextWaiter += 1
@@ -135,12 +127,12 @@ final class InFlightLeases: Sendable {
 
 extension LeasedDelivery {
     /// Hands a batch to the sink: its records to `deliver`, then its erasures to `erase` once the deliveries they
-    /// wait for have ended (`InFlightLeases`). A batch without erasures is one `deliver` call, as before.
+    /// wait for have ended (`InFlightLeases`).
     static func send(
         _ batch: [OutgoingRecord], to sink: any Sink, inFlight: InFlightLeases, clock: any DrainClock, logger: Logger
     ) async -> DeliveryReport {
-        // An identity call (issue 41) waits out its users' unanswered requests as an erasure does: Braze may still
-        // apply a timed-out track request of the alias after the identify merged it away. The rest goes first.
+        // An identity call waits out its users' unanswered requests as an erasure does: Braze may still apply a
+        // timed-out track request of the alias after the identify merged it away. The rest goes first.
         let calls = batch.filter { $0.erasure == nil && $0.kind.isIdentityCall }
         if !calls.isEmpty, let until = inFlight.heldUntil(calls.flatMap(\.namedUsers), now: clock.monotonic()) {
             let held = Set(calls.map(\.id))
@@ -154,9 +146,7 @@ extension LeasedDelivery {
             guard await hold(until: until, message, count: calls.count, clock: clock, logger: logger) else {
                 return report  // cancelled: handed back unsent
             }
-            let answered = await sink.deliver(calls)
-            report.outcomes.merge(answered.outcomes) { first, _ in first }
-            report.halt = answered.halt
+            report.append(await sink.deliver(calls))
             return report
         }
         let erasures = batch.compactMap(\.erasure)
@@ -184,14 +174,11 @@ extension LeasedDelivery {
         guard await hold(until: until, message, count: erasures.count, clock: clock, logger: logger) else {
             return report  // cancelled: handed back unsent
         }
-        let erased = await sink.erase(erasures)
-        report.outcomes.merge(erased.outcomes) { first, _ in first }
-        report.halt = erased.halt
+        report.append(await sink.erase(erasures))
         return report
     }
 
-    /// The report of what was sent first, when the sink stopped there: the held rows were not tried, so they cost no
-    /// attempt (a configuration halt hands them back untouched, as it does records without an outcome).
+    /// The report of what was sent first, when the sink stopped there: the held rows cost no attempt.
     private static func stopped(_ report: DeliveryReport, held ids: [Int64]) -> DeliveryReport? {
         guard let halt = report.halt else { return nil }
         var report = report
@@ -207,7 +194,7 @@ extension LeasedDelivery {
     ) async -> Bool {
         let left = until - clock.monotonic()
         guard left > .zero else { return true }
-        logger.info(message, metadata: ["count": "\(count)", "wait_ms": "\(SinkAvailability.milliseconds(left))"])
+        logger.info(message, metadata: ["count": "\(count)", "wait_ms": "\(left.wholeMilliseconds)"])
         do {
             try await clock.sleep(for: left)
             return true
@@ -218,10 +205,9 @@ extension LeasedDelivery {
 }
 
 extension InFlightLeases {
-    /// How long an erasure waits for the leases of its `after` held by another consumer: until the latest of them
-    /// ends (recorded by the forget; else the longest lease there can be after the forget) plus `unansweredHold`,
-    /// counted from now and never more than that longest lease plus the hold: a wall clock step, or any value a
-    /// writer stored in the column (another user's input), cannot stretch it or overflow it.
+    /// How long an erasure waits for the leases of its `after` held by another consumer: until the latest ends
+    /// (recorded by the forget; else the longest lease possible) plus `unansweredHold`, never more than the
+    /// longest lease plus the hold, so no clock step or stored value can stretch or overflow it.
     func foreignLeaseWait(_ erasure: OutgoingErasure, nowMilliseconds: Int64) -> Duration {
         let longest = ClockHorizon.longestWaitMilliseconds
         let fallback = erasure.createdAtMilliseconds.addingReportingOverflow(longest)

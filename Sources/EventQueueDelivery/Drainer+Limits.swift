@@ -1,15 +1,11 @@
 import EventQueue
 import Logging
 
-/// The limits at a pass's edges (issue 30): at its start, which is a launch, and after it, the limits the daemon
-/// recorded in the file are enforced (`QueueAdmin.enforceLimits`: expiry, and drop-oldest for what writers that
-/// do not know the limit stored), so the file is back under its limit within a pass whoever wrote it. Once per
-/// pass, what the queue gave up since the pass before is logged at warning, one line per cause with its count:
-/// the totals live in the file, so this covers the records every writer process dropped or refused, not only the
-/// daemon's.
+/// The limits recorded in the file are enforced at a pass's start and end (`QueueAdmin.enforceLimits`), so the
+/// file is back under its limit within a pass whoever wrote it. Once per pass, what every writer dropped or
+/// refused since the pass before (the totals live in the file) is logged, one warning per cause.
 extension Drainer {
-    /// Enforces the recorded limits; at a pass's start also begins watching the drop counts (once per consumer),
-    /// at its end logs what grew since the last pass.
+    /// Enforces the recorded limits; at a pass's end logs the drops since the last pass.
     func enforceLimits(atPassStart: Bool) async throws(QueueError) {
         let clock = self.clock
         let (enforcement, drops) = try await store.withConsumer {

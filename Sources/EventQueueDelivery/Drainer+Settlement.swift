@@ -2,14 +2,11 @@ import EventQueue
 import Logging
 
 /// The settling half of a drain pass: what becomes of each finished batch (`settle`, `write`) and the one
-/// transaction that acks delivered records together with the next claims (`commit`). The pass loop that opens
-/// deliveries and waits for them is `Drainer.swift`.
+/// transaction that acks delivered records together with the next claims (`commit`).
 extension Drainer {
-    /// The one place that acks, and the one place that reports progress: commits the delivered records of the
-    /// batches that settled since the last commit, together with up to `claiming` new claims when given (one
-    /// transaction: `QueueConsumer.ackAndClaim`), then reports progress if a batch settled since the last
-    /// report. Returns the claims (none when nothing was claimable or none was asked for), each of up to `limit`
-    /// records (`claimSize` unless given: a probe claims one request's worth).
+    /// Acks the pending deliveries together with up to `claiming` new claims of up to `limit` records (one
+    /// transaction: `QueueConsumer.ackAndClaim`), then reports progress for the batches settled since the last
+    /// report; returns the claims.
     @discardableResult
     func commit(
         _ pass: inout PassState, claiming count: Int? = nil, limit: Int? = nil, probeHalf: Int? = nil,
@@ -18,14 +15,11 @@ extension Drainer {
         let pending = pass.pendingAcks
         if pending.isEmpty, count == nil, pass.unreported == 0 { return [] }
         let (leaseMilliseconds, limit, clock) = (options.leaseMilliseconds, limit ?? claimSize, self.clock)
-        // The clock is read on the store's executor, just before the statements: a wait for the executor must
-        // not shorten the leases written.
+        // `now` is read on the store's executor: a wait for it must not shorten the leases written.
         let (acked, claims, deadAtClaim, now) = try await retryingWhileBusy(holding: pending) {
             consumer throws(QueueError) -> (Int, [Claim], Int, Int64) in
             let now = clock.wallMilliseconds()
-            // Nothing to ack and nothing to claim: no transaction (a pass whose last batches were all retried).
             if pending.isEmpty, (count ?? 0) == 0 { return (0, [], 0, now) }
-            // Acks only (no claim follows at once) still go in one transaction: one fsync for the group.
             let deadBefore = consumer.deadLetteredAtClaim
             let result = try consumer.ackAndClaim(
                 pending, claims: count ?? 0, limit: limit, leaseMilliseconds: leaseMilliseconds, now: now,
@@ -39,9 +33,7 @@ extension Drainer {
         pass.summary.delivered += acked
         let delivered = pending.reduce(0) { $0 + $1.ids.count }
         if acked < delivered {
-            // The lease lapsed (a stall longer than the lease) and someone else holds those records now: this
-            // late ack changed nothing for them, and they will be delivered again by their new holder. Or `forget`
-            // removed them while they were in flight: there is nothing left to ack.
+            // The lease lapsed and their new holder will deliver them again, or `forget` removed them.
             logger.warning(
                 "late ack discarded: the lease of some delivered records had lapsed, or they were forgotten",
                 metadata: ["acked": "\(acked)", "delivered": "\(delivered)"])
@@ -55,14 +47,9 @@ extension Drainer {
     }
 
     /// Runs `body` (the ack transaction) on the store; while it acks delivered records, a busy file does not end
-    /// it: the body is run again once the lock comes back, however long another process holds it.
-    ///
-    /// Why: those records are at the destination already. Giving up here (as a claim may: nothing is lost by
-    /// trying later) would leave them leased, and once the lease lapsed they would be delivered a second time.
-    /// A writer holding the lock for longer than the busy timeout (a bulk import, an admin's `BEGIN EXCLUSIVE`)
-    /// is the case; nothing else can claim them meanwhile (a claim is a write too), and the ack matches the
-    /// lease's token, not its expiry, so a late ack still deletes them. Only cancellation (a shutdown past its
-    /// timeout) stops the retries: the records are then delivered again after their lease, as after a crash.
+    /// it: it is run again until the lock comes back. Those records are at the destination already; giving up
+    /// would deliver them twice once the lease lapsed. Nothing else can claim them meanwhile (a claim is a write),
+    /// and the ack matches the lease's token, not its expiry. Only cancellation stops the retries.
     func retryingWhileBusy<T: Sendable>(
         holding pending: [(ids: [Int64], lease: Lease)],
         _ body: @Sendable (QueueConsumer) throws(QueueError) -> T
@@ -95,14 +82,11 @@ extension Drainer {
         }
     }
 
-    /// The pause between two tries of an ack that found the file locked (each try already waited for the busy
-    /// timeout inside SQLite).
+    /// The pause between two tries of an ack that found the file locked (after SQLite's busy timeout).
     static let ackRetryPause: Duration = .milliseconds(100)
 
-    /// Writes one finished batch's outcomes: dead-letters, retries and releases now; the delivered records
-    /// join the pending acks, committed by `commit` right after (with the next claims when some follow at once).
-    /// Then tells the sink's availability what the batch said about the destination; while it is unavailable the
-    /// pass claims nothing but a probe (`runPass`).
+    /// Writes one finished batch's dead letters, retries and releases, queues its delivered records for
+    /// `commit`, and tells the sink's availability what the batch said about the destination.
     func settle(_ finished: LeasedDelivery.Finished, pass: inout PassState) async throws(QueueError) {
         let settlement = Settlement(
             records: finished.delivery.records, report: finished.report, cancelled: finished.cancelled)
@@ -124,10 +108,9 @@ extension Drainer {
         }
     }
 
-    /// Dead-letters, retries and releases the records of a settlement in one visit to the store. A record that
-    /// failed for the destination's sake goes back to pending due at once, with its id, no attempt counted and
-    /// its reason as `last_error`: the sink's availability, not a backoff of its own, decides when it goes out
-    /// again, and its id keeps it ahead of its user's later records (the claim's per-user rule).
+    /// Dead-letters, retries and releases a settlement's records in one visit to the store. A destination
+    /// failure is due again at once with no attempt counted: the sink's availability decides when it goes out,
+    /// and its id keeps it ahead of its user's later records.
     func write(
         _ settlement: Settlement, lease: Lease, attempts: [Int64: Int]
     ) async throws(QueueError) -> (dead: Int, retried: Int) {

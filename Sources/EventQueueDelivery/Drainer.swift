@@ -2,34 +2,23 @@ import EventQueue
 import Logging
 
 /// The drain loop: claim batches under a lease, hand up to `maxInFlight` of them to the sink at once, and settle
-/// each as it comes back; repeat until nothing is claimable. Records enqueued while the pass runs are delivered
-/// by the same pass.
+/// each as it comes back, until nothing is claimable (records enqueued meanwhile included).
 ///
-/// Why the concurrency lives here and not in the sink: the queue already refuses to claim a user's record while
-/// an earlier record of that user is leased or waiting for a retry (`QueueConsumer.claim`). So two batches in
-/// flight never share a user, and a user's later record can never overtake one that waits for a retry, whatever
-/// the sink does; per-user order across concurrent requests costs nothing extra. A sink then stays one simple
-/// call per batch (`Sink.deliver`), delivering its batch in order; it only says how many calls it serves at
-/// once (`maxConcurrentDeliveries`: files 1, Braze many) and, if it wants, how many records fill one request.
+/// The concurrency lives here, not in the sink: the claim never takes a user's record while an earlier one of
+/// that user is leased or waiting for a retry (`QueueConsumer.claim`), so batches in flight never share a user
+/// and per-user order costs nothing. A sink stays one call per batch (`Sink.deliver`).
 ///
-/// Crash-safe by construction: a record is deleted only after the sink reported it delivered, and each batch
-/// is acked as soon as it comes back, so a crash at any point redelivers at most the batches in flight
-/// (`maxInFlight` × the claim size). The batches that came back while the connection was busy are acked
-/// together, with the claims that replace them, in one transaction (group commit: one fsync for all).
+/// Crash-safe: a record is deleted only after the sink reported it delivered, and each batch is acked as soon as
+/// it is back, so a crash redelivers at most the batches in flight. Batches that came back while the connection
+/// was busy are acked together with the claims that replace them, in one transaction (one fsync).
 ///
-/// Outages (issue 30): a failure that says nothing about the record (`RetryCause.destination`) costs it no attempt
-/// and no backoff; it is due again at once, and `availability` (`SinkAvailabilityMonitor`, shared by every pass of
-/// this drainer) decides when anything goes out: after a few such failures in a row the sink is unavailable, and
-/// passes claim nothing but one small probe at a time until the sink answers again.
+/// Outages: a `RetryCause.destination` failure costs no attempt and no backoff; `availability` (shared by every
+/// pass) decides when anything goes out, and while the sink is unavailable a pass claims only one probe at a time.
 ///
-/// Reading guide: `runPass` opens deliveries and waits for them; `settle` writes a finished batch's dead
-/// letters, retries and releases and queues its delivered records for the ack; `commit` is the one place that
-/// acks (with the next claims, in one transaction) and the one place that reports progress (both in
-/// `Drainer+Settlement.swift`); `Settlement` decides each record's next state; `PassState` is the pass's state, in
-/// one value. Every reading of the time in the pass goes through `clock` (the wall clock for the file, the monotonic
-/// one for waits), so tests advance it instead of sleeping. The upkeep after the pass (`maintain`) is the exception:
-/// whether writers wrote lately is the writers' line's own measure on the real monotonic clock
-/// (`QueueAdmin.maintainAfterPass`), and its one second try waits on the real clock.
+/// `runPass` opens deliveries and waits for them; `settle` and `commit` (`Drainer+Settlement.swift`) write the
+/// outcomes, and `commit` is the one place that acks and reports progress. Every reading of time goes through
+/// `clock`, so tests advance it; except the upkeep after the pass (`maintain`), whose quiet-writers measure is the
+/// writers' own, on the real monotonic clock (`QueueAdmin.maintainAfterPass`).
 public struct Drainer: Sendable {
     public let store: QueueStore
     public let sink: any Sink
@@ -38,11 +27,9 @@ public struct Drainer: Sendable {
     public let clock: any DrainClock
     /// Whether the sink is up: kept across passes, read by the launch coordinator and the daemon's status.
     public let availability: SinkAvailabilityMonitor
-    /// The key erasure grants are checked with (`ErasureKey.forVerifying`), or why there is none: then no erasure
-    /// is sent (each is dead-lettered with the reason; `queuectl dead retry` it under a consumer that has the key).
+    /// The key erasure grants are checked with, or why there is none: then each erasure is dead-lettered.
     public let erasureKey: Result<ErasureKey, ErasureProblem>
-    /// Deliveries in flight, and users whose requests went unanswered: kept across passes, since a request that
-    /// timed out in one pass holds its users' erasures in the next (`InFlightLeases`).
+    /// Deliveries in flight, and users whose requests went unanswered: kept across passes (`InFlightLeases`).
     let inFlight: InFlightLeases
 
     public init(
@@ -65,9 +52,8 @@ public struct Drainer: Sendable {
     /// Batches handed to the sink at once: the option, capped by what the sink serves.
     public var effectiveMaxInFlight: Int { max(1, min(options.maxInFlight, sink.maxConcurrentDeliveries)) }
 
-    /// Records per claim. One batch at a time: `batchSize`. Several: a `batchSize` above one request of the
-    /// sink is rounded down to whole requests (the default 100 claims 75 for Braze), so every request goes out
-    /// full and a batch is one request or a few; a smaller one is taken as asked.
+    /// Records per claim: `batchSize`, rounded down to whole requests of the sink when several batches are in
+    /// flight (the default 100 claims 75 for Braze), so every request goes out full.
     public var claimSize: Int {
         guard effectiveMaxInFlight > 1, let perRequest = sink.recordsPerRequest, perRequest > 0,
             options.batchSize > perRequest
@@ -78,12 +64,10 @@ public struct Drainer: Sendable {
     /// Records in a probe: one request's worth (the sink's `recordsPerRequest`), at most a claim.
     public var probeSize: Int { min(claimSize, sink.recordsPerRequest ?? claimSize) }
 
-    /// Runs one pass. `progress` is called once per settled batch, after the commit that acked it (batches
-    /// settled together report the same summary); `shouldStop` is checked before every claim
-    /// (a graceful shutdown stops claiming but lets the batches in flight finish). When the task is cancelled,
-    /// the outcomes the sink did report are applied and the records it reported nothing for are released at once.
-    /// While the sink is unavailable and no probe is due, the pass claims nothing and ends at once, its halt
-    /// saying so (`SinkAvailabilityMonitor.halt`).
+    /// Runs one pass. `progress` is called once per settled batch, after the commit that acked it; `shouldStop`
+    /// is checked before every claim (the batches in flight still finish). When the task is cancelled, the
+    /// outcomes the sink did report are applied and the rest is released. While the sink is unavailable and no
+    /// probe is due, the pass claims nothing and ends with a halt that says so.
     public func drain(
         progress: (@Sendable (DrainSummary) async -> Void)? = nil,
         shouldStop: @Sendable () -> Bool = { false }
@@ -97,15 +81,13 @@ public struct Drainer: Sendable {
             summary.remaining = try await store.stats(now: clock.wallMilliseconds())
             return summary
         }
-        // The clock is read on the store's executor, just before the statement: a wait for the executor must not
-        // shorten the lease or the lock it writes. The same holds for every other `now` below.
+        // Every `now` is read on the store's executor: a wait for it must not shorten the lease or lock written.
         let (holder, takenOver, startedAt) = try await store.withConsumer { consumer throws(QueueError) in
             let now = clock.wallMilliseconds()
             if let holder = try consumer.acquireDrainLock(leaseMilliseconds: leaseMilliseconds, now: now) {
                 return (Optional(holder), 0, now)
             }
-            // A daemon killed on this host left its batches leased: hand them back now rather than after the
-            // lease (a minute by default); those users' later records wait for them.
+            // A daemon killed on this host left its batches leased: hand them back now, not after the lease.
             return (nil, try consumer.releaseLeasesOfDeadProcesses(), now)
         }
         if let holder {
@@ -148,9 +130,8 @@ public struct Drainer: Sendable {
     /// The state of one pass, in one value.
     struct PassState {
         var summary = DrainSummary()
-        /// When the last claim ran: the next retry is counted from it. A record that came due between that
-        /// claim and the final statistics was not claimed, and counting from "now" would call it neither due
-        /// later nor claimed: no pass would be scheduled for it.
+        /// When the last claim ran: the next retry is counted from it (from "now", a record that came due after
+        /// the claim would be neither claimed nor due later, and no pass would be scheduled for it).
         var lastClaimAt: Int64?
         /// Deliveries handed to the sink and not settled yet.
         var deliveriesInFlight = 0
@@ -158,15 +139,13 @@ public struct Drainer: Sendable {
         var exhausted = false
         /// When the drain lock was last renewed, on the drain clock's monotonic side.
         var lockRenewedAt: Duration
-        /// The delivered records of the batches that settled since the last commit: acked together with the next
-        /// claims, in one transaction (`QueueConsumer.ackAndClaim`), or on their own when no claim follows.
+        /// Delivered records of batches settled since the last commit, acked with the next claims.
         var pendingAcks: [(ids: [Int64], lease: Lease)] = []
         /// Batches settled since progress was last reported: one report each.
         var unreported = 0
-        /// After a short claim (every user with a claimable record is in flight already), the most batches to
-        /// keep in flight for the next few seconds (`ceilingSpan`): asking for more only walks the whole backlog
-        /// to come back short again (2,000 users and 32 requests of 75 in flight: every claim read every live
-        /// row). It only ever lowers concurrency; it lapses so that users who arrive later get the full window.
+        /// After a short claim, the most batches to keep in flight for `ceilingSpan`: asking for more would only
+        /// walk the whole backlog to come back short again. It lapses so that users who arrive later get the
+        /// full window.
         var ceiling: (batches: Int, until: Duration)?
 
         var stopping: Bool { summary.halt != nil }
@@ -174,9 +153,8 @@ public struct Drainer: Sendable {
 
     /// Opens deliveries while there is room and something to claim, then settles each as it finishes.
     ///
-    /// A finished delivery puts its result in `finished` before its task ends, so after waiting for one the loop
-    /// takes every result that is in: the batches that came back while the last commit ran are settled and
-    /// acked together, and the same transaction claims their replacements.
+    /// After waiting for one delivery the loop takes every result that is in (`FinishedDeliveries`), so batches
+    /// that came back during the last commit are settled, acked and replaced together.
     private func runPass(
         _ pass: inout PassState, progress: (@Sendable (DrainSummary) async -> Void)?, shouldStop: @Sendable () -> Bool
     ) async throws(QueueError) {
@@ -214,7 +192,6 @@ public struct Drainer: Sendable {
                             pass.stopping
                             ? [] : try await claimNext(room, &pass, limit: limit, probe: probe, progress: progress)
                         if probe {
-                            // Nothing claimable to probe with: nothing is at stake, and the next delivery will tell.
                             if deliveries.isEmpty { availability.nothingToProbe() } else { availability.probeStarted() }
                         }
                         if deliveries.count < room {
@@ -261,8 +238,8 @@ public struct Drainer: Sendable {
                 }
                 return nil
             } catch {
-                // A claim or an ack failed (a busy file, an I/O error). Stop the deliveries in flight, hand their
-                // records back, and try to ack what was delivered so it is not delivered again.
+                // A claim or an ack failed: stop the deliveries, hand their records back, and try to ack what was
+                // delivered so it is not delivered again.
                 group.cancelAll()
                 while await group.next() != nil {}
                 for result in finished.takeAll() {
@@ -276,8 +253,7 @@ public struct Drainer: Sendable {
         if let failure { throw failure }
     }
 
-    /// Renews the drain lock once a third of its lease has passed (it is a write transaction: not before every
-    /// claim). Deliveries in flight renew it too (`LeasedDelivery`).
+    /// Renews the drain lock once a third of its lease has passed (a write: not before every claim).
     private func renewLockIfDue(_ pass: inout PassState) async throws(QueueError) {
         guard clock.elapsed(since: pass.lockRenewedAt) >= .milliseconds(options.leaseMilliseconds / 3) else { return }
         let (leaseMilliseconds, clock) = (options.leaseMilliseconds, self.clock)
@@ -291,9 +267,8 @@ public struct Drainer: Sendable {
         pass.lockRenewedAt = clock.monotonic()
     }
 
-    /// Claims up to `count` batches (acking the settled batches' deliveries in the same transaction: `commit`),
-    /// dead-letters what cannot be sent, and returns the rest as deliveries; fewer than `count` when the queue
-    /// has no more claimable records now.
+    /// Claims up to `count` batches (with the pending acks: `commit`), dead-letters what cannot be sent, and
+    /// returns the rest as deliveries.
     private func claimNext(
         _ count: Int, _ pass: inout PassState, limit: Int, probe: Bool,
         progress: (@Sendable (DrainSummary) async -> Void)?
@@ -301,9 +276,8 @@ public struct Drainer: Sendable {
         var deliveries: [LeasedDelivery] = []
         while deliveries.count < count {
             let wanted = count - deliveries.count
-            // Probes cycle through the oldest request's worth, its first half of users, its later half (issue 40
-            // #2): if one of the oldest records is what makes the sink fail, a probe without it still finds the sink
-            // up, and the failing request is then split down to that record (`BrazeBatchDelivery`).
+            // Probes cycle through the oldest request's worth, its first half of users, its later half: if one
+            // of the oldest records makes the sink fail, a probe without it still finds the sink up.
             let cycle = availability.snapshot.probes % 3
             let claimedFrom = ContinuousClock.now
             let claims = try await commit(
@@ -312,23 +286,21 @@ public struct Drainer: Sendable {
             for claim in claims {
                 pass.summary.batches += 1
                 var outgoing: [OutgoingRecord] = []
-                var invalid: [(id: Int64, reason: String)] = []
+                let clock = self.clock
                 for claimed in claim.records {
                     switch OutgoingRecord.prepare(claimed, erasureKey: erasureKey) {
                     case .success(let record): outgoing.append(record)
                     case .failure(let error):
-                        invalid.append((claimed.id, "rejected before delivery: \(error)"))
                         if claimed.erasure != nil {
                             logger.warning(
                                 "an erasure was dead-lettered, not sent to Braze",
                                 metadata: ["id": "\(claimed.id)", "reason": "\(error)"])
                         }
-                    }
-                }
-                let clock = self.clock
-                for (id, reason) in invalid {
-                    pass.summary.dead += try await store.withConsumer { consumer throws(QueueError) in
-                        try consumer.reject([id], lease: claim.lease, reason: reason, now: clock.wallMilliseconds())
+                        let reason = "rejected before delivery: \(error)"
+                        pass.summary.dead += try await store.withConsumer { consumer throws(QueueError) in
+                            try consumer.reject(
+                                [claimed.id], lease: claim.lease, reason: reason, now: clock.wallMilliseconds())
+                        }
                     }
                 }
                 if !outgoing.isEmpty {
@@ -336,8 +308,7 @@ public struct Drainer: Sendable {
                         LeasedDelivery(claim: claim, records: outgoing, probe: probe, claimedFrom: claimedFrom))
                 }
             }
-            // Fewer claims than asked, or a short one: the walk reached the end of what is claimable now. (A
-            // claim whose records were all invalid is simply replaced.)
+            // Fewer or short claims: the end of what is claimable now. (An all-invalid claim is replaced.)
             if claims.isEmpty { break }
             let short = claims.count < wanted || claims[claims.count - 1].records.count < limit
             if short, !deliveries.isEmpty { break }
@@ -345,9 +316,8 @@ public struct Drainer: Sendable {
         return deliveries
     }
 
-    /// Forgets old idempotency keys, vacuums and truncates the WAL, unless writers wrote during the pass and it
-    /// can wait (`QueueAdmin.maintainAfterPass`). It runs after the drain lock is released: releasing the lock is
-    /// a write, and a write after the checkpoint would leave a `-wal` behind at rest.
+    /// Forgets old idempotency keys, vacuums and truncates the WAL unless writers wrote during the pass
+    /// (`QueueAdmin.maintainAfterPass`); after the lock's release, a write that would leave a `-wal` behind.
     private func maintain(turnsAtPassStart: UInt64?) async throws(QueueError) {
         guard options.maintenanceAfterPass else { return }
         let clock = self.clock
@@ -355,7 +325,7 @@ public struct Drainer: Sendable {
             try consumer.admin.maintainAfterPass(turnsAtPassStart: turnsAtPassStart, now: clock.wallMilliseconds())
         }
         if done == nil {
-            // Once more after the quiet time: the last writer may have written just before the pass ended.
+            // Once more after the quiet time: a writer may have written just before the pass ended.
             try? await Task.sleep(for: .nanoseconds(QueueAdmin.upkeepRetryNanoseconds))
             done = try await store.withConsumer { consumer throws(QueueError) in
                 try consumer.admin.maintainAfterPass(turnsAtPassStart: nil, now: clock.wallMilliseconds())

@@ -3,15 +3,11 @@ import Synchronization
 /// Text that comes from outside (a sink's answer, a row another writer stored, a header), made safe to log, store
 /// or show.
 ///
-/// Two dangers, one place to handle both (issue 13, items 2 and 3):
-/// - **Secrets echoed back.** A sink that puts the request's `Authorization` header in its error message would
-///   otherwise carry the API key into the log, `/status`, `queuectl drain --wait` and the dead letters'
-///   `last_error`. Every secret the process holds (the API key, a password in the sink URL) is registered once
-///   with `registerSecret(_:)`, and `redacted(_:)` replaces each occurrence with `[redacted]`.
-/// - **Terminal control sequences.** `ESC[2J` or `ESC]0;title BEL` in a sink's message would clear or retitle
-///   the terminal of whoever reads the log or `queuectl dead list`. `escaped(_:)` writes every control
-///   character (C0, DEL, C1) and every bidirectional override as a visible `\x1B` / `\u{202E}` escape, so a
-///   line stays one line and shows what was received.
+/// - **Secrets echoed back.** A sink that puts the `Authorization` header in its error message would carry the API
+///   key into logs, `/status` and dead letters. Every secret the process holds is registered once
+///   (`registerSecret(_:)`), and `redacted(_:)` replaces it with `[redacted]`.
+/// - **Terminal control sequences** would clear or retitle the terminal of whoever reads the log. `escaped(_:)`
+///   writes every control character and bidirectional override as a visible `\x1B` / `\u{202E}` escape.
 public enum ExternalText {
     private static let secrets = Mutex<Set<String>>([])
 
@@ -39,8 +35,8 @@ public enum ExternalText {
         return result
     }
 
-    /// `text` with every control character escaped. `newlines` decides what `\n` and `\r` become: a space (the
-    /// log's one-line rule, as before) or a visible `\n` / `\r`.
+    /// `text` with every control character escaped; `\n` and `\r` become a space (the log's one-line rule) or a
+    /// visible `\n` / `\r`.
     public static func escaped(_ text: String, newlinesAsSpace: Bool = false) -> String {
         guard text.unicodeScalars.contains(where: needsEscape) else { return text }
         var result = String.UnicodeScalarView()
@@ -65,8 +61,8 @@ public enum ExternalText {
         return String(result)
     }
 
-    /// A transport error's description, its brackets balanced: SwiftNIO's `IOError` reads "connection reset (error
-    /// set): Connection refused) (errno: 111)", one closing bracket too many (issue 42).
+    /// A transport error's description, its brackets balanced (SwiftNIO's `IOError` has one closing bracket too
+    /// many).
     public static func transportError(_ error: any Error) -> String {
         "\(error)".replacing(") (errno: ", with: " (errno: ")
     }

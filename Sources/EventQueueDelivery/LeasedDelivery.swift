@@ -3,16 +3,13 @@ import Logging
 import Synchronization
 
 /// One batch handed to the sink while its lease (and the drain lock) is renewed every third of the lease, so a
-/// slow destination never lets the lease lapse (which would let the records be claimed, and delivered, twice).
-///
-/// Runs as a child task of the pass; several run at once when `maxInFlight` > 1.
+/// slow destination never lets it lapse (the records would be claimed, and delivered, twice).
 struct LeasedDelivery: Sendable {
     var claim: Claim
     var records: [OutgoingRecord]
     /// The sink is unavailable and this batch is the one probe (`SinkAvailability`).
     var probe = false
-    /// Read before the claim that leased the records: the lease ends no sooner than this plus its length, so the
-    /// delivery's `DeliveryLease` ends no later than this plus its length.
+    /// Read before the claim, so the `DeliveryLease` ends no later than the lease in the file.
     var claimedFrom = ContinuousClock.now
 
     /// What came back: the sink's report, and whether the task was cancelled meanwhile.
@@ -22,8 +19,7 @@ struct LeasedDelivery: Sendable {
         var cancelled: Bool
     }
 
-    /// `inFlight`: the pass's deliveries in flight; this one counts as ended once it returns, and its erasures wait
-    /// there for the deliveries they must follow (`LeasedDelivery.send`).
+    /// Delivers the batch; `inFlight` counts it as ended once it returns.
     func run(
         sink: any Sink, store: QueueStore, leaseMilliseconds: Int64, clock: any DrainClock, logger: Logger,
         inFlight: InFlightLeases
@@ -66,8 +62,7 @@ struct LeasedDelivery: Sendable {
                                 metadata: ["held": "\(held)", "claimed": "\(ids.count)"])
                         }
                     } catch {
-                        // A busy file or a transient I/O error: keep trying at the next tick rather than let the
-                        // lease run out while the sink is still working.
+                        // A busy file or an I/O error: try again at the next tick.
                         logger.warning("could not renew the lease; retrying", metadata: ["error": "\(error)"])
                     }
                 }
@@ -88,5 +83,27 @@ struct LeasedDelivery: Sendable {
             of: records, unansweredIn: report, anyUnanswered: cancelled || deadline.hadUnansweredRequest,
             now: clock.monotonic())
         return Finished(delivery: self, report: report, cancelled: cancelled)
+    }
+}
+
+/// Where deliveries put what came back, so the drain loop can take every result that is in at once (a task group
+/// cannot say "what else is done?") and settle, ack and replace them in one transaction.
+final class FinishedDeliveries: Sendable {
+    private let results = Mutex<[LeasedDelivery.Finished]>([])
+
+    func put(_ finished: LeasedDelivery.Finished) {
+        results.withLock { $0.append(finished) }
+    }
+
+    func put(contentsOf finished: some Collection<LeasedDelivery.Finished>) {
+        results.withLock { $0.append(contentsOf: finished) }
+    }
+
+    /// Every result put since the last call, in the order they came back.
+    func takeAll() -> [LeasedDelivery.Finished] {
+        results.withLock { results in
+            defer { results.removeAll(keepingCapacity: true) }
+            return results
+        }
     }
 }

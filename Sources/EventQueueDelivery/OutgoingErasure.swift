@@ -1,9 +1,7 @@
 import EventQueue
 
-/// A claimed erasure, read and checked, ready for a sink's `erase`: delete `user` at the destination (Braze's
-/// `POST /users/delete`). The drain loop hands it over only once every delivery under a lease in `waitsFor` that is
-/// in flight in its pass has ended, so the destination has answered every request that carried a record of the
-/// user first (`forget` deleted those records; their leases are the erasure's `after`).
+/// A claimed erasure, read and checked, ready for a sink's `erase`: delete `user` at the destination. Handed over
+/// only once no delivery under a lease in `waitsFor` is in flight (`InFlightLeases`).
 public struct OutgoingErasure: Sendable, Hashable {
     /// The erasure's record id: outcomes are reported under it, as for a record.
     public var id: Int64
@@ -32,10 +30,8 @@ public struct OutgoingErasure: Sendable, Hashable {
     /// The identifier type that names the user at `POST /users/delete` (one type per request).
     public var identifierType: Erasure.IdentifierType { Erasure.IdentifierType(user) }
 
-    /// Reads a claimed erasure row: its payload must be one valid identifier of the column's type, else the row
-    /// is dead-lettered with the reason (a foreign writer may have stored anything), never sent anywhere.
-    /// An erasure is sent only when its grant verifies under `key` (`ErasureKey`): one that anyone else planted is
-    /// dead-lettered with a reason beginning `Erasure.unauthorized`.
+    /// Reads a claimed erasure row: one valid identifier of the column's type whose grant verifies under `key`
+    /// (`ErasureKey`), else it is dead-lettered with the reason (a planted one's begins `Erasure.unauthorized`).
     static func prepare(
         _ claimed: ClaimedRecord, erasure: Erasure, key: Result<ErasureKey, ErasureProblem>?
     ) -> Result<OutgoingRecord, ErasureProblem> {

@@ -15,9 +15,8 @@ public struct OutgoingRecord: Sendable, Hashable {
     public var createdAtMilliseconds: Int64
     /// Failed attempts before this one.
     public var attempts: Int
-    /// Set when the claimed row is a user's erasure, not a record: the drain loop hands it to `Sink.erase`, never to
-    /// `Sink.deliver` (`object` is then the user's identifier alone). Kept inside the record so that leases, retries
-    /// and settlement treat an erasure as they treat a record.
+    /// Set when the claimed row is a user's erasure: handed to `Sink.erase`, never `Sink.deliver`. Kept inside the
+    /// record so that leases, retries and settlement treat it as a record.
     public var erasure: OutgoingErasure?
 
     public init(
@@ -32,12 +31,9 @@ public struct OutgoingRecord: Sendable, Hashable {
         self.attempts = attempts
     }
 
-    /// Parses and re-validates a claimed record. Records written by our library always pass; a foreign writer
-    /// (any SQLite client) may have inserted something Braze would refuse, and that is dead-lettered with the
-    /// reason rather than sent.
-    /// Foreign writers may leave `time` out: the record's enqueue time is the interaction time (`StoredPayload`).
-    /// An erasure row is read as one (`OutgoingErasure.prepare`): its payload is the user's identifier alone.
-    /// `erasureKey` checks an erasure row's grant (`ErasureKey.forVerifying`); without one no erasure is sent.
+    /// Parses and re-validates a claimed record (`StoredPayload`): a foreign writer may have stored something
+    /// Braze would refuse, which is dead-lettered with the reason. An erasure row is read as one
+    /// (`OutgoingErasure.prepare`), its grant checked with `erasureKey`.
     public static func prepare(
         _ claimed: ClaimedRecord, erasureKey: Result<ErasureKey, ErasureProblem>? = nil
     ) -> Result<OutgoingRecord, ValidationError> {

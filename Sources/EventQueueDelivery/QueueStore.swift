@@ -3,11 +3,8 @@ import EventQueue
 
 /// A `QueueConsumer` isolated to its own executor, safe to use from any task.
 ///
-/// One entry point, `withConsumer { consumer in ... }`: the closure runs on the dedicated executor, with the
-/// consumer to itself, so several calls that belong together (renew the lease, then the drain lock) run back to
-/// back and nothing is forwarded method by method. Unlike GRDB's `write { db in }` it opens no transaction: each
-/// consumer call is its own (through `Connection.transaction`), and a closure that needs several statements in
-/// one transaction calls the consumer method that does them together (`ackAndClaim`).
+/// One entry point, `withConsumer { consumer in ... }`: the closure runs on the dedicated executor with the
+/// consumer to itself. It opens no transaction: each consumer call is its own.
 public actor QueueStore {
     private nonisolated let executor: DedicatedSerialExecutor
     private let consumer: QueueConsumer
@@ -45,5 +42,33 @@ public actor QueueStore {
 
     public func close() {
         consumer.close()
+    }
+}
+
+/// Runs jobs on one dedicated serial dispatch queue.
+///
+/// SQLite calls block (a FULL commit is an fsync). On a 2-core machine the cooperative pool has two threads,
+/// and a blocking call there stalls every other task in the process, so all SQLite work runs here instead.
+public final class DedicatedSerialExecutor: SerialExecutor {
+    private let queue: DispatchQueue
+    private static let identity = DispatchSpecificKey<ObjectIdentifier>()
+
+    public init(label: String) {
+        queue = DispatchQueue(label: label)
+        queue.setSpecific(key: Self.identity, value: ObjectIdentifier(self))
+    }
+
+    /// Whether the caller runs on this executor's queue: what `QueueStore` promises for every SQLite call, and
+    /// what a test checks, since which thread runs a job is otherwise not observable.
+    public var isCurrent: Bool { DispatchQueue.getSpecific(key: Self.identity) == ObjectIdentifier(self) }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
     }
 }

@@ -1,8 +1,7 @@
 import EventQueue
 
-/// The JSON shapes of queue statistics and drain summaries, shared by `queuectl` (`status --json`,
-/// `drain --json`) and the daemon's control socket (`GET /status`, `POST /launch?wait=true`), so scripts parse
-/// both the same way and the two can never drift apart.
+/// The JSON shapes of queue statistics and drain summaries, shared by `queuectl` and the daemon's control socket
+/// so the two never drift apart.
 public enum ReportJSON {
     /// `pending`, `leased`, `dead`, `oldest_pending_age_seconds`, `db_bytes`, `wal_bytes`, `schema_version`,
     /// `remembered_keys`, `remembered_key_bytes`, `erasures_pending`, `erasures_dead`, `erasures_unauthorized` (0
@@ -36,7 +35,7 @@ public enum ReportJSON {
         return object
     }
 
-    /// The limits (issue 30): `queue_bytes` (pages in use, what the size limit bounds), `limits`
+    /// The limits: `queue_bytes` (pages in use, what the size limit bounds), `limits`
     /// (`max_queue_bytes`, 0 for none; `when_full`, "refuse" or "drop-oldest"; `max_age_seconds`, 0 for none;
     /// `set_at`, when the daemon recorded them, null when none did) and `dropped` (`oldest`, `refused`, `expired`:
     /// every record given up since the file was created, by any writer or the daemon).

@@ -1,10 +1,7 @@
 import EventQueue
 
-/// What becomes of every record of one delivered batch: the one place that decides a record's next state from the
-/// sink's answer (the classification of failures is `RetryCause`), and what the batch says about the destination.
-///
-/// A pure value computed from the sink's report, so the decision reads (and is tested) apart from the SQLite
-/// writes that carry it out (`Drainer.settle`).
+/// What becomes of every record of one delivered batch (by `RetryCause`), and what the batch says about the
+/// destination: a pure value, tested apart from the writes that carry it out (`Drainer.settle`).
 struct Settlement: Sendable {
     /// Delivered: ack (delete) them.
     var delivered: [Int64] = []
@@ -28,13 +25,11 @@ struct Settlement: Sendable {
 
     /// The reason of the batch's last record (in the batch's order) that failed for the destination's sake.
     private(set) var lastDestinationFailure: String?
-    /// The destination answered something for this batch: a delivery, a refusal, a retry it asked for (a 429 or
-    /// a record's own failure), or a misconfiguration halt (a 401 is an answer: the sink is up, the key is wrong).
+    /// The destination answered something for this batch (a 401 is an answer: the sink is up, the key is wrong).
     private(set) var answered = false
 
-    /// How long an erasure or identity call waits after its endpoint failed (a 5xx, a timeout): the first probe
-    /// delay of `SinkAvailability.Policy`, the pace of a probe in an outage of records.
-    static var usersOutageWait: Int64 { SinkAvailability.milliseconds(SinkAvailability.Policy().firstProbeDelay) }
+    /// How long an erasure or identity call waits after its endpoint failed: the pace of a probe in an outage.
+    static var usersOutageWait: Int64 { SinkAvailability.Policy().firstProbeDelay.wholeMilliseconds }
 
     /// What the batch says about the destination, for `SinkAvailability`. `probe`: the batch was the probe.
     func signal(probe: Bool) -> SinkAvailability.Signal {
@@ -43,16 +38,14 @@ struct Settlement: Sendable {
         return SinkAvailability.Signal(answered: answered, failure: failure, declaredDown: declaredDown, probe: probe)
     }
 
-    /// Decides every record's fate. `cancelled`: the delivery task was cancelled (a shutdown that ran out of
-    /// time), so records the sink said nothing about go back untouched rather than wait out their lease.
+    /// Decides every record's fate. `cancelled`: records the sink said nothing about go back untouched.
     init(records: [OutgoingRecord], report: DeliveryReport, cancelled: Bool) {
         halt = report.halt
         if report.halt?.kind == .configuration { answered = true }
         for record in records {
-            // Only records speak for the availability (of `/users/track`): an erasure or an identity call goes to
-            // another endpoint with its own outages (Braze's users bucket), so its answer must not end a track
-            // outage nor its failure begin one (issue 40 #5). Its failure paces itself instead: it waits
-            // `usersOutageWait` (no attempt), where a record would be due at once and sent again in a loop.
+            // Only records speak for the availability (of `/users/track`): erasures and identity calls go to
+            // another endpoint with its own outages. Their failure waits `usersOutageWait` instead (no attempt),
+            // where a record would be due at once and sent again in a loop.
             let speaks = record.erasure == nil && !record.kind.isIdentityCall
             var outcome = report.outcomes[record.id]
             if !speaks, case .retry(let reason, _, .destination)? = outcome {
@@ -77,8 +70,7 @@ struct Settlement: Sendable {
                 if cancelled || report.halt?.kind == .configuration {
                     released.append(record.id)
                 } else {
-                    // The sink said nothing about the record (it declared itself down, or answered for others
-                    // only): that is no fault of the record's.
+                    // The sink said nothing about the record: no fault of the record's.
                     let reason = report.halt?.reason ?? "the sink reported no outcome"
                     retries[RetryGroup(reason: reason, afterMilliseconds: nil, cause: .destination), default: []]
                         .append(record.id)

@@ -45,7 +45,7 @@ import Testing
         var copy = policy
         switch copy.decide(at: at(time)) {
         case .start: return time
-        case .wait(let until): return BrazeRatePolicy.milliseconds(until)
+        case .wait(let until): return until.wholeMilliseconds
         case .waitForAnswer: return nil
         }
     }
@@ -67,7 +67,7 @@ import Testing
                 at: Self.at(50 + Int64(index)))
         }
         let snapshot = policy.snapshot(at: Self.at(80))
-        #expect(snapshot.rateLimitedAnswers == 24)
+        #expect(snapshot.rateLimitedRequests == 24)
         #expect(snapshot.rateLimitRounds == 1, "one overshoot, one round")
         #expect(snapshot.window == 12, "halved once, not 24 times")
         #expect(policy.streak == 1)
@@ -219,7 +219,7 @@ import Testing
         _ = try #require(await governor.acquire())
         let waited = clock.slept
         #expect(waited >= .milliseconds(2_600) && waited <= .milliseconds(2_690), "\(waited)")
-        #expect(await governor.snapshot.waits == 1)
+        #expect(await governor.snapshot.rateLimitWaits == 1)
     }
 
     /// An answer wakes the request waiting for the send window at once; the governor does not poll for it (a
@@ -245,7 +245,7 @@ import Testing
         let started = await second.value
         watchdog.cancel()
         #expect(started == true, "the second request started only after the first one's answer")
-        #expect(await governor.snapshot.waits == 1)
+        #expect(await governor.snapshot.rateLimitWaits == 1)
     }
 
     /// A request waiting for an answer that never comes ends when its task is cancelled, without a start.
@@ -257,7 +257,7 @@ import Testing
         try await Self.untilWaitingForAnswer(governor)
         waiting.cancel()
         #expect(await waiting.value == nil)
-        #expect(await governor.snapshot.inFlight == 1)
+        #expect(await governor.snapshot.requestsInFlight == 1)
     }
 
     /// Returns once a request is parked waiting for an answer (not a fixed sleep: under load the request's task
@@ -278,7 +278,7 @@ import Testing
             let inWindow = starts[index...].filter { $0 < start + .seconds(1) }.count
             #expect(inWindow <= 4, "\(inWindow) starts within 1 s of start \(index)")
         }
-        #expect(await governor.snapshot.waits > 0)
+        #expect(await governor.snapshot.rateLimitWaits > 0)
     }
 
     /// End to end against the fake: a 429 with `Retry-After: 0` is sent again by the sink itself after the first
@@ -342,7 +342,7 @@ final class SteppingClock: DrainClock {
             let step = max(duration, .milliseconds(1))
             state.monotonic += step
             state.slept += step
-            state.wall += BrazeRatePolicy.milliseconds(step)
+            state.wall += step.wholeMilliseconds
         }
     }
 }

@@ -68,9 +68,10 @@ import Testing
 
     @Test func systemRandomDelaysStayInRange() {
         let backoff = Backoff(baseMilliseconds: 100, capMilliseconds: 1_000)
+        var generator = SystemRandomNumberGenerator()
         for attempt in 1...6 {
             let ceiling = backoff.ceiling(attempt: attempt)
-            let samples = (0..<500).map { _ in backoff.delay(attempt: attempt) }
+            let samples = (0..<500).map { _ in backoff.delay(attempt: attempt, using: &generator) }
             #expect(samples.allSatisfy { (1...ceiling).contains($0) })
             #expect(Set(samples).count > 1)
         }

@@ -1,44 +1,28 @@
 import EventQueue
 
-/// Whether the sink is up, as the drain loop sees it: the state machine of issue 30, point 2, as a value. Time
-/// comes in as an argument (`Moment`); nothing here reads a clock, sleeps or logs (`SinkAvailabilityMonitor`
-/// does, around it), so every transition is tested on numbers.
+/// Whether the sink is up, as the drain loop sees it: a state machine, as a value. Time comes in as an argument
+/// (`Moment`); nothing here reads a clock, sleeps or logs (`SinkAvailabilityMonitor` does), so every transition is
+/// tested on numbers.
 ///
-/// ```
-///             failure (failuresInARow < policy.failuresBeforeUnavailable)
-///             ┌────┐
-///             ▼    │          a few transient failures in a row, or the sink declares itself down
-///        available ─┴───────────────────────────────────────────────────────────► unavailable
-///             ▲                                                                    │   ▲  │
-///             │   any answer (a delivery, a refusal, a 429, even a 401)            │   │  │ a probe fails:
-///             └────────────────────────────────────────────────────────────────────┘   │  │ the next one after
-///                                                                                       └──┘ 5, 10, 20, 40, 60 s…
-/// ```
+/// - **Available.** A delivery that fails for the destination's sake (`RetryCause.destination`) counts one
+///   failure; any answer resets the count.
+/// - **Unavailable**, after `failuresBeforeUnavailable` failures in a row (at once for a sink that halts itself
+///   as `.unavailable`). Nothing is claimed but one probe at a time (the oldest claimable records, one request's
+///   worth): the first `firstProbeDelay` after the sink went down, then on a doubling backoff capped at
+///   `longestProbeDelay`, each with up to `jitterShare` added so a fleet does not probe in step.
+/// - **A launch** (`requestProbe`) brings the next probe forward to now (a launch often means the network is
+///   back), never closer than `probeSpacing` to the last one, so a storm of launches is not a storm of requests.
+/// - **Back.** Any answer, from a probe or a request in flight when the sink went down, makes it available at
+///   once: the records' transient failures gave them no backoff, so the pass claims at full speed.
 ///
-/// - **Available.** Everything goes out as usual. A delivery that fails for the destination's sake
-///   (`RetryCause.destination`) counts one failure; any answer resets the count.
-/// - **Unavailable**, after `failuresBeforeUnavailable` failures in a row (a sink that halts itself as
-///   `.unavailable`, a file whose disk is full, at once). No claims but a probe's: one small batch (the oldest
-///   claimable records, one request's worth), one probe at a time, the first `firstProbeDelay` after the sink went
-///   down, then on a doubling backoff capped at `longestProbeDelay`, each with up to `jitterShare` added so that
-///   a fleet does not probe in step. Once the outage is long a probe goes out at most once a minute.
-/// - **A launch** (`requestProbe`) brings the next probe forward to now: an app's launch is often the first sign
-///   that the network is back. Never closer than `probeSpacing` to the last probe, so launches in a storm cannot
-///   become a storm of requests (the outside check of issue 30 asks for at most about one request per 5 s).
-/// - **Back.** Any answer, from a probe or from a request that was in flight when the sink went down, makes the
-///   sink available again at once: the pass claims at full speed (within the rate policy of issue 20) instead of
-///   waiting out each record's backoff, since transient failures gave the records none.
-///
-/// Why a 429 is an answer, not a failure: it is back-pressure from a destination that is up. Its waits belong to
-/// the Braze rate policy (`Retry-After`, `X-RateLimit-Reset`), which already holds every request; treating it as
-/// an outage would add a probe backoff on top of the window's own wait.
+/// A 429 is an answer: back-pressure from a destination that is up, whose waits the Braze rate policy already
+/// imposes; an outage's probe backoff on top would only add delay.
 public struct SinkAvailability: Sendable {
-    /// The thresholds and waits. The defaults keep an outage at about one request per 5 s at first and one per
-    /// minute once long, and a recovery seen within a minute and a quarter without a launch (at once with one).
+    /// The thresholds and waits. The defaults: an outage costs one request per 5 s at first, one a minute once
+    /// long.
     public struct Policy: Sendable, Hashable {
-        /// Transient failures in a row after which the sink is unavailable. 3: a lone 5xx among thousands of
-        /// requests (Braze's own incidents, or 4 % in the soak test) is retried at once and costs nothing, while
-        /// an outage stops the pass after a handful of requests instead of walking the whole backlog.
+        /// Transient failures in a row after which the sink is unavailable. 3: a lone 5xx is retried at once at
+        /// no cost, while an outage stops the pass after a handful of requests, not the whole backlog.
         public var failuresBeforeUnavailable: Int
         /// The wait before the first probe.
         public var firstProbeDelay: Duration
@@ -77,7 +61,7 @@ public struct SinkAvailability: Sendable {
 
     /// What one settled delivery said about the destination.
     public struct Signal: Sendable, Hashable {
-        /// The destination answered something (a delivery, a refusal, a 429, a misconfiguration).
+        /// The destination answered something (even a refusal, a 429 or a 401).
         public var answered: Bool
         /// It failed for the destination's sake, with this reason (after the answers, when both).
         public var failure: String?
@@ -97,16 +81,15 @@ public struct SinkAvailability: Sendable {
     /// The state as status, metrics and logs show it.
     public struct Snapshot: Sendable, Hashable {
         public var state: State
-        /// Since when (UTC Unix milliseconds) the state holds; the monitor's creation for the first one.
+        /// Since when (UTC Unix milliseconds) the state holds.
         public var sinceMilliseconds: Int64
-        /// The failure that made the sink unavailable, or the last probe's; the last transient failure while
-        /// available.
+        /// The last transient failure (or failed probe).
         public var lastError: String?
         /// When the next probe may go (UTC Unix milliseconds); `nil` while available.
         public var nextProbeAtMilliseconds: Int64?
         /// Probes sent during this outage (0 while available).
         public var probes: Int
-        /// Probes sent since the monitor was created (a counter for `/metrics`).
+        /// Probes sent since the monitor was created (`/metrics`).
         public var probesTotal: Int
         /// Transient failures in a row (reset by any answer).
         public var failuresInARow: Int
@@ -157,18 +140,17 @@ public struct SinkAvailability: Sendable {
         return .probe
     }
 
-    /// A launch: the next probe goes now, or `probeSpacing` after the last one if that is later. Nothing while
-    /// available.
+    /// A launch: the next probe goes now, or `probeSpacing` after the last one. Nothing while available.
     public mutating func requestProbe(at now: Moment) {
         guard state == .unavailable else { return }
         var at = now.monotonic
         if let lastProbeStart { at = max(at, lastProbeStart + policy.probeSpacing) }
         if let scheduled = nextProbe, scheduled.monotonic <= at { return }
-        nextProbe = (at, now.wallMilliseconds + Self.milliseconds(at - now.monotonic))
+        nextProbe = (at, now.wallMilliseconds + (at - now.monotonic).wholeMilliseconds)
     }
 
-    /// A pass starts: no probe of this drainer can be in flight (one pass at a time), whatever an earlier pass that
-    /// failed on a queue error left behind; a probe flag left set would close the sink for good.
+    /// A pass starts: no probe can be in flight (one pass at a time). A flag left set by a pass that failed on a
+    /// queue error would close the sink for good.
     public mutating func passStarting() {
         probeInFlight = false
     }
@@ -182,10 +164,9 @@ public struct SinkAvailability: Sendable {
         lastProbeStart = now.monotonic
     }
 
-    /// A probe was due but nothing was claimable to send: with nothing at stake, the sink is taken to be available
-    /// again, and the next delivery tells (a few failures in a row make it unavailable again). Keeping it
-    /// unavailable would leave status saying so for as long as the queue stays empty, and wake for probes that
-    /// have nothing to send.
+    /// A probe was due but nothing was claimable: with nothing at stake the sink is taken as available, and the
+    /// next delivery tells. Else status would say "unavailable" as long as the queue stays empty, and passes wake
+    /// for probes with nothing to send.
     public mutating func nothingToProbe(at now: Moment) -> Transition? {
         probeInFlight = false
         return record(Signal(answered: true), at: now)
@@ -217,8 +198,7 @@ public struct SinkAvailability: Sendable {
             schedule(after: policy.firstProbeDelay, at: now)
             return .becameUnavailable
         case .unavailable:
-            // A request that was in flight when the sink went down says nothing new; a probe's failure moves the
-            // next one further out.
+            // A request in flight when the sink went down says nothing new; a failed probe backs the next off.
             if signal.probe {
                 failedProbes += 1
                 schedule(after: backoff(afterFailedProbes: failedProbes), at: now)
@@ -227,26 +207,21 @@ public struct SinkAvailability: Sendable {
         }
     }
 
-    /// The wait after `failed` failed probes, before jitter: `firstProbeDelay` doubled once per failed probe,
-    /// capped at `longestProbeDelay` (5, 10, 20, 40, 60, 60 s … by default).
+    /// The wait after `failed` failed probes, before jitter: `firstProbeDelay` doubled per failed probe, capped at
+    /// `longestProbeDelay` (5, 10, 20, 40, 60, 60 s … by default).
     public func backoff(afterFailedProbes failed: Int) -> Duration {
-        let first = Self.milliseconds(policy.firstProbeDelay)
-        let longest = Self.milliseconds(policy.longestProbeDelay)
+        let first = policy.firstProbeDelay.wholeMilliseconds
+        let longest = policy.longestProbeDelay.wholeMilliseconds
         let (scaled, overflow) = first.multipliedReportingOverflow(by: Int64(1) << min(max(failed, 0), 40))
         return .milliseconds(overflow ? longest : min(longest, scaled))
     }
 
     private mutating func schedule(after wait: Duration, at now: Moment) {
-        let base = Self.milliseconds(wait)
+        let base = wait.wholeMilliseconds
         let most = Int64(Double(base) * policy.jitterShare)
         let jitter = most > 0 ? Int64(random.next() % UInt64(most + 1)) : 0
         var at = now.monotonic + .milliseconds(base + jitter)
         if let lastProbeStart { at = max(at, lastProbeStart + policy.probeSpacing) }
-        nextProbe = (at, now.wallMilliseconds + Self.milliseconds(at - now.monotonic))
-    }
-
-    static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds &* 1000 &+ attoseconds / 1_000_000_000_000_000
+        nextProbe = (at, now.wallMilliseconds + (at - now.monotonic).wholeMilliseconds)
     }
 }

@@ -2,10 +2,8 @@ import EventQueue
 import Logging
 import Synchronization
 
-/// The one `SinkAvailability` of a drainer, shared by its passes (the state outlives a pass: an outage spans many),
-/// the launch coordinator (a launch asks for a probe; the follow-up pass is set for the next probe) and the daemon's
-/// status and metrics. It reads the drainer's injected clock, so tests move time instead of sleeping, and logs each
-/// change of state once: a warning when the sink goes down, an info line when it comes back, probes at debug level.
+/// The one `SinkAvailability` of a drainer, shared by its passes (an outage spans many), the launch coordinator
+/// and the daemon's status and metrics. It reads the drainer's injected clock and logs each change of state once.
 public final class SinkAvailabilityMonitor: Sendable {
     private let state: Mutex<SinkAvailability>
     private let clock: any DrainClock
@@ -21,8 +19,6 @@ public final class SinkAvailabilityMonitor: Sendable {
     }
 
     public var snapshot: SinkAvailability.Snapshot { state.withLock { $0.snapshot } }
-
-    public var isUnavailable: Bool { state.withLock { $0.state == .unavailable } }
 
     /// What the drain loop may do now.
     public func admission() -> SinkAvailability.Admission {

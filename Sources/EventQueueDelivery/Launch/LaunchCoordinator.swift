@@ -5,15 +5,12 @@ import Synchronization
 /// Turns launches into drain passes, one at a time: the daemon's launch logic, kept apart from its transport
 /// (signals, the control socket, timers, systemd) so that it runs, and is tested, in-process.
 ///
-/// - **Coalescing.** Launches (SIGUSR1, `POST /launch`, `--drain-on-start`, the interval, a clock step, retry
-///   timers) start a pass when the coordinator is idle; any number of launches during a pass become exactly one
-///   more pass after it (one pending flag, `LaunchSnapshot.launchPending`).
-/// - **Follow-up passes.** After a pass it schedules the next one for the first retry's due time (or a held drain
-///   lock's expiry, or 5 s after a busy file), on the injected clock: a timer, not polling. While the sink is
-///   unavailable (`Drainer.availability`), the next one is the next probe's instead: the records are due at once,
-///   and their due time would wake the daemon for passes that may claim nothing.
-/// - **A launch probes.** A launch (not a timer) while the sink is unavailable brings the next probe forward to
-///   now (`SinkAvailability.requestProbe`): an app's launch is often the first sign that the network is back.
+/// - **Coalescing.** A launch starts a pass when the coordinator is idle; any number of launches during a pass
+///   become exactly one more pass after it (one pending flag).
+/// - **Follow-up passes.** After a pass a timer on the injected clock is set for the first retry's due time (or a
+///   held drain lock's expiry, or 5 s after a busy file); while the sink is unavailable, for the next probe
+///   instead (the records are due at once, and would wake passes that claim nothing).
+/// - **A launch probes.** A launch (not a timer) while the sink is unavailable brings the next probe forward.
 /// - **Shutdown.** `requestStop()` stops taking launches and makes the pass in flight stop claiming;
 ///   `run(until:shutdownTimeout:)` waits for that pass up to the timeout, then cancels it.
 ///
@@ -42,8 +39,7 @@ public actor LaunchCoordinator {
     private var followersOfThisPass: [AsyncStream<PassEvent>.Continuation] = []
     private var retryTimer: Task<Void, Never>?
 
-    /// `clock` should be the drainer's (`drainer.clock`), so that due times the drainer writes and the timers
-    /// that wait for them agree; it is the default.
+    /// `clock` should be the drainer's (the default), so the due times it writes and the timers agree.
     public init(
         drainer: Drainer, observer: any LaunchObserver, logger: Logger, clock: (any DrainClock)? = nil
     ) {
@@ -104,9 +100,8 @@ public actor LaunchCoordinator {
         followersOfThisPass = []
     }
 
-    /// Runs passes until `stop` returns, then stops taking launches (`requestStop`), gives the pass in flight up
-    /// to `shutdownTimeout` (on the clock) to finish its batches, and cancels it if it has not: the drainer then
-    /// applies what the sink reported and releases the rest. Returns whether the pass loop ended in time.
+    /// Runs passes until `stop` returns, then stops taking launches and gives the pass in flight up to
+    /// `shutdownTimeout` to finish before cancelling it. Returns whether the pass loop ended in time.
     public nonisolated func run(
         until stop: @escaping @Sendable () async -> Void, shutdownTimeout: Duration
     ) async -> Bool {
@@ -210,9 +205,8 @@ public actor LaunchCoordinator {
         }
     }
 
-    /// Arms the follow-up timer for wall-clock time `milliseconds`. The wait is measured on the monotonic side
-    /// of the clock once armed; the target is capped at the horizon, so a time written under a clock that went
-    /// back cannot park the daemon.
+    /// Arms the follow-up timer for wall-clock time `milliseconds`, waiting on the monotonic side, capped at the
+    /// horizon so a time written under a clock that went back cannot park the daemon.
     private func schedule(at milliseconds: Int64, delayMilliseconds: Int64? = nil) {
         retryTimer?.cancel()
         nextRetryAt = milliseconds
@@ -239,4 +233,88 @@ public actor LaunchCoordinator {
 
     /// How long a pass that found the file busy waits before the next try.
     static let busyRetryMilliseconds: Int64 = 5_000
+}
+
+/// What the coordinator tells its host about passes: the daemon turns these into metrics and systemd status
+/// lines; tests await them. Called on the coordinator's actor: keep them short and non-blocking.
+public protocol LaunchObserver: Sendable {
+    /// A pass starts (`passes` counts it).
+    func passStarted(_ passes: Int)
+    /// Records handed to the sink and not settled yet, after every batch (0 when the pass ends).
+    func recordsInFlight(_ count: Int)
+    /// A pass ended with `summary` after `duration` (monotonic, on the coordinator's clock).
+    func passFinished(_ summary: DrainSummary, duration: Duration)
+    /// A pass failed on a queue error after `duration`.
+    func passFailed(_ error: QueueError, duration: Duration)
+}
+
+extension LaunchObserver {
+    public func passStarted(_ passes: Int) {}
+    public func recordsInFlight(_ count: Int) {}
+    public func passFinished(_ summary: DrainSummary, duration: Duration) {}
+    public func passFailed(_ error: QueueError, duration: Duration) {}
+}
+
+/// What the launch coordinator is doing, as the daemon's `GET /status` reports it.
+public enum LaunchState: String, Sendable {
+    case idle, draining, stopping
+}
+
+/// The coordinator's state, copied out in one piece for a status request (or a test).
+public struct LaunchSnapshot: Sendable {
+    public var state: LaunchState
+    /// Passes started since the coordinator was created.
+    public var passes: Int
+    public var lastPass: PassRecord?
+    /// When the follow-up pass is scheduled (wall-clock milliseconds): the first retry's due time, or a held
+    /// drain lock's expiry.
+    public var nextRetryAtMilliseconds: Int64?
+    public var lastError: String?
+    /// Records handed to the sink and not settled yet (0 between passes).
+    public var inFlight = 0
+    /// A launch arrived that no pass has started for yet: one more pass will run.
+    public var launchPending = false
+    /// Whether the sink is available, and when it is not, since when, why and the next probe.
+    public var sink: SinkAvailability.Snapshot?
+}
+
+/// What a follower of a pass (`POST /launch?wait=true`, `queuectl drain --wait`) receives.
+public enum PassEvent: Sendable {
+    /// After every batch: the counts so far.
+    case progress(DrainSummary)
+    /// The pass ended.
+    case summary(DrainSummary)
+    /// The pass failed on a queue error (`cause`), or the daemon stopped before it could run (`cause` is nil).
+    /// The cause travels to the follower so that it exits as `drain --local` would (75 when the queue was busy).
+    case failed(String, cause: QueueError?)
+}
+
+/// One finished pass, for `GET /status`.
+public struct PassRecord: Sendable {
+    public var startedAtMilliseconds: Int64
+    public var endedAtMilliseconds: Int64
+    /// `nil` when the pass failed on a queue error (see `error`).
+    public var summary: DrainSummary?
+    public var error: String?
+
+    public init(
+        startedAtMilliseconds: Int64, endedAtMilliseconds: Int64, summary: DrainSummary?, error: String? = nil
+    ) {
+        self.startedAtMilliseconds = startedAtMilliseconds
+        self.endedAtMilliseconds = endedAtMilliseconds
+        self.summary = summary
+        self.error = error
+    }
+}
+
+/// A one-way-or-taken flag read from whatever thread: "stop requested", "a launch is pending".
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    var isSet: Bool { value.load(ordering: .acquiring) }
+
+    func set() { value.store(true, ordering: .releasing) }
+
+    /// Clears the flag; returns whether it was set.
+    func take() -> Bool { value.exchange(false, ordering: .acquiringAndReleasing) }
 }

@@ -10,23 +10,17 @@ import Synchronization
 /// `{"id": <record id>, "type": "event"|"attribute"|"purchase", "object": <the Braze object>}`, and one per
 /// erasure (`erase`): `{"id": <id>, "type": "erasure", "erasure": "<identifier type>", "object": <the identifier>}`.
 ///
-/// A batch is written with one `write` and then `fsync`ed before any record is reported delivered, so a record
-/// acked (deleted from the queue) is always in the file, even after a power loss. On a pipe or terminal
-/// (`jsonl:-` to stdout) there is nothing to fsync; the line is written before the ack all the same.
+/// A batch is written with one `write` and `fsync`ed before any record is reported delivered, so an acked record is
+/// in the file even after a power loss. A failed write (a full disk, an I/O error) is truncated back to where the
+/// batch began, so no fragment is left for the next line; the failure is the host's, so the batch is retried
+/// without an attempt and the pass stops (`.unavailable`).
 ///
-/// A failed write (a full disk, an I/O error) leaves the file as it was: it is truncated back to where the batch
-/// began, so no fragment is left for the next line to be glued to. Such a failure is the host's, not the records':
-/// the batch is retried without using up an attempt, and the pass stops (`.unavailable`) instead of spending the
-/// backlog's attempts on a disk that is still full.
+/// Rotation: before each batch the path is compared with the open file (device and inode) and opened again when
+/// it names another file or none; `reopen()` (SIGHUP) forces it. A batch written into a file removed meanwhile is
+/// retried into the new one.
 ///
-/// Rotation: before each batch the path is compared with the open file (device and inode); when it names another
-/// file or none (moved away by logrotate, removed), the path is opened again (created 0640), and `reopen()`
-/// (SIGHUP) does the same unconditionally. A batch found written into a file that was removed meanwhile (no
-/// link left) is not reported delivered: it is retried into the new file.
-///
-/// The `write` and `fsync` run on the sink's own dispatch queue, never on a Swift concurrency thread: an fsync
-/// blocks for milliseconds, and on a 2-core machine the cooperative pool has two threads (the hazard
-/// `QueueStore`'s executor exists to avoid).
+/// `write` and `fsync` run on the sink's own dispatch queue: an fsync blocks, and the cooperative pool may have
+/// only two threads.
 public final class JSONLinesSink: Sink {
     /// The open descriptor, and whether `reopen()` asked for the path to be opened again before the next batch.
     private struct OpenFile {
@@ -43,8 +37,7 @@ public final class JSONLinesSink: Sink {
     private let io = DispatchQueue(label: "eventqueue.jsonl-sink")
     /// The file's path; `nil` for stdout, which is never reopened nor truncated.
     private let path: String?
-    /// Whether the path names a regular file, the only kind that can be truncated back or rotated (not a
-    /// device such as /dev/full, not a FIFO).
+    /// Whether the path names a regular file, the only kind that can be truncated back or rotated.
     private let regular: Bool
     public let name: String
 
@@ -82,32 +75,38 @@ public final class JSONLinesSink: Sink {
         var buffer: [UInt8] = []
         buffer.reserveCapacity(batch.count * 256)
         for record in batch {
-            buffer.append(contentsOf: #"{"id":"#.utf8)
-            buffer.append(contentsOf: String(record.id).utf8)
-            buffer.append(contentsOf: #","type":""#.utf8)
-            buffer.append(contentsOf: record.kind.rawValue.utf8)
-            buffer.append(contentsOf: #"","object":"#.utf8)
-            record.object.serialize(into: &buffer)
-            buffer.append(contentsOf: "}\n".utf8)
+            Self.appendLine(to: &buffer, id: record.id, type: record.kind.rawValue, object: record.object)
         }
         return await writeLines(buffer, ids: batch.map(\.id))
     }
 
-    /// One line per erasure, in the records' stream: `{"id": <id>, "type": "erasure", "erasure": "external_ids",
-    /// "object": {"external_id": "u1"}}`, so whoever reads the file deletes the user where the records went, after
-    /// the lines of the user's earlier records and before those of later ones.
+    /// One line per erasure, in the records' stream, so whoever reads the file deletes the user where the records
+    /// went, after the user's earlier records and before later ones.
     public func erase(_ erasures: [OutgoingErasure]) async -> DeliveryReport {
         var buffer: [UInt8] = []
         for erasure in erasures {
-            buffer.append(contentsOf: #"{"id":"#.utf8)
-            buffer.append(contentsOf: String(erasure.id).utf8)
-            buffer.append(contentsOf: #","type":"erasure","erasure":""#.utf8)
-            buffer.append(contentsOf: erasure.identifierType.rawValue.utf8)
-            buffer.append(contentsOf: #"","object":"#.utf8)
-            JSONObject(members: [erasure.user.brazeMember]).serialize(into: &buffer)
-            buffer.append(contentsOf: "}\n".utf8)
+            Self.appendLine(
+                to: &buffer, id: erasure.id, type: "erasure", erasure: erasure.identifierType.rawValue,
+                object: JSONObject(members: [erasure.user.brazeMember]))
         }
         return await writeLines(buffer, ids: erasures.map(\.id))
+    }
+
+    /// `{"id":ID,"type":"TYPE"[,"erasure":"ERASURE"],"object":OBJECT}` and a newline.
+    private static func appendLine(
+        to buffer: inout [UInt8], id: Int64, type: String, erasure: String? = nil, object: JSONObject
+    ) {
+        buffer.append(contentsOf: #"{"id":"#.utf8)
+        buffer.append(contentsOf: String(id).utf8)
+        buffer.append(contentsOf: #","type":""#.utf8)
+        buffer.append(contentsOf: type.utf8)
+        if let erasure {
+            buffer.append(contentsOf: #"","erasure":""#.utf8)
+            buffer.append(contentsOf: erasure.utf8)
+        }
+        buffer.append(contentsOf: #"","object":"#.utf8)
+        object.serialize(into: &buffer)
+        buffer.append(contentsOf: "}\n".utf8)
     }
 
     /// Writes and syncs `bytes` on the sink's queue: every id delivered, or all retried without counting an attempt.
@@ -159,8 +158,8 @@ public final class JSONLinesSink: Sink {
         }
     }
 
-    /// Opens the path again when asked to, or when it no longer names the open file (moved or removed). A path
-    /// that cannot be opened keeps the old descriptor and fails the batch (retried, not counted).
+    /// Opens the path again when asked to, or when it no longer names the open file. A path that cannot be opened
+    /// keeps the old descriptor and fails the batch.
     private static func reopenIfRotated(_ file: inout OpenFile, path: String) -> LocalFailure? {
         var named = stat()
         var open = stat()

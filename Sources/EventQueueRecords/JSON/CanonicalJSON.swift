@@ -1,19 +1,15 @@
 /// One spelling for every JSON value that Braze receives as the same value: what `IdempotencyKey.digest` hashes,
 /// so that "the same record" means the same record, not the same bytes.
 ///
-/// Why: a retry by another writer (a Python or C writer, another JSON library, a writer in another language) may
-/// spell the same record differently: members in another order, `1.0` or `1e0` for `1`, `"\u0041"` for `"A"`.
-/// Compared byte for byte, such a retry was refused as "a different record" (exit 65; issue 32 #6). The record
-/// that is stored and sent keeps its own spelling; only the digest uses this one.
+/// A retry by another writer may spell the same record differently (members in another order, `1.0` for `1`,
+/// `"\u0041"` for `"A"`); compared byte for byte it would be refused as a different record. The record stored and
+/// sent keeps its own spelling; only the digest uses this one.
 ///
-/// The form (docs/SCHEMA.md, "Idempotency keys"): compact JSON; an object's members sorted by name (the names'
-/// UTF-8 bytes, which is code point order), at every depth; arrays in their order; strings with only `"`, `\`
-/// and control characters escaped, as `JSONValue.serialized` writes them (so any escaping a writer chose reads
-/// back as the same text); numbers as their exact decimal value, `[-]DIGITS[eEXPONENT]`, the digits without
-/// leading or trailing zeros and the exponent only when it is not 0 (`1`, `1.0`, `1e0`, `10E-1` are all `1`;
-/// `150` is `15e1`; `-0.5` is `-5e-1`; every zero is `0`). A number whose exponent needs more than 15 digits
-/// (only possible for one that is 0 as a `Double`) keeps its own text. Strings are not Unicode-normalized:
-/// precomposed and decomposed accents are different text to Braze too.
+/// The form (docs/SCHEMA.md, "Idempotency keys"): compact JSON; members sorted by name (UTF-8 bytes) at every
+/// depth; strings escaped as `JSONValue.serialized` writes them; numbers as their exact decimal value,
+/// `[-]DIGITS[eEXPONENT]` without leading or trailing zeros (`1.0`, `10E-1` are `1`; `150` is `15e1`; every zero
+/// is `0`), except an exponent of more than 15 digits, which keeps its text. Strings are not Unicode-normalized:
+/// they are different text to Braze too.
 package enum CanonicalJSON {
     /// The canonical form of `object`, as UTF-8.
     package static func bytes(of object: JSONObject) -> [UInt8] {

@@ -1,7 +1,6 @@
 /// A JSON number kept as its validated decimal text.
 ///
-/// Keeping the text (rather than a `Double`) means a number is delivered exactly as the writer gave it, and
-/// numbers that do not fit a `Double` can be rejected with a clear message instead of turning into `inf`.
+/// A number is delivered exactly as the writer gave it; one that does not fit a `Double` is refused, not `inf`.
 public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// The number as it appears in JSON, e.g. `42`, `-0.5`, `1e3`.
     public let text: String

@@ -1,7 +1,6 @@
 /// A JSON object whose members keep the order they were written in.
 ///
-/// Order matters for a queue: what a writer enqueued is what the sink receives, byte for byte, so operators
-/// can compare the two. Lookups are linear, which is the fastest choice for the small objects Braze takes.
+/// What a writer enqueued is what the sink receives, byte for byte. Lookups are linear: fastest for small objects.
 public struct JSONObject: Sendable, Hashable, Sequence {
     /// One `key: value` pair, in the order it was written.
     public struct Member: Sendable, Hashable {

@@ -2,25 +2,15 @@ extension JSONValue {
     /// Parses exactly one strict RFC 8259 JSON value, surrounded by optional whitespace.
     ///
     /// Strict because a queue stores what it accepted for later delivery: anything a lenient parser would
-    /// guess at (duplicate keys, lone surrogates, `NaN`, trailing commas) is rejected here, at enqueue time,
-    /// where the writer can still be told, instead of failing or silently changing meaning at delivery.
+    /// guess at (duplicate keys, lone surrogates, `NaN`, trailing commas) is rejected at enqueue, where the
+    /// writer can still be told.
     public static func parse(_ text: String, limits: JSONParseLimits = .init()) throws(JSONParseError) -> JSONValue {
-        var text = text
-        let result = text.withUTF8 { bytes in
-            Result { () throws(JSONParseError) -> JSONValue in
-                var parser = JSONByteParser(bytes: bytes, maxDepth: limits.maxDepth)
-                return try parser.parseDocument()
-            }
-        }
-        return try result.get()
+        try parse(utf8: text.utf8, limits: limits)
     }
 
-    /// Parses exactly one strict RFC 8259 JSON value from UTF-8 bytes, validating the encoding.
-    ///
-    /// This is the entry point for bytes straight from a file, socket or database column: it avoids building
-    /// a `String` first, and unlike `String(decoding:as:)` it rejects invalid UTF-8 instead of silently
-    /// replacing it with U+FFFD. Contiguous collections (`[UInt8]`, `ArraySlice`, buffer pointers) are parsed
-    /// in place; anything else is copied once.
+    /// Parses exactly one strict RFC 8259 JSON value from UTF-8 bytes, validating the encoding (unlike
+    /// `String(decoding:as:)`, invalid UTF-8 is an error, not U+FFFD). Contiguous collections are parsed in place;
+    /// anything else is copied once.
     public static func parse(
         utf8 bytes: some Collection<UInt8>,
         limits: JSONParseLimits = .init()
@@ -46,8 +36,8 @@ extension JSONNumber {
     }
 }
 
-/// The parser state: one pass over UTF-8 bytes, iterative (an explicit stack instead of recursion, so depth is
-/// bounded only by `maxDepth` and never by the thread's stack size).
+/// The parser state: one pass over UTF-8 bytes, iterative (an explicit stack, so depth is bounded by `maxDepth`,
+/// never by the thread's stack).
 struct JSONByteParser {
     private enum Kind {
         case root
@@ -76,8 +66,7 @@ struct JSONByteParser {
         }
     }
 
-    /// Up to this many members, duplicate keys are found by a linear scan (faster than hashing for the small
-    /// objects events consist of).
+    /// Up to this many members, duplicate keys are found by a linear scan (faster than hashing small objects).
     private static let linearKeyLimit = 16
 
     let bytes: UnsafeBufferPointer<UInt8>
@@ -336,8 +325,7 @@ struct JSONByteParser {
 
     // MARK: Strings
 
-    /// Parses a string starting at its opening quote. Strings without escapes (nearly all of them) become a
-    /// `String` straight from the input bytes.
+    /// Parses a string at its opening quote; one without escapes becomes a `String` straight from the bytes.
     private mutating func parseString() throws(JSONParseError) -> String {
         let contentStart = index + 1
         var position = contentStart
@@ -436,8 +424,7 @@ struct JSONByteParser {
         throw JSONParseError(offset: contentStart - 1, message: "unterminated string")
     }
 
-    /// Decodes `\uXXXX` (or a `\uXXXX\uXXXX` surrogate pair) at `position`; lone surrogates are an error
-    /// because they cannot be represented in UTF-8 and would otherwise be silently replaced.
+    /// Decodes `\uXXXX` (or a surrogate pair) at `position`; a lone surrogate is an error: UTF-8 cannot hold it.
     private func parseUnicodeEscape(at position: Int) throws(JSONParseError) -> Unicode.Scalar {
         guard let first = hex4(at: position + 2) else {
             throw JSONParseError(offset: position, message: "invalid \\u escape: expected 4 hex digits")

@@ -1,9 +1,8 @@
 extension JSONValue {
     /// The value as compact JSON text (no insignificant whitespace, members in stored order).
     ///
-    /// Compact and canonical for a given value because the queue stores and delivers this exact text:
-    /// `JSONValue.parse` of it gives the same value back, and serializing a parsed compact document reproduces
-    /// it byte for byte, so what a writer enqueued is what a sink receives.
+    /// Serializing a parsed compact document reproduces it byte for byte: what a writer enqueued is what a sink
+    /// receives.
     public var serialized: String {
         var writer = JSONWriter()
         writer.write(self)
@@ -12,8 +11,7 @@ extension JSONValue {
 
     /// Appends the compact JSON text of this value to `buffer` as UTF-8.
     ///
-    /// Appending to a caller-owned buffer lets a batch of events be written into one reused allocation (for a
-    /// request body or a database blob) without creating an intermediate `String` per value.
+    /// A batch of values can be written into one reused buffer, without a `String` per value.
     public func serialize(into buffer: inout [UInt8]) {
         var writer = JSONWriter()
         writer.write(self)
@@ -31,8 +29,6 @@ extension JSONValue {
 extension JSONObject {
     /// The object as compact JSON text, members in stored order (see `JSONValue.serialized`).
     ///
-    /// Offered directly on `JSONObject` because event payloads are objects, and wrapping one in
-    /// `JSONValue.object` just to serialize it reads poorly at call sites.
     public var serialized: String { JSONValue.object(self).serialized }
 
     /// Appends the object's compact JSON text to `buffer` as UTF-8 (see `JSONValue.serialize(into:)`).
@@ -41,8 +37,8 @@ extension JSONObject {
 
 /// A growable byte buffer written through a raw pointer.
 ///
-/// Serializing appends many tiny pieces; doing that straight into an `[UInt8]` pays a uniqueness and capacity
-/// check per append (measured about 1.5x slower for a typical event). The finished bytes are copied out once.
+/// Appending tiny pieces straight into an `[UInt8]` pays a uniqueness and capacity check each (about 1.5x slower
+/// for a typical event); the finished bytes are copied out once.
 struct JSONWriter: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     private var count = 0
@@ -109,10 +105,15 @@ struct JSONWriter: ~Copyable {
     /// Writes `string` quoted. Only `"`, `\` and control characters are escaped; everything else (including
     /// `/`, U+2028/U+2029 and all non-ASCII text) is copied as raw UTF-8, in bulk runs.
     mutating func writeQuoted(_ string: String) {
-        let done: Void? = string.utf8.withContiguousStorageIfAvailable { writeQuoted(utf8: $0) }
-        if done == nil {
+        Self.withUTF8(of: string) { writeQuoted(utf8: $0) }
+    }
+
+    /// `string`'s UTF-8 in place, or a copy's when it is not contiguous (a bridged string).
+    @inline(__always)
+    private static func withUTF8(of string: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        if string.utf8.withContiguousStorageIfAvailable(body) == nil {
             var copy = string
-            copy.withUTF8 { writeQuoted(utf8: $0) }
+            copy.withUTF8(body)
         }
     }
 
@@ -236,10 +237,6 @@ struct JSONWriter: ~Copyable {
 
     /// Writes text that needs no escaping (number text).
     private mutating func writeRaw(_ text: String) {
-        let done: Void? = text.utf8.withContiguousStorageIfAvailable { writeBytes($0) }
-        if done == nil {
-            var copy = text
-            copy.withUTF8 { writeBytes($0) }
-        }
+        Self.withUTF8(of: text) { writeBytes($0) }
     }
 }

@@ -1,9 +1,7 @@
 /// A JSON document as EventQueue stores and delivers it.
 ///
-/// EventQueue carries its own small JSON model instead of Foundation's because the writer library must stay
-/// dependency-free and cheap to load in a short-lived extension process, and because a queue has to be exact
-/// about what it stores: object members keep their order, numbers keep their original digits (a 19-digit id
-/// survives a round trip), and duplicate keys are an error rather than a silent "last one wins".
+/// Not Foundation's: the writer library stays dependency-free and cheap to load, and a queue must be exact about
+/// what it stores (members keep their order, numbers their digits, duplicate keys are an error).
 public enum JSONValue: Sendable, Hashable {
     /// `null`.
     case null

@@ -1,7 +1,6 @@
 /// The ISO code lists that Braze's standard fields and purchases are checked against at enqueue.
 ///
-/// Written out rather than read from the system (ICU, iso-codes) so that validation behaves the same on every
-/// machine and costs one hash lookup. Review these when ISO publishes a change; each list says what it holds.
+/// Written out, not read from the system, so validation is the same on every machine. Review on ISO changes.
 enum ISOCodes {
     /// ISO 3166-1 alpha-2: all 249 officially assigned country codes, uppercase (`US`, `DE`, `AX`, `SS`).
     /// User-assigned (`XK`, `ZZ`) and reserved codes (`UK`, `EU`) are not included.

@@ -1,10 +1,8 @@
 /// The idempotency-key rule, in one place for every writer path (`RecordEncoder`, `QueueWriter`, `QueueBatch`,
 /// salvage): which keys are valid, whose key it is, and what "the same record" means.
 ///
-/// Why: a key names one record of one user (issue 22 #6). A campaign's push id is shared by all its users, so a
-/// key unique across users silently dropped every user's record but the first; and a key reused for another
-/// record of the same user is a writer's mistake that must be refused, as payment APIs do, never taken for a
-/// retry.
+/// A key names one record of one user: a campaign's push id is shared by all its users, and a key reused for
+/// another record of the same user is a writer's mistake to refuse, as payment APIs do, not a retry.
 package enum IdempotencyKey {
     /// 1 to 255 bytes of UTF-8 without NUL: the columns' CHECK, and SQLite's `length()` stops at a NUL.
     package static func isValid(_ key: String) -> Bool {
@@ -20,19 +18,15 @@ package enum IdempotencyKey {
             legacyDigest: legacyDigest(kind: record.kind, object: record.object))
     }
 
-    /// The record's digest as the caller gave it (before the writer fills in `time` or a purchase's `quantity`),
-    /// so that a retry of the same record matches although its default time is later: FNV-1a 64 over the kind,
-    /// a NUL and the object's canonical form (`CanonicalJSON`: members sorted, numbers by value), as a signed
-    /// 64-bit integer (`records.record_digest`), so that a retry spelled differently (members in another order,
-    /// `1.0` for `1`) is still the same record. Not cryptographic: it only has to tell an honest writer's different
-    /// records apart (docs/SCHEMA.md).
+    /// The record's digest as the caller gave it (before `time` or `quantity` is filled in, so a retry matches):
+    /// FNV-1a 64 over the kind, a NUL and the object's canonical form (`CanonicalJSON`), so a retry spelled
+    /// differently is still the same record. Not cryptographic: it only tells an honest writer's records apart.
     package static func digest(kind: RecordKind, object: JSONObject) -> Int64 {
         digest(kind: kind, payload: CanonicalJSON.bytes(of: object))
     }
 
-    /// The digest writers of 1.2.0 and 1.3.0 stored: FNV-1a 64 over the kind, a NUL and the object's compact
-    /// JSON in the caller's member order and number spelling. Still accepted as the same record
-    /// (`isSameRecord`), so that a retry by this release of a record an older writer queued is still a retry.
+    /// The digest writers of 1.2.0 and 1.3.0 stored (over the compact JSON as given), still accepted as the same
+    /// record (`isSameRecord`), so a retry of a record an older writer queued is still a retry.
     package static func legacyDigest(kind: RecordKind, object: JSONObject) -> Int64 {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(256)
@@ -40,11 +34,8 @@ package enum IdempotencyKey {
         return digest(kind: kind, payload: bytes)
     }
 
-    /// Whether a row whose `record_digest` is `stored` holds the record `scope` describes. A row without a digest
-    /// (queued before schema 6, or by a writer that leaves it `NULL`) is taken for the same record: there is
-    /// nothing to tell them apart by. A digest is the same record when it is this record's canonical digest
-    /// (stored by this release) or its legacy one (stored by 1.2.0 and 1.3.0, and by foreign writers that hash
-    /// their compact JSON).
+    /// Whether a row whose `record_digest` is `stored` holds the record `scope` describes: its canonical or legacy
+    /// digest, or no digest at all (nothing to tell them apart by).
     package static func isSameRecord(storedDigest stored: Int64?, as scope: KeyScope) -> Bool {
         guard let stored else { return true }
         return stored == scope.digest || stored == scope.legacyDigest

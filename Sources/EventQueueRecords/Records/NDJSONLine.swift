@@ -1,9 +1,6 @@
-/// How NDJSON input is cut into records: what `queuectl enqueue --ndjson` reads, and what the fuzz target and
-/// its oracle (Tests/EventQueueRecordsTests/HostileInputOracle.swift) feed through the same rules.
-///
-/// Lines end at `\n`; a `\r` before it is dropped (files written on Windows); the last line needs no `\n`. A
-/// line of only spaces and tabs is skipped but still counted, so line numbers in error messages are those an
-/// editor shows. A line must be UTF-8 before it is parsed as JSON.
+/// How NDJSON input is cut into records (`queuectl enqueue --ndjson`, the fuzz target and its oracle). Lines end
+/// at `\n` (a `\r` before it is dropped; the last needs none). A blank line is skipped but counted, so line
+/// numbers are an editor's. A line must be UTF-8.
 package enum NDJSONLine: Sendable, Hashable {
     /// Empty, or only spaces and tabs: skipped.
     case blank

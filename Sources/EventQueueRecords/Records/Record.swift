@@ -1,8 +1,7 @@
 /// One analytics record: a Braze object of one kind, exactly as it will be sent.
 ///
-/// A record is the Braze object itself (identifier included) rather than a model of our own, so that what a
-/// writer enqueues is what the API receives and nothing is lost in translation. Build one with the factory
-/// methods or from an NDJSON line; it is checked against Braze's rules when it is enqueued.
+/// The Braze object itself (identifier included), so what a writer enqueues is what the API receives. Build one
+/// with the factory methods or from an NDJSON line; it is checked against Braze's rules at enqueue.
 public struct Record: Sendable, Hashable {
     /// Which of Braze's arrays the object goes into.
     public var kind: RecordKind

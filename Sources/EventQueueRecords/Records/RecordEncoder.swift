@@ -8,9 +8,6 @@ package struct EncodedRecord: Sendable {
     package var idempotencyKey: String?
     /// For a keyed record: the digest of the record as given and its stored `user_key` (`IdempotencyKey`).
     package var keyScope: KeyScope?
-    // The file derives `user_key` from the payload (Migrations/0001_init.sql), for this writer and foreign ones
-    // alike. Only a keyed record works it out here too (`keyScope`, the same derivation in Swift), to look its key
-    // up among the user's keys in the INSERT; an unkeyed record carries no user.
 
     /// A record encoded earlier and kept apart (`queuectl enqueue --ndjson` keeps its check pass's payloads).
     package init(
@@ -96,11 +93,8 @@ package enum RecordEncoder {
             keyScope: scope)
     }
 
-    /// Gives an event or a purchase without `time` the time it was enqueued: the time of the interaction, not of
-    /// delivery, since a record may wait days for the app's next launch. Attributes have no `time`.
-    ///
-    /// The writer does it before storing; `StoredPayload.check` (the consumer, `dead retry`, salvage) does it
-    /// again for records a foreign writer stored without one, with the row's `created_at_ms`, so that all agree.
+    /// Gives an event or a purchase without `time` the time it was enqueued (the interaction's, not delivery's: a
+    /// record may wait days). `StoredPayload.check` does the same for rows a foreign writer stored without one.
     package static func fillInTime(_ object: inout JSONObject, kind: RecordKind, enqueuedAtMilliseconds: Int64) {
         if kind == .event || kind == .purchase, object["time"] == nil {
             object["time"] = .string(ISO8601.format(unixMilliseconds: enqueuedAtMilliseconds))

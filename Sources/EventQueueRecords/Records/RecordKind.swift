@@ -36,7 +36,4 @@ public enum RecordKind: String, Sendable, Hashable, CaseIterable {
         case .identify, .alias, .merge: return true
         }
     }
-
-    /// The kinds of `/users/track`, for messages.
-    static let trackKinds = "event, attribute, purchase"
 }

@@ -56,13 +56,9 @@ extension RecordValidator {
             guard case .string(let string) = value else { throw typeError(key, "a string", value) }
             try checkLength(string, field: key, allowEmpty: true)
         case .gender:
-            try checkEnumeration(key, value, allowed: "M, F, O, N, P") { gender in
-                gender == "M" || gender == "F" || gender == "O" || gender == "N" || gender == "P"
-            }
+            try checkEnumeration(key, value, allowed: ["M", "F", "O", "N", "P"])
         case .emailSubscribe, .pushSubscribe:
-            try checkEnumeration(key, value, allowed: "opted_in, subscribed, unsubscribed") { state in
-                state == "opted_in" || state == "subscribed" || state == "unsubscribed"
-            }
+            try checkEnumeration(key, value, allowed: ["opted_in", "subscribed", "unsubscribed"])
         case .dob:
             try checkFormatted(
                 key, value, rule: "must be a date of birth in the form YYYY-MM-DD, or null",
@@ -84,11 +80,11 @@ extension RecordValidator {
         }
     }
 
-    /// A profile field that is null (unset it) or a string in a checked format; `rule` describes the format.
+    /// A string in a checked format (or null, unsetting a profile field, when `nullable`); `rule` describes it.
     static func checkFormatted(
-        _ field: String, _ value: JSONValue, rule: String, isValid: (String) -> Bool
+        _ field: String, _ value: JSONValue, rule: String, nullable: Bool = true, isValid: (String) -> Bool
     ) throws(ValidationError) {
-        if case .null = value { return }
+        if nullable, case .null = value { return }
         guard case .string(let text) = value else {
             throw ValidationError(field: field, rule: "\(rule) (got \(value.typeName))")
         }
@@ -99,20 +95,19 @@ extension RecordValidator {
         ValidationError(field: field, rule: "must be \(expected) or null (got \(value.typeName))")
     }
 
-    /// A string from a fixed set, or null; `allowed` lists the set for the error message.
-    static func checkEnumeration(
-        _ field: String, _ value: JSONValue, allowed: String, isAllowed: (String) -> Bool
-    ) throws(ValidationError) {
+    /// A string from a fixed set, or null.
+    static func checkEnumeration(_ field: String, _ value: JSONValue, allowed: [String]) throws(ValidationError) {
         let got: String
         switch value {
         case .null: return
         case .string(let string):
-            if isAllowed(string) { return }
+            if allowed.contains(string) { return }
             got = quoted(string)
         default:
             got = value.typeName
         }
-        throw ValidationError(field: field, rule: "must be one of \(allowed) or null (got \(got))")
+        throw ValidationError(
+            field: field, rule: "must be one of \(allowed.joined(separator: ", ")) or null (got \(got))")
     }
 
     /// "UTC", or `/`-separated segments of `[A-Za-z0-9_+-]`, the first starting with an uppercase letter.

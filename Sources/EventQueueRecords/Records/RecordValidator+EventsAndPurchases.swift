@@ -64,13 +64,10 @@ extension RecordValidator {
     }
 
     static func checkCurrency(_ value: JSONValue) throws(ValidationError) {
-        let rule = "must be an active ISO 4217 currency code in uppercase, such as USD"
-        guard case .string(let code) = value else {
-            throw ValidationError(field: "currency", rule: "\(rule) (got \(value.typeName))")
-        }
-        guard code.utf8.count == 3, ISOCodes.currencies.contains(code) else {
-            throw ValidationError(field: "currency", rule: "\(rule) (got \(quoted(code)))")
-        }
+        try checkFormatted(
+            "currency", value, rule: "must be an active ISO 4217 currency code in uppercase, such as USD",
+            nullable: false
+        ) { $0.utf8.count == 3 && ISOCodes.currencies.contains($0) }
     }
 
     static func checkQuantity(_ value: JSONValue) throws(ValidationError) {

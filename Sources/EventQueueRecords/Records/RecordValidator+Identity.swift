@@ -24,6 +24,12 @@ extension RecordValidator {
         ValidationError(field: "record", rule: "names more than one user (\(list(Array(keys)))); give exactly one")
     }
 
+    /// Checks the identifier of a user to erase (`forget`) as `enqueue` checks a record's, so that a deletion the
+    /// queue keeps is one Braze can take.
+    package static func checkUser(_ user: UserIdentity) throws(ValidationError) {
+        _ = try identity(user.brazeMember)
+    }
+
     /// Checks the member that names the user and returns that user.
     static func identity(_ member: JSONObject.Member) throws(ValidationError) -> UserIdentity {
         let key = member.key
@@ -86,7 +92,7 @@ extension RecordValidator {
     /// An identifier string: 1 to 255 characters, no control characters.
     static func checkIdentifier(_ value: String, field: String) throws(ValidationError) {
         try checkLength(value, field: field, allowEmpty: false)
-        if hasControlCharacter(value), let control = firstControlCharacter(value) {
+        if let control = controlCharacter(in: value) {
             throw ValidationError(field: field, rule: "must not contain control characters (found \(control))")
         }
     }
@@ -102,11 +108,10 @@ extension RecordValidator {
         var domainFirst: UInt8 = 0
         var domainLast: UInt8 = 0
         var nonASCII = false
+        let whitespace = ValidationError(
+            field: field, rule: "must be an email address without whitespace or control characters")
         for byte in email.utf8 {
-            if byte <= 0x20 || byte == 0x7F {
-                throw ValidationError(
-                    field: field, rule: "must be an email address without whitespace or control characters")
-            }
+            if byte <= 0x20 || byte == 0x7F { throw whitespace }
             if byte >= 0x80 { nonASCII = true }
             if byte == UInt8(ascii: "@") {
                 atCount += 1
@@ -121,8 +126,7 @@ extension RecordValidator {
         }
         if nonASCII {
             for scalar in email.unicodeScalars where scalar.properties.isWhitespace || isControl(scalar) {
-                throw ValidationError(
-                    field: field, rule: "must be an email address without whitespace or control characters")
+                throw whitespace
             }
         }
         guard atCount == 1 else {

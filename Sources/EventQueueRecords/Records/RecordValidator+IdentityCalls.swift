@@ -1,13 +1,12 @@
-/// The identity calls (`identify`, `alias`, `merge`): a row names two users, the one it is filed under (its own
-/// identifier member, as any record) and the other one, under the member named after the kind, so that both the
-/// queue file (`records.other_user_key`, Migrations/0008) and Braze's item can be read from it:
+/// The identity calls (`identify`, `alias`, `merge`): a row names the user it is filed under (its own identifier
+/// member) and the other one, under the member named after the kind (`records.other_user_key`):
 ///
 ///     {"external_id":"U1","identify":{"user_alias":{"alias_name":"dev-1","alias_label":"device_id"}}}
 ///     {"external_id":"U1","alias":{"user_alias":{"alias_name":"crm-7","alias_label":"crm"}}}
 ///     {"external_id":"kept","merge":{"email":"old@example.com"}}
 extension RecordValidator {
     /// Checks an identity call; returns the user it is filed under and the other one. Nothing but the two
-    /// identities may be in it: Braze's items have no other fields this queue would carry.
+    /// identities may be in it.
     public static func validateIdentityCall(
         kind: RecordKind, _ object: JSONObject
     ) throws(ValidationError) -> (user: UserIdentity, other: UserIdentity) {
@@ -103,9 +102,8 @@ extension Record {
 }
 
 extension UserIdentity {
-    /// The other user an identity call names (the rule of the generated column `records.other_user_key`,
-    /// Migrations/0008: the object under the member named after the kind, filed as `init(filing:)` files a
-    /// record); `nil` for every other kind.
+    /// The other user an identity call names (the rule of the column `records.other_user_key`); `nil` for every
+    /// other kind.
     package init?(filingOther object: JSONObject, kind: RecordKind) {
         guard kind.isIdentityCall, case .object(let other)? = object[kind.rawValue] else { return nil }
         self.init(filing: other)

@@ -1,6 +1,6 @@
 extension RecordValidator {
-    /// A member name the rules know, recognized by its length and first byte and then one comparison: this runs
-    /// on every key of every record, and comparing a key with a dozen names in turn would dominate the check.
+    /// A member name the rules know, recognized by its length and first byte, then one comparison (this runs on
+    /// every key of every record).
     enum Key: Equatable {
         case externalID, brazeID, userAlias, email, phone, aliasName, aliasLabel
         case name, time, properties, appID, updateExistingOnly, mergeObjects

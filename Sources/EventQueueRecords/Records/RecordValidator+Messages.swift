@@ -33,11 +33,10 @@ extension RecordValidator {
         return found ?? string.unicodeScalars.contains(where: isControl)
     }
 
-    /// The first control character of a key, described (`U+0000`), or nil. Keys are names: a NUL or escape
-    /// sequence in one has no use, and a consumer that reads keys as C strings would see `external_id\u0000` as a
-    /// second `external_id`.
-    static func controlCharacter(inKey key: String) -> String? {
-        hasControlCharacter(key) ? firstControlCharacter(key) : nil
+    /// The first control character of a key or identifier, described (`U+0000`), or nil: a consumer that reads
+    /// keys as C strings would see `external_id\u0000` as a second `external_id`.
+    static func controlCharacter(in string: String) -> String? {
+        hasControlCharacter(string) ? firstControlCharacter(string) : nil
     }
 
     /// The first control character in `string`, described for an error message, or nil.

@@ -30,12 +30,10 @@ extension RecordValidator {
         return (length == 4 && key == "time") || (length == 10 && key == "event_name")
     }
 
-    /// A value inside `properties` or a nested custom attribute: strings at most 255 characters, object keys 1 to
-    /// 255 characters not starting with `$`, anything else as JSON allows.
-    ///
-    /// Adds to `bound` an upper bound of the value's serialized size (every string byte counted as if it had to be
-    /// escaped as `\u00XX`), so the caller only serializes to measure when the bound is over its limit. Errors
-    /// carry the path below this value (`""`, `.key`, `[3].key`); the caller puts its own path in front.
+    /// A value inside `properties` or a nested custom attribute: strings at most 255 characters, object keys by
+    /// `checkName`, anything else as JSON allows. Adds to `bound` an upper bound of its serialized size (every
+    /// string byte as `\u00XX`), so the caller serializes to measure only above its limit. Errors carry the path
+    /// below this value (`""`, `.key`, `[3].key`).
     static func checkNested(_ value: JSONValue, bound: inout Int) throws(ValidationError) {
         switch value {
         case .null, .bool:
@@ -62,8 +60,7 @@ extension RecordValidator {
         }
     }
 
-    /// `checkNested` of a value at `path` (relative to the caller's own path, or absolute), with errors put under
-    /// that path; the path is only built when there is an error.
+    /// `checkNested` of a value at `path`, with errors put under it; the path is only built for an error.
     static func checkNested(
         _ value: JSONValue, bound: inout Int, under path: @autoclosure () -> String
     ) throws(ValidationError) {
@@ -74,11 +71,9 @@ extension RecordValidator {
         }
     }
 
-    /// A name chosen by the writer: a property name, an attribute name, or a key of a nested object. All three
-    /// follow one rule (1 to 255 characters, not starting with `$`, no control characters); only the words differ.
-    /// `path` is put in front of `key` to name the field (`properties.`, `` for an attribute, `.` for a nested key,
-    /// which the caller puts under its own path); an empty key is reported on `emptyKeyField`, since it has no
-    /// name of its own. The path is only built when there is an error to report.
+    /// A name chosen by the writer (property, attribute or nested key): 1 to 255 characters, not starting with `$`,
+    /// no control characters. `path` goes in front of `key` to name the field; an empty key is reported on
+    /// `emptyKeyField`.
     static func checkName(
         _ key: String, path: String, emptyKeyField: String, noun: String
     ) throws(ValidationError) {
@@ -93,7 +88,7 @@ extension RecordValidator {
         if key.utf8.first == UInt8(ascii: "$") {
             throw ValidationError(field: path + key, rule: "is not a valid \(noun): it must not start with $")
         }
-        if let control = controlCharacter(inKey: key) {
+        if let control = controlCharacter(in: key) {
             throw ValidationError(
                 field: path + key,
                 rule: "is not a valid \(noun): it must not contain control characters (found \(control))")

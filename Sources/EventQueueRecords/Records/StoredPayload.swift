@@ -1,10 +1,8 @@
 /// The one rule for a payload read back from the queue file: parse it, require an object, give an event or a
 /// purchase without `time` its enqueue time (`RecordEncoder.fillInTime`), and validate it as the writer would.
 ///
-/// Why one home: the consumer (before sending), `dead retry` (before making a dead letter pending again) and
-/// salvage (before copying a row) must agree on what is sendable, or a record salvage keeps is one the daemon
-/// dead-letters, and a dead letter `dead retry` revives goes dead again at once. Records our writer stored always
-/// pass; a foreign writer (any SQLite client) may have stored anything.
+/// One home, because the consumer, `dead retry` and salvage must agree on what is sendable (or a revived dead
+/// letter goes dead again at once). A foreign writer (any SQLite client) may have stored anything.
 package enum StoredPayload {
     /// Why a stored payload is not sendable.
     package enum Problem: Error, Sendable, CustomStringConvertible {
@@ -38,9 +36,8 @@ package enum StoredPayload {
         checkForSending(payload, kind: kind, createdAtMilliseconds: createdAtMilliseconds).map(\.object)
     }
 
-    /// `check`, and whether `payload` itself spells the object to send: true when nothing was filled in. The
-    /// parser is strict (no duplicate keys, lone surrogates or invalid UTF-8), so such a payload reads as the same
-    /// object in any JSON parser and can be sent as it is, without serializing the object again.
+    /// `check`, and whether `payload` itself spells the object to send (nothing was filled in): the parser is
+    /// strict, so such a payload reads as the same object in any parser and is sent as it is.
     package static func checkForSending(
         _ payload: String, kind: RecordKind, createdAtMilliseconds: Int64
     ) -> Result<(object: JSONObject, payloadIsObject: Bool), Problem> {

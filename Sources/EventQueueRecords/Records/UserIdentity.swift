@@ -14,14 +14,10 @@ public enum UserIdentity: Sendable, Hashable {
     /// A phone number (`phone`, E.164 recommended).
     case phone(String)
 
-    /// The user the queue files `object` under: the rule of the generated column `records.user_key`
-    /// (Migrations/0008_identity_keys_and_queue_clock.sql), in its order (`external_id`, `braze_id`, `user_alias`, `email`, `phone`, the
-    /// first that is a string, or the alias when it is an object). `nil` when the column derives no user (the row
-    /// would be refused), and also when an alias member is a number, boolean, object or array, which SQLite turns
-    /// into text by rules of its own: such a record cannot pass Braze's checks, and is refused as naming no user
-    /// rather than guessed at. The column is the rule; this is its one Swift home, which writers ask before an
-    /// insert that must know the user (a key's scope, a dead letter), checked against SQLite for every shape of
-    /// identity (`UserKeyRuleTests`).
+    /// The user the queue files `object` under: the Swift copy of the generated column `records.user_key`'s rule
+    /// (the first string of `external_id`, `braze_id`, `user_alias`, `email`, `phone`), checked against SQLite by
+    /// `UserKeyRuleTests`. `nil` when the column derives no user, and when an alias member is not a string (SQLite
+    /// would turn it into text by rules of its own; such a record cannot pass Braze's checks).
     package init?(filing object: JSONObject) {
         if case .string(let id) = object["external_id"] {
             self = .externalID(id)
@@ -41,12 +37,10 @@ public enum UserIdentity: Sendable, Hashable {
         }
     }
 
-    /// The string the queue files this user's records under: the value of `records.user_key`, which the queue
-    /// file derives itself, in SQL, from the stored payload, so that every writer, foreign ones included, gets the
-    /// same ordering (`init(filing:)` says which user that is). No two identities share one: each kind has its own
-    /// prefix, and an alias label that holds a colon is written in hex (`user_alias#HEX:name`), so that the first
-    /// colon after the prefix always ends the label (Migrations/0008_identity_keys_and_queue_clock.sql: before, label `a` + name
-    /// `b:c` and label `a:b` + name `c` were one user).
+    /// The string the queue files this user's records under: the value of `records.user_key`, derived in SQL from
+    /// the stored payload so that every writer gets the same ordering. No two identities share one: each kind has
+    /// its own prefix, and an alias label with a colon is written in hex (`user_alias#HEX:name`), so the first colon
+    /// after the prefix always ends the label.
     public var orderingKey: String {
         switch self {
         case .externalID(let id): return "external_id:" + id

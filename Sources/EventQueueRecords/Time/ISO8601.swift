@@ -1,21 +1,18 @@
 /// ISO 8601 timestamps as the queue stores them (Unix milliseconds) and as Braze reads and writes them.
 ///
-/// Implemented by hand, without Foundation, so the core library stays small enough to load in short-lived
-/// extension processes. Parsing accepts the shapes Braze accepts (not every ISO 8601 variant), so a
-/// timestamp that passes here at enqueue time is one the sink can deliver later.
+/// By hand, without Foundation, so the core library stays cheap to load. Parsing accepts the shapes Braze accepts,
+/// so a timestamp that passes at enqueue is one the sink can deliver.
 public enum ISO8601 {
     private static let millisecondsPerDay: Int64 = 86_400_000
 
     /// Formats a Unix time as `2026-11-22T04:17:10.123Z`: always UTC and always three fraction digits.
     ///
-    /// One fixed shape (rather than dropping a zero fraction) keeps stored and delivered timestamps sortable
-    /// as text and comparable byte for byte. Years outside 0000–9999 get as many digits as needed and a
-    /// leading `-` when negative; such timestamps are not accepted by `parse`.
+    /// One fixed shape keeps timestamps sortable as text. Years outside 0000–9999 get as many digits as needed
+    /// (and a `-` when negative); `parse` does not accept them.
     public static func format(unixMilliseconds: Int64) -> String {
         let (days, millisecondOfDay) = floorDivide(unixMilliseconds, by: millisecondsPerDay)
         let (year, month, day) = civil(fromDays: days)
-        // At most 1 sign + 19 year digits + 20 = 40 bytes (in practice 30: Int64 milliseconds end in year
-        // 292,278,994).
+        // At most 1 sign + 19 year digits + 20 = 40 bytes.
         return String(unsafeUninitializedCapacity: 40) { buffer in
             var position = 0
             func put(_ byte: UInt8) {
@@ -66,9 +63,8 @@ public enum ISO8601 {
     ///   (`2026-11-22T04:17:10:123Z`, exactly three digits after a colon);
     /// - then `Z`, `z`, `±HH:MM`, `±HHMM`, or nothing (read as UTC, as Braze does).
     ///
-    /// Every field is range-checked (including the day against the month and leap years) instead of being
-    /// normalized, because a date like February 30 is a bug in the writer that should surface at enqueue.
-    /// A leap second (`:60`) is read as `:59` since Unix time cannot represent it.
+    /// Every field is range-checked, not normalized: February 30 is a writer's bug to surface at enqueue. A leap
+    /// second (`:60`) is read as `:59`.
     public static func parse(_ text: String) -> Int64? {
         var text = text
         return text.withUTF8 { parse(bytes: $0) }
@@ -76,8 +72,7 @@ public enum ISO8601 {
 
     /// Checks a calendar date in the exact form `YYYY-MM-DD` (years 0001–9999).
     ///
-    /// Used for Braze's `dob` attribute, which is a date with no time or zone; rejecting impossible dates
-    /// (`2023-02-29`) here gives the writer an error instead of a silently dropped attribute.
+    /// Braze's `dob`: an impossible date (`2023-02-29`) is an error here, not an attribute Braze drops.
     public static func isValidDate(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { bytes in

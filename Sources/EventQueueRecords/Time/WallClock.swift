@@ -2,8 +2,8 @@
     import Glibc
 #endif
 
-/// Time sources. Record times are wall-clock (they describe when something happened, and must survive a
-/// reboot); durations inside one process (timeouts) use the monotonic clock so a clock change cannot stretch them.
+/// Time sources: record times are wall-clock (they must survive a reboot); durations inside one process use the
+/// monotonic clock, so a clock change cannot stretch them.
 public enum WallClock {
     /// Now, as UTC Unix milliseconds.
     public static func nowMilliseconds() -> Int64 {

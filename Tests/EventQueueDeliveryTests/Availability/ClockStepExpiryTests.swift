@@ -42,7 +42,7 @@ struct ClockStepExpiryTests {
         let sink = DrainerOutageTests.SwitchedSink()
         let drainer = try makeDrainer(path, sink: sink, options: DrainOptions(batchSize: 50), clock: clock)
         _ = try await drainer.drain()
-        #expect(drainer.availability.isUnavailable)
+        #expect(drainer.availability.snapshot.state == .unavailable)
 
         // The step, for 4 seconds: the step watcher's launch (a probe, as `LaunchCoordinator.launch` asks for)
         // runs a pass under it, and a writer on the host enqueues records dated by the stepped clock.

@@ -71,7 +71,7 @@ struct DrainerOutageTests {
         let drainer = try makeDrainer(
             path, sink: sink, options: DrainOptions(batchSize: 5, maxInFlight: 4), clock: clock)
         _ = try await drainer.drain()
-        #expect(drainer.availability.isUnavailable)
+        #expect(drainer.availability.snapshot.state == .unavailable)
         let probesBefore = sink.calls
 
         sink.down.withLock { $0 = false }

@@ -51,7 +51,7 @@ import Testing
         var probeTimes: [Double] = []
         var now = 0.0
         while now < 900 {
-            let next = Double(SinkAvailability.milliseconds(availability.nextProbeAt ?? .zero)) / 1000
+            let next = Double((availability.nextProbeAt ?? .zero).wholeMilliseconds) / 1000
             #expect(availability.admission(at: Self.at(next - 0.001)) == .closed)
             #expect(availability.admission(at: Self.at(next)) == .probe)
             now = next
