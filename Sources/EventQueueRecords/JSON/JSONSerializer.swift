@@ -28,7 +28,6 @@ extension JSONValue {
 
 extension JSONObject {
     /// The object as compact JSON text, members in stored order (see `JSONValue.serialized`).
-    ///
     public var serialized: String { JSONValue.object(self).serialized }
 
     /// Appends the object's compact JSON text to `buffer` as UTF-8 (see `JSONValue.serialize(into:)`).
