@@ -131,12 +131,8 @@ struct BrazeBatchDelivery {
     }
 
     /// A request that failed with a 5xx or a timeout right after Braze answered another: its own content may be
-    /// what fails (a record that makes Braze or a proxy fail every time would otherwise block its batch-mates and
-    /// keep the sink "unavailable"). It is split into two requests that share no user; when one is answered,
-    /// Braze is up and a half that still fails is split again (a single user's records by position, the later
-    /// part only after the earlier went through). The one record left is retried as its own failure (`.record`:
-    /// an attempt each time, dead after `--max-attempts`). When neither half is answered, Braze is down: the
-    /// batch stops with no attempt, as in any outage.
+    /// what fails, so it is split into halves that share no user (docs/OPERATING.md, "A record that makes Braze
+    /// fail"). When neither half is answered, Braze is down: the batch stops with no attempt.
     private mutating func splitSuspect(_ records: [OutgoingRecord], reason: String) async {
         guard records.count > 1 else {
             retry(

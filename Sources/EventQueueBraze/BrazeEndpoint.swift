@@ -5,10 +5,8 @@ import Logging
 import Synchronization
 
 /// One of Braze's rate buckets and the one way a request goes to it: paced by its own `BrazeRateGovernor`, the
-/// answer classified (`BrazeAnswer.interpret`), the rate headers fed back, logged and measured alike.
-///
-/// Two per sink: Braze limits `/users/track` apart from the bucket the `/users/delete`, identify, alias and merge
-/// calls share, and each answer's `X-RateLimit-*` headers speak of its own bucket; each also judges its failures
+/// answer classified (`BrazeAnswer.interpret`), the rate headers fed back, logged and measured alike. Two per
+/// sink: `/users/track`, and the bucket the `/users/delete` and identity calls share; each judges its failures
 /// (`answered(within:)`) by its own answers only.
 final class BrazeEndpoint: Sendable {
     private let baseURL: String
@@ -41,7 +39,12 @@ final class BrazeEndpoint: Sendable {
     /// Sends `body` once the governor lets it start, and again after every 429 (the records keep their lease, and
     /// no attempt is spent); `nil` when the delivery was cancelled before an answer came.
     func send(_ body: BrazeRequestBody) async -> BrazeAnswer? {
-        await governor.sendUntilNotRateLimited { ticket in await self.send(body, ticket: ticket) }
+        while let ticket = await governor.acquire() {
+            let answer = await send(body, ticket: ticket)
+            if case .rateLimited = answer { continue }
+            return answer
+        }
+        return nil
     }
 
     /// Whether the endpoint answered a request (anything but a network failure, a timeout or a 5xx) within the

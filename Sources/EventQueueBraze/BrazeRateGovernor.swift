@@ -11,7 +11,7 @@ actor BrazeRateGovernor {
     private var limited = false
 
     /// The longest an acquire waits for an answer before it decides again (an answer wakes every waiter; this
-    /// bound is for what time alone changes, a reset). A 2 ms poll cost 6 % of a core while Braze was slow.
+    /// bound is for what time alone changes, a reset; docs/PERFORMANCE.md: why not a poll).
     static let answerWaitLimit: Duration = .milliseconds(100)
     /// The acquires waiting for an answer, by the number `waitForAnswer` gave each.
     private var answerWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
@@ -105,20 +105,5 @@ actor BrazeRateGovernor {
         let waiters = answerWaiters.values
         answerWaiters.removeAll(keepingCapacity: true)
         for waiter in waiters { waiter.resume() }
-    }
-}
-
-extension BrazeRateGovernor {
-    /// Runs `attempt` once the governor lets a request start, and again after every 429 (paced by the governor);
-    /// `nil` when cancelled before a start.
-    nonisolated func sendUntilNotRateLimited(
-        _ attempt: (BrazeRatePolicy.Ticket) async -> BrazeAnswer
-    ) async -> BrazeAnswer? {
-        while true {
-            guard let ticket = await acquire() else { return nil }
-            let answer = await attempt(ticket)
-            if case .rateLimited = answer { continue }
-            return answer
-        }
     }
 }

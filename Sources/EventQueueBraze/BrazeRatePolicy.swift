@@ -9,21 +9,10 @@ import EventQueueDelivery
 /// that the daemon (`BrazeRateGovernor`) and the fleet simulation (`BrazeFleetSimulation`) run the same decisions.
 /// Time comes in as an argument (`Moment`): nothing here reads a clock or sleeps.
 ///
-/// Braze limits requests per workspace (3,000 per 3 s, in fixed windows) across every host, and each answer says
-/// what is left (`X-RateLimit-Remaining`) and when the window resets (`X-RateLimit-Reset`). A fleet lives at the
-/// limit, so the policy spends the window instead of bursting into it:
-/// - **Pacing.** Alone, a host spends what is left as fast as its send window allows. With S sharers (measured:
-///   how fast `remaining` falls against this host's own answers), `remaining − S × in flight` is spread over the
-///   time left as this host's `1/√S` part; the square root makes shares converge, so equal backlogs finish
-///   together. Slow start (one request in flight, one more per answer) lets a fleet learn S first.
-/// - **A new window.** Past the reset one probe goes out (with jitter, so a fleet is not in step) and its answer
-///   paces the rest; unless the last window had a quarter of its limit to spare, then the next is taken as full.
-/// - **429.** Back-pressure: the request goes again after `Retry-After`, else the reset (cut to `resetHorizon`),
-///   plus jitter. The 429s of one overshoot are one round; each round in a row raises a pause floor (100 ms
-///   doubling to a minute), so `Retry-After: 0` or a clock ahead of Braze's cannot make a hot loop. The send
-///   window halves once per round and grows by one per answer.
-/// - **`--max-requests-per-second R`**: no request starts while R others are in flight or were answered within
-///   the last second (counted from the answer, so it holds at Braze too).
+/// The behaviour (pacing on `X-RateLimit-Remaining`/`-Reset`, one probe per new window, 429 rounds and their
+/// pause floor, `--max-requests-per-second`) is described in docs/OPERATING.md, "Braze". Sharers S are measured
+/// as how fast `remaining` falls against this host's own answers; slow start (one request in flight, one more
+/// per answer) lets a fleet learn S before it paces.
 package struct BrazeRatePolicy: Sendable {
     /// What to do now.
     package enum Decision: Sendable, Hashable {

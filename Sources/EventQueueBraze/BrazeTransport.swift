@@ -76,12 +76,3 @@ final class BrazeTransport: Sendable {
         try? await client.shutdown()
     }
 }
-
-extension TimeAmount {
-    /// Converts a `Duration`, saturating instead of overflowing.
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        let (nanoseconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        self = overflow ? .nanoseconds(Int64.max) : .nanoseconds(nanoseconds &+ attoseconds / 1_000_000_000)
-    }
-}

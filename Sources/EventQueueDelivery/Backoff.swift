@@ -30,16 +30,11 @@ public struct Backoff: Sendable, Hashable {
     public func dueTime(
         attempt: Int, hint: Int64?, now: Int64, using generator: inout some RandomNumberGenerator
     ) -> Int64 {
-        let wait = min(max(1, hint ?? delay(attempt: attempt, using: &generator)), Self.longestWaitMilliseconds)
-        return now &+ wait
+        now &+ ClockHorizon.clamp(hint ?? delay(attempt: attempt, using: &generator))
     }
 
     public func dueTime(attempt: Int, hint: Int64?, now: Int64) -> Int64 {
         var generator = SystemRandomNumberGenerator()
         return dueTime(attempt: attempt, hint: hint, now: now, using: &generator)
     }
-
-    /// The longest a record is ever parked by one retry: the clock horizon, because a due time further ahead
-    /// would read as a clock that went back.
-    public static let longestWaitMilliseconds: Int64 = ClockHorizon.longestWaitMilliseconds
 }

@@ -1,15 +1,12 @@
 import Synchronization
 
-/// The lease of the delivery a task sends for, as its requests see it: when it ends on the monotonic clock, whose
-/// it is, and whether one of its requests went without an answer.
+/// The lease of the delivery a task sends for, as its requests see it: when it ends, whose it is, and whether one
+/// of its requests went without an answer (then its users' erasures are held: `InFlightLeases.holdUsers`).
 ///
-/// **The end.** A drainer stopped past its lease (SIGSTOP, a frozen VM) may resume after `forget` deleted the user
-/// at Braze; a request sent then would make a new profile. So a request is sent only before the end (checked by
-/// the Braze transport). Monotonic, so a resumed process finds its deadline passed whatever the wall clock did;
-/// read before the claim (or renewal), so never later than the lease's end in the file.
-///
-/// **Unanswered.** A request that timed out, was reset, or got a gateway's 502/504 may still be applied by Braze:
-/// the transport notes it here, and the delivery's users' erasures are held (`InFlightLeases.holdUsers`).
+/// A drainer stopped past its lease (SIGSTOP, a frozen VM) may resume after `forget` deleted the user at Braze,
+/// and a request sent then would make a new profile: so nothing is sent past the end. The end is monotonic (a
+/// resumed process finds it passed whatever the wall clock did) and read before the claim or renewal (never later
+/// than the lease's end in the file).
 public final class DeliveryLease: Sendable {
     /// The lease of the delivery the current task sends for (bound by `LeasedDelivery`); `nil` outside one.
     @TaskLocal public static var current: DeliveryLease?

@@ -11,25 +11,16 @@ public enum DeliveryOutcome: Sendable, Hashable {
 }
 
 /// Why a record is to be retried: the one classification of sink failures, which decides what a retry costs the
-/// record and what it says about the sink (`Settlement` applies it; `SinkAvailability` listens to it).
-///
-/// | cause | examples (Braze) | attempt | when the record is tried again | the sink |
-/// |---|---|---|---|---|
-/// | `record` | a sink that names the record as failed but not refused for good | counts toward `maxAttempts` | per-record backoff, or the hint | answered: up |
-/// | `destination` | 5xx, 408, a timeout, connection refused or reset, DNS, a TLS handshake that times out, a full disk under a file | never | at once: due now, with its id; the sink-level state decides when anything is sent | suspect: a few in a row make it unavailable |
-/// | `backPressure` | 429 handed back to the loop | never | after the hint | answered: up |
-///
-/// Failures that are not retries: a record refused for good (`DeliveryOutcome.rejected`: a 201 whose `errors`
-/// name it, a 400 bisected down to it) is dead at once and counts an attempt; a misconfigured sink (`SinkHalt`
-/// `.configuration`: 401, 403, 404, a redirect, a TLS certificate that cannot be verified) stops the pass and
-/// hands every record back untouched.
+/// record and what it says about the sink (`Settlement` applies it; `SinkAvailability` listens to it). Which
+/// Braze answer is which: the table of `BrazeBatchDelivery`.
 ///
 /// No attempt for `destination`: such a failure says nothing about the record, and counting it would turn a few
 /// minutes' outage into dead letters that, retried later, go out after their user's newer records.
 public enum RetryCause: String, Sendable, Hashable {
     /// The record itself failed: counts an attempt; the record backs off on its own.
     case record
-    /// The destination failed and said nothing about the record: no attempt, no per-record backoff.
+    /// The destination failed (a 5xx, a timeout, a full disk) and said nothing about the record: no attempt, due
+    /// at once; the sink's availability decides when anything is sent.
     case destination
     /// Back-pressure (a rate limit): no attempt; the destination is up and asked for time.
     case backPressure = "back_pressure"

@@ -20,8 +20,8 @@ public struct DrainOptions: Sendable, Hashable {
     /// Batches handed to the sink at once (`--max-in-flight`), capped by the sink's `maxConcurrentDeliveries`. A
     /// SIGKILL redelivers at most these batches' records.
     public var maxInFlight: Int
-    /// How long a user's erasure waits after a request with the user's records ended unanswered: Braze may still
-    /// apply it. 5 minutes: ten times the request timeout, past Braze's "up to minutes" between dependent calls.
+    /// How long a user's erasure waits after a request with the user's records ended unanswered, since Braze may
+    /// still apply it (docs/OPERATING.md, "Erasing a user", says why 5 minutes).
     public var erasureHoldAfterUnanswered: Duration = .seconds(300)
 
     /// The default of `--max-in-flight`: enough requests to hide a 50-150 ms round trip plus the commit each slot

@@ -2,20 +2,15 @@ import EventQueue
 import Logging
 import Synchronization
 
-/// How a pass holds an erasure back until the requests it must follow have been answered (and an identity call,
-/// for the unanswered requests of the users it names: `LeasedDelivery.send`).
+/// How a pass holds an erasure (or an identity call) back until Braze can no longer apply an earlier request of
+/// its users (docs/OPERATING.md, "Erasing a user").
 ///
-/// `forget` deletes a user's records in flight and names their leases in the erasure's `after`, so the erasure
-/// can be claimed while one of their requests is still at Braze. With one pass per file (the drain lock), such a
-/// lease is this pass's or a dead process's. The erasure's delivery keeps its lease and waits, without polling,
-/// until no delivery of this pass under one of those leases is in flight. A wait only points at a delivery
-/// claimed before the forget, which waits for nothing, so no two deliveries wait for each other.
-///
-/// An ended request is not always an answered one: Braze may still apply a request that timed out here or that a
-/// gateway answered 502/504 for. So a delivery that ended without an answer for some records (a `.destination`
-/// retry, no outcome, a cancelled task, or an unanswered request seen by the transport: `DeliveryLease`) holds its
-/// users' erasures for `unansweredHold`, across passes. A lease of another consumer is waited out to its recorded
-/// end (its drainer sends nothing past it: `DeliveryLease`), plus the same hold.
+/// `forget` names the leases of a user's records in flight in the erasure's `after`. The erasure's delivery waits,
+/// without polling, until no delivery of this pass under one of them is in flight; such a delivery was claimed
+/// before the forget and waits for nothing, so no two deliveries wait for each other. An ended request is not
+/// always an answered one (a timeout, a 502/504), so a delivery that ended without an answer for some records
+/// holds its users' erasures for `unansweredHold`, across passes. Another consumer's lease is waited out to its
+/// recorded end (its drainer sends nothing past it: `DeliveryLease`), plus the same hold.
 final class InFlightLeases: Sendable {
     private struct Waiter {
         var tokens: Set<String>
@@ -210,8 +205,7 @@ extension InFlightLeases {
     /// longest lease plus the hold, so no clock step or stored value can stretch or overflow it.
     func foreignLeaseWait(_ erasure: OutgoingErasure, nowMilliseconds: Int64) -> Duration {
         let longest = ClockHorizon.longestWaitMilliseconds
-        let fallback = erasure.createdAtMilliseconds.addingReportingOverflow(longest)
-        let end = erasure.leasedUntilMilliseconds ?? (fallback.overflow ? Int64.max : fallback.partialValue)
+        let end = erasure.leasedUntilMilliseconds ?? ClockHorizon.latestPlausible(after: erasure.createdAtMilliseconds)
         let (left, overflow) = end.subtractingReportingOverflow(nowMilliseconds)
         let leaseLeft = overflow ? (end > 0 ? longest : 0) : min(max(0, left), longest)
         return .milliseconds(leaseLeft) + unansweredHold

@@ -2,23 +2,13 @@ import EventQueue
 import Logging
 
 /// The drain loop: claim batches under a lease, hand up to `maxInFlight` of them to the sink at once, and settle
-/// each as it comes back, until nothing is claimable (records enqueued meanwhile included).
+/// each as it comes back, until nothing is claimable.
 ///
-/// The concurrency lives here, not in the sink: the claim never takes a user's record while an earlier one of
-/// that user is leased or waiting for a retry (`QueueConsumer.claim`), so batches in flight never share a user
-/// and per-user order costs nothing. A sink stays one call per batch (`Sink.deliver`).
-///
-/// Crash-safe: a record is deleted only after the sink reported it delivered, and each batch is acked as soon as
-/// it is back, so a crash redelivers at most the batches in flight. Batches that came back while the connection
-/// was busy are acked together with the claims that replace them, in one transaction (one fsync).
-///
-/// Outages: a `RetryCause.destination` failure costs no attempt and no backoff; `availability` (shared by every
-/// pass) decides when anything goes out, and while the sink is unavailable a pass claims only one probe at a time.
-///
-/// `runPass` opens deliveries and waits for them; `settle` and `commit` (`Drainer+Settlement.swift`) write the
-/// outcomes, and `commit` is the one place that acks and reports progress. Every reading of time goes through
-/// `clock`, so tests advance it; except the upkeep after the pass (`maintain`), whose quiet-writers measure is the
-/// writers' own, on the real monotonic clock (`QueueAdmin.maintainAfterPass`).
+/// The claim never takes a user's record while an earlier one of that user is leased or waiting for a retry
+/// (`QueueConsumer.claim`), so batches in flight never share a user. A record is deleted only once the sink
+/// reported it delivered, so a crash redelivers at most the batches in flight; `commit`
+/// (`Drainer+Settlement.swift`) acks them with the claims that replace them, in one transaction. Every reading of
+/// time goes through `clock`, except the upkeep's quiet-writers measure (`QueueAdmin.maintainAfterPass`).
 public struct Drainer: Sendable {
     public let store: QueueStore
     public let sink: any Sink
@@ -65,9 +55,8 @@ public struct Drainer: Sendable {
     public var probeSize: Int { min(claimSize, sink.recordsPerRequest ?? claimSize) }
 
     /// Runs one pass. `progress` is called once per settled batch, after the commit that acked it; `shouldStop`
-    /// is checked before every claim (the batches in flight still finish). When the task is cancelled, the
-    /// outcomes the sink did report are applied and the rest is released. While the sink is unavailable and no
-    /// probe is due, the pass claims nothing and ends with a halt that says so.
+    /// is checked before every claim (the batches in flight still finish). On cancellation the outcomes reported
+    /// are applied and the rest is released.
     public func drain(
         progress: (@Sendable (DrainSummary) async -> Void)? = nil,
         shouldStop: @Sendable () -> Bool = { false }
@@ -127,7 +116,6 @@ public struct Drainer: Sendable {
         return summary
     }
 
-    /// The state of one pass, in one value.
     struct PassState {
         var summary = DrainSummary()
         /// When the last claim ran: the next retry is counted from it (from "now", a record that came due after
@@ -151,10 +139,8 @@ public struct Drainer: Sendable {
         var stopping: Bool { summary.halt != nil }
     }
 
-    /// Opens deliveries while there is room and something to claim, then settles each as it finishes.
-    ///
-    /// After waiting for one delivery the loop takes every result that is in (`FinishedDeliveries`), so batches
-    /// that came back during the last commit are settled, acked and replaced together.
+    /// Opens deliveries while there is room and something to claim, then settles every result that is in
+    /// (`FinishedDeliveries`), so batches that came back during the last commit are acked and replaced together.
     private func runPass(
         _ pass: inout PassState, progress: (@Sendable (DrainSummary) async -> Void)?, shouldStop: @Sendable () -> Bool
     ) async throws(QueueError) {

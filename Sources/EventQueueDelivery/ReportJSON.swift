@@ -3,13 +3,11 @@ import EventQueue
 /// The JSON shapes of queue statistics and drain summaries, shared by `queuectl` and the daemon's control socket
 /// so the two never drift apart.
 public enum ReportJSON {
-    /// `pending`, `leased`, `dead`, `oldest_pending_age_seconds`, `db_bytes`, `wal_bytes`, `schema_version`,
-    /// `remembered_keys`, `remembered_key_bytes`, `erasures_pending`, `erasures_dead`, `erasures_unauthorized` (0
-    /// unless the stats counted them), `scrub_owed_since` (the last forget whose bytes are not gone yet, ISO 8601;
-    /// null when none), `next_retry_at` (ISO 8601 or null), `path` and `writers_line` (`writeLine`); `queue_bytes`, `limits`
-    /// and `dropped` (`limits(_:)`).
+    /// The statistics of `queuectl status --json` and `GET /status` (times as ISO 8601 or null; `max_queue_bytes`
+    /// and `max_age_seconds` 0 for none; `dropped`: every record given up since the file was created).
     public static func stats(_ stats: QueueStats, path: String, line: WriteLineReport) -> JSONObject {
-        var object: JSONObject = [
+        let limits = stats.limits ?? QueueLimits()
+        return [
             "pending": number(stats.pending),
             "leased": number(stats.leased),
             "dead": number(stats.dead),
@@ -30,18 +28,6 @@ public enum ReportJSON {
             "next_retry_at": time(stats.nextRetryAtMilliseconds),
             "path": .string(path),
             "writers_line": writeLine(line),
-        ]
-        for member in limits(stats) { object[member.key] = member.value }
-        return object
-    }
-
-    /// The limits: `queue_bytes` (pages in use, what the size limit bounds), `limits`
-    /// (`max_queue_bytes`, 0 for none; `when_full`, "refuse" or "drop-oldest"; `max_age_seconds`, 0 for none;
-    /// `set_at`, when the daemon recorded them, null when none did) and `dropped` (`oldest`, `refused`, `expired`:
-    /// every record given up since the file was created, by any writer or the daemon).
-    public static func limits(_ stats: QueueStats) -> JSONObject {
-        let limits = stats.limits ?? QueueLimits()
-        return [
             "queue_bytes": number(stats.queueBytes),
             "limits": [
                 "max_queue_bytes": number(limits.maxQueueBytes),
@@ -57,9 +43,8 @@ public enum ReportJSON {
         ]
     }
 
-    /// The writers' line: `state` ("in_use", "absent" or "off"), `reason` (when off), `busy`, `waiting`,
-    /// `held_seconds` (null when nobody has the turn), and the counters `handoffs`, `passed_over`, `repairs`,
-    /// `bypasses`.
+    /// The writers' line: `state` ("in_use", "absent" or "off"), its counters, `held_seconds` null when nobody
+    /// has the turn.
     public static func writeLine(_ line: WriteLineReport) -> JSONValue {
         var object: JSONObject = [:]
         switch line.state {

@@ -2,24 +2,12 @@ import EventQueue
 
 /// Whether the sink is up, as the drain loop sees it: a state machine, as a value. Time comes in as an argument
 /// (`Moment`); nothing here reads a clock, sleeps or logs (`SinkAvailabilityMonitor` does), so every transition is
-/// tested on numbers.
-///
-/// - **Available.** A delivery that fails for the destination's sake (`RetryCause.destination`) counts one
-///   failure; any answer resets the count.
-/// - **Unavailable**, after `failuresBeforeUnavailable` failures in a row (at once for a sink that halts itself
-///   as `.unavailable`). Nothing is claimed but one probe at a time (the oldest claimable records, one request's
-///   worth): the first `firstProbeDelay` after the sink went down, then on a doubling backoff capped at
-///   `longestProbeDelay`, each with up to `jitterShare` added so a fleet does not probe in step.
-/// - **A launch** (`requestProbe`) brings the next probe forward to now (a launch often means the network is
-///   back), never closer than `probeSpacing` to the last one, so a storm of launches is not a storm of requests.
-/// - **Back.** Any answer, from a probe or a request in flight when the sink went down, makes it available at
-///   once: the records' transient failures gave them no backoff, so the pass claims at full speed.
+/// tested on numbers. The states and probes are described in docs/OPERATING.md, "Outages: the sink unavailable".
 ///
 /// A 429 is an answer: back-pressure from a destination that is up, whose waits the Braze rate policy already
 /// imposes; an outage's probe backoff on top would only add delay.
 public struct SinkAvailability: Sendable {
-    /// The thresholds and waits. The defaults: an outage costs one request per 5 s at first, one a minute once
-    /// long.
+    /// The thresholds and waits.
     public struct Policy: Sendable, Hashable {
         /// Transient failures in a row after which the sink is unavailable. 3: a lone 5xx is retried at once at
         /// no cost, while an outage stops the pass after a handful of requests, not the whole backlog.

@@ -5,16 +5,9 @@ import Synchronization
 /// Turns launches into drain passes, one at a time: the daemon's launch logic, kept apart from its transport
 /// (signals, the control socket, timers, systemd) so that it runs, and is tested, in-process.
 ///
-/// - **Coalescing.** A launch starts a pass when the coordinator is idle; any number of launches during a pass
-///   become exactly one more pass after it (one pending flag).
-/// - **Follow-up passes.** After a pass a timer on the injected clock is set for the first retry's due time (or a
-///   held drain lock's expiry, or 5 s after a busy file); while the sink is unavailable, for the next probe
-///   instead (the records are due at once, and would wake passes that claim nothing).
-/// - **A launch probes.** A launch (not a timer) while the sink is unavailable brings the next probe forward.
-/// - **Shutdown.** `requestStop()` stops taking launches and makes the pass in flight stop claiming;
-///   `run(until:shutdownTimeout:)` waits for that pass up to the timeout, then cancels it.
-///
-/// The drain lock in the database keeps other processes out; this actor keeps this process to one pass.
+/// Any number of launches during a pass become exactly one more pass after it (one pending flag). After a pass a
+/// timer is set for the follow-up (`scheduleFollowUp`). The drain lock keeps other processes out; this actor keeps
+/// this process to one pass.
 public actor LaunchCoordinator {
     /// The drainer the passes run (its `availability` is read by the daemon's status and metrics).
     public nonisolated let drainer: Drainer
@@ -175,9 +168,8 @@ public actor LaunchCoordinator {
         for follower in followersOfThisPass { follower.yield(event) }
     }
 
-    /// Records waiting for a retry get a pass when the first comes due; a held lock is tried again when it
-    /// expires; a misconfigured sink waits for the next launch (retrying cannot fix a wrong key); an unavailable
-    /// sink gets a pass when its next probe is due.
+    /// The first retry's due time, a held lock's expiry, or while the sink is unavailable the next probe (the
+    /// records are due at once and would wake passes that claim nothing); a misconfigured sink waits for a launch.
     private func scheduleFollowUp(after summary: DrainSummary) {
         if summary.result != .sinkMisconfigured, let probe = drainer.availability.snapshot.nextProbeAtMilliseconds,
             let wait = drainer.availability.untilNextProbe()

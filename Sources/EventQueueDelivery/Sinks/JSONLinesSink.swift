@@ -10,19 +10,12 @@ import Synchronization
 /// `{"id": <record id>, "type": "event"|"attribute"|"purchase", "object": <the Braze object>}`, and one per
 /// erasure (`erase`): `{"id": <id>, "type": "erasure", "erasure": "<identifier type>", "object": <the identifier>}`.
 ///
-/// A batch is written with one `write` and `fsync`ed before any record is reported delivered, so an acked record is
-/// in the file even after a power loss. A failed write (a full disk, an I/O error) is truncated back to where the
-/// batch began, so no fragment is left for the next line; the failure is the host's, so the batch is retried
-/// without an attempt and the pass stops (`.unavailable`).
-///
-/// Rotation: before each batch the path is compared with the open file (device and inode) and opened again when
-/// it names another file or none; `reopen()` (SIGHUP) forces it. A batch written into a file removed meanwhile is
-/// retried into the new one.
-///
-/// `write` and `fsync` run on the sink's own dispatch queue: an fsync blocks, and the cooperative pool may have
-/// only two threads.
+/// A batch is one `write`, `fsync`ed before any record is reported delivered (an acked record survives a power
+/// loss); a failed one is truncated back to where it began, retried without an attempt, and stops the pass. Before
+/// each batch the path is compared with the open file (device and inode) and reopened when it names another file
+/// or none (rotation). `write` and `fsync` block, so they run on the sink's own dispatch queue, not the
+/// cooperative pool.
 public final class JSONLinesSink: Sink {
-    /// The open descriptor, and whether `reopen()` asked for the path to be opened again before the next batch.
     private struct OpenFile {
         var descriptor: Int32
         var reopenRequested = false
@@ -147,12 +140,9 @@ public final class JSONLinesSink: Sink {
                     failure = LocalFailure(message: "the file was removed while written; reopening its path")
                 }
             }
-            if var failure, before >= 0 {
-                if ftruncate(fd, before) != 0 {
-                    failure.message +=
-                        "; could not truncate it back to \(before) bytes: \(String(cString: strerror(errno)))"
-                }
-                return failure
+            if failure != nil, before >= 0, ftruncate(fd, before) != 0 {
+                failure?.message +=
+                    "; could not truncate it back to \(before) bytes: \(String(cString: strerror(errno)))"
             }
             return failure
         }

@@ -1,15 +1,7 @@
 /// One spelling for every JSON value that Braze receives as the same value: what `IdempotencyKey.digest` hashes,
-/// so that "the same record" means the same record, not the same bytes.
-///
-/// A retry by another writer may spell the same record differently (members in another order, `1.0` for `1`,
-/// `"\u0041"` for `"A"`); compared byte for byte it would be refused as a different record. The record stored and
-/// sent keeps its own spelling; only the digest uses this one.
-///
-/// The form (docs/SCHEMA.md, "Idempotency keys"): compact JSON; members sorted by name (UTF-8 bytes) at every
-/// depth; strings escaped as `JSONValue.serialized` writes them; numbers as their exact decimal value,
-/// `[-]DIGITS[eEXPONENT]` without leading or trailing zeros (`1.0`, `10E-1` are `1`; `150` is `15e1`; every zero
-/// is `0`), except an exponent of more than 15 digits, which keeps its text. Strings are not Unicode-normalized:
-/// they are different text to Braze too.
+/// so that a retry by another writer spelled differently (members in another order, `1.0` for `1`) is still the
+/// same record. The record stored and sent keeps its own spelling. The form is specified in docs/SCHEMA.md,
+/// "Idempotency keys".
 package enum CanonicalJSON {
     /// The canonical form of `object`, as UTF-8.
     package static func bytes(of object: JSONObject) -> [UInt8] {

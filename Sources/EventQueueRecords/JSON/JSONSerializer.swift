@@ -1,17 +1,13 @@
 extension JSONValue {
-    /// The value as compact JSON text (no insignificant whitespace, members in stored order).
-    ///
-    /// Serializing a parsed compact document reproduces it byte for byte: what a writer enqueued is what a sink
-    /// receives.
+    /// The value as compact JSON text, members in stored order: a parsed compact document comes back byte for
+    /// byte, so what a writer enqueued is what a sink receives.
     public var serialized: String {
         var writer = JSONWriter()
         writer.write(self)
         return writer.makeString()
     }
 
-    /// Appends the compact JSON text of this value to `buffer` as UTF-8.
-    ///
-    /// A batch of values can be written into one reused buffer, without a `String` per value.
+    /// Appends the compact JSON text of this value to `buffer` as UTF-8 (one reused buffer for a batch).
     public func serialize(into buffer: inout [UInt8]) {
         var writer = JSONWriter()
         writer.write(self)
@@ -34,10 +30,8 @@ extension JSONObject {
     public func serialize(into buffer: inout [UInt8]) { JSONValue.object(self).serialize(into: &buffer) }
 }
 
-/// A growable byte buffer written through a raw pointer.
-///
-/// Appending tiny pieces straight into an `[UInt8]` pays a uniqueness and capacity check each (about 1.5x slower
-/// for a typical event); the finished bytes are copied out once.
+/// A growable byte buffer written through a raw pointer: appending tiny pieces straight into an `[UInt8]` pays a
+/// uniqueness and capacity check each; the finished bytes are copied out once.
 struct JSONWriter: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     private var count = 0
@@ -70,7 +64,7 @@ struct JSONWriter: ~Copyable {
         case .bool(let flag):
             writeStatic(flag ? "true" : "false")
         case .number(let number):
-            writeRaw(number.text)
+            Self.withUTF8(of: number.text) { writeBytes($0) }  // number text needs no escaping
         case .string(let string):
             writeQuoted(string)
         case .array(let elements):
@@ -232,10 +226,5 @@ struct JSONWriter: ~Copyable {
 
     private mutating func writeStatic(_ text: StaticString) {
         text.withUTF8Buffer { writeBytes($0) }
-    }
-
-    /// Writes text that needs no escaping (number text).
-    private mutating func writeRaw(_ text: String) {
-        Self.withUTF8(of: text) { writeBytes($0) }
     }
 }

@@ -42,19 +42,19 @@ extension RecordValidator {
 
     /// One attribute of an attributes object: a standard profile field or a custom attribute.
     static func checkAttribute(key: String, value: JSONValue) throws(ValidationError) {
-        switch Key(key) {
-        case .email:
+        let known = Key(key)
+        switch known {
+        case .email, .phone, .firstName, .lastName, .homeCity:
             if case .null = value { return }
-            guard case .string(let email) = value else { throw typeError(key, "an email address", value) }
-            try checkEmail(email, field: key)
-        case .phone:
-            if case .null = value { return }
-            guard case .string(let phone) = value else { throw typeError(key, "a phone number", value) }
-            try checkPhone(phone, field: key)
-        case .firstName, .lastName, .homeCity:
-            if case .null = value { return }
-            guard case .string(let string) = value else { throw typeError(key, "a string", value) }
-            try checkLength(string, field: key, allowEmpty: true)
+            guard case .string(let string) = value else {
+                let expected = known == .email ? "an email address" : known == .phone ? "a phone number" : "a string"
+                throw ValidationError(field: key, rule: "must be \(expected) or null (got \(value.typeName))")
+            }
+            switch known {
+            case .email: try checkEmail(string, field: key)
+            case .phone: try checkPhone(string, field: key)
+            default: try checkLength(string, field: key, allowEmpty: true)
+            }
         case .gender:
             try checkEnumeration(key, value, allowed: ["M", "F", "O", "N", "P"])
         case .emailSubscribe, .pushSubscribe:
@@ -89,10 +89,6 @@ extension RecordValidator {
             throw ValidationError(field: field, rule: "\(rule) (got \(value.typeName))")
         }
         guard isValid(text) else { throw ValidationError(field: field, rule: "\(rule) (got \(quoted(text)))") }
-    }
-
-    static func typeError(_ field: String, _ expected: String, _ value: JSONValue) -> ValidationError {
-        ValidationError(field: field, rule: "must be \(expected) or null (got \(value.typeName))")
     }
 
     /// A string from a fixed set, or null.

@@ -37,10 +37,9 @@ public enum UserIdentity: Sendable, Hashable {
         }
     }
 
-    /// The string the queue files this user's records under: the value of `records.user_key`, derived in SQL from
-    /// the stored payload so that every writer gets the same ordering. No two identities share one: each kind has
-    /// its own prefix, and an alias label with a colon is written in hex (`user_alias#HEX:name`), so the first colon
-    /// after the prefix always ends the label.
+    /// The string the queue files this user's records under (`records.user_key`, derived in SQL). No two
+    /// identities share one: an alias label with a colon is written in hex (`user_alias#HEX:name`), so the first
+    /// colon after the prefix always ends the label.
     public var orderingKey: String {
         switch self {
         case .externalID(let id): return "external_id:" + id

@@ -128,10 +128,3 @@ final class ManualClock: DrainClock {
         }
     }
 }
-
-extension Duration {
-    /// Whole milliseconds, rounded down.
-    var wholeMilliseconds: Int64 {
-        components.seconds * 1_000 + components.attoseconds / 1_000_000_000_000_000
-    }
-}
