@@ -25,6 +25,17 @@ public struct Backoff: Sendable, Hashable {
         Int64.random(in: 1...ceiling(attempt: attempt), using: &generator)
     }
 
+    /// A jittered wait in milliseconds, from the system's generator.
+    @available(*, deprecated, message: "use delay(attempt:using:); kept for 1.3.0's callers, goes in 2.0")
+    public func delay(attempt: Int) -> Int64 {
+        var generator = SystemRandomNumberGenerator()
+        return delay(attempt: attempt, using: &generator)
+    }
+
+    /// The longest wait a retry is given.
+    @available(*, deprecated, renamed: "ClockHorizon.longestWaitMilliseconds")
+    public static let longestWaitMilliseconds = ClockHorizon.longestWaitMilliseconds
+
     /// When retry number `attempt` comes due, counted from `now`: the sink's hint (a `Retry-After`), else a
     /// jittered backoff; kept between 1 ms and the clock horizon, since a hint is outside input.
     public func dueTime(

@@ -6,8 +6,7 @@ public enum ReportJSON {
     /// The statistics of `queuectl status --json` and `GET /status` (times as ISO 8601 or null; `max_queue_bytes`
     /// and `max_age_seconds` 0 for none; `dropped`: every record given up since the file was created).
     public static func stats(_ stats: QueueStats, path: String, line: WriteLineReport) -> JSONObject {
-        let limits = stats.limits ?? QueueLimits()
-        return [
+        var object: JSONObject = [
             "pending": number(stats.pending),
             "leased": number(stats.leased),
             "dead": number(stats.dead),
@@ -28,6 +27,15 @@ public enum ReportJSON {
             "next_retry_at": time(stats.nextRetryAtMilliseconds),
             "path": .string(path),
             "writers_line": writeLine(line),
+        ]
+        for member in limits(stats) { object[member.key] = member.value }
+        return object
+    }
+
+    /// The limits of `stats`: `queue_bytes`, `limits` and `dropped`.
+    public static func limits(_ stats: QueueStats) -> JSONObject {
+        let limits = stats.limits ?? QueueLimits()
+        return [
             "queue_bytes": number(stats.queueBytes),
             "limits": [
                 "max_queue_bytes": number(limits.maxQueueBytes),

@@ -20,6 +20,10 @@ public final class SinkAvailabilityMonitor: Sendable {
 
     public var snapshot: SinkAvailability.Snapshot { state.withLock { $0.snapshot } }
 
+    /// Whether the sink is unavailable now.
+    @available(*, deprecated, message: "use snapshot.state == .unavailable; kept for 1.3.0's callers, goes in 2.0")
+    public var isUnavailable: Bool { snapshot.state == .unavailable }
+
     /// What the drain loop may do now.
     public func admission() -> SinkAvailability.Admission {
         let now = clock.moment()
