@@ -13,10 +13,9 @@ import Logging
 #endif
 
 /// The library's claim statement as it was before erasures (issue 31), with the probe naming the condition of the
-/// narrower `records_user_order` of issue 34 (SQLite uses a partial index only then): the floor of a queue that has
-/// none. The
-/// library's claim also makes an erasure a barrier in its user's stream (RecordStateSQL.claimCandidates); the cost
-/// of those terms is part of what the ratio measures.
+/// partial index `records_user_order` as migration 8 defines it (SQLite uses a partial index only then): the floor
+/// of a queue that has none. The library's claim also makes an erasure a barrier in its user's stream
+/// (RecordStateSQL.claimWalk); the cost of those terms is part of what the ratio measures.
 let claimSQL = """
     UPDATE records
     SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
@@ -27,8 +26,9 @@ let claimSQL = """
             OR (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) > ?5)
           AND NOT EXISTS (
               SELECT 1 FROM records AS e INDEXED BY records_user_order
-              WHERE e.user_key = r.user_key AND e.id < r.id AND e.dead_at_ms IS NULL AND e.state != 'dead'
-                AND (e.state = 'leased' OR e.next_attempt_at_ms > 0 OR e.erasure IS NOT NULL)
+              WHERE e.user_key = r.user_key AND e.id < r.id AND e.state != 'dead'
+                AND ((e.dead_at_ms IS NULL AND (e.state = 'leased' OR e.next_attempt_at_ms > 0))
+                    OR e.erasure IS NOT NULL OR e.other_user_key IS NOT NULL)
                 AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
                     BETWEEN ?3 + 1 AND ?5)
         ORDER BY r.id
@@ -36,9 +36,15 @@ let claimSQL = """
     RETURNING id, kind, payload, user_key, created_at_ms, attempts
     """
 
-/// The library's claim statement itself (`RecordStateSQL.claim`, package access): the raw loop runs it too, so
-/// that the price of its erasure terms is measured on its own, raw against raw, and cannot drift from the library's.
-let claimSQLWithErasures = RecordStateSQL.claim
+/// The library's claim walk itself (`RecordStateSQL.claimWalk`, package access) leasing what it finds, in the
+/// raw loop's one statement: the price of its erasure terms is measured on its own, raw against raw, and cannot
+/// drift from the library's.
+let claimSQLWithErasures = """
+    UPDATE records
+    SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
+    WHERE id IN (SELECT id FROM (\(RecordStateSQL.claimWalk)))
+    RETURNING id, kind, payload, user_key, created_at_ms, attempts
+    """
 
 let quietLogger: Logger = {
     var logger = Logger(label: "eventqueue-bench")

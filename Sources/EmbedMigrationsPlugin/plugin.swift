@@ -6,12 +6,10 @@ import PackagePlugin
 /// `VERSION` file and the commits since it changed. The work is `scripts/embed-build-info`, which rewrites its
 /// outputs only when they change.
 ///
-/// When it runs again: SwiftPM evaluates this plugin only when it plans the build, and it plans again only when
-/// the manifest or the file names under a target's directory change. So `Sources/EventQueue/Migrations` is a
-/// symlink to `Migrations/` (excluded from the target's sources): adding or removing a migration changes the
-/// target's directory, the build is planned again, and the new file list is embedded (before, an incremental build
-/// after adding a migration shipped binaries without it). Editing a migration or `VERSION`, or committing, changes
-/// an input file of the command below, so the command runs again within the same plan.
+/// When it runs again: SwiftPM evaluates this plugin only when it plans the build, which it does again only when the
+/// manifest or the file names under a target's directory change. So `Sources/EventQueue/Migrations` is a symlink to
+/// `Migrations/` (excluded from the target's sources): adding a migration changes the target's directory, so the
+/// new file list is embedded. Editing a migration or `VERSION`, or committing, changes an input file of the command.
 @main
 struct EmbedMigrationsPlugin: BuildToolPlugin {
     func createBuildCommands(context: PluginContext, target: Target) throws -> [Command] {

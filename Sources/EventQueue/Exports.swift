@@ -1,5 +1,3 @@
-// The record model lives in its own target (EventQueueRecords: standard library and Glibc only, so the fuzz
-// harness builds it alone), but it is part of the writer API: `Record`, `JSONValue`, `UserIdentity` and
-// `ValidationError` are what `QueueWriter.enqueue` takes and throws. Re-exported, so that a writer still links one
-// product and writes one `import EventQueue`, as docs/WRITERS.md shows.
+// The record model lives in its own target (so the fuzz harness builds it alone) but is part of the writer API:
+// re-exported, so that a writer links one product and writes one `import EventQueue`.
 @_exported import EventQueueRecords

@@ -1,11 +1,9 @@
 /// A user's erasure at Braze (`POST /users/delete`), queued in the user's own stream by `forget` with a Braze
 /// delete: what the `erasure` column of its row says (Migrations/0007_limits_and_erasure.sql).
 ///
-/// Why a row of `records` and not a table of its own: the claim's per-user rule then orders it after every
-/// earlier record of the user and before every later one, and leases, retries, dead letters, `peek` and `status`
-/// treat it as they treat a record. Its payload is the user's identifier member alone (`{"external_id":"u1"}`), so
-/// its generated `user_key` is the user's; its kind is `attribute` (the only thing the column's CHECK allows); no
-/// consumer of read level 2 sends such a row to `/users/track`.
+/// Why a row of `records`: the claim's per-user rule then orders it among the user's records, and leases,
+/// retries, dead letters, `peek` and `status` treat it as a record. Its payload is the user's identifier alone
+/// (`{"external_id":"u1"}`), so its `user_key` is the user's; its kind is `attribute` (the column's CHECK).
 public struct Erasure: Sendable, Hashable {
     /// Which array of `POST /users/delete` names the user: Braze takes one identifier type per request.
     public enum IdentifierType: String, Sendable, Hashable, CaseIterable {
@@ -34,17 +32,14 @@ public struct Erasure: Sendable, Hashable {
 
     /// The identifier type of the user to delete.
     public var type: IdentifierType
-    /// Lease tokens of the user's records that were in flight when the forget ran (it deleted them): the drain
-    /// loop sends the deletion only once no delivery under one of these leases is still in flight, so Braze
-    /// answers every request that carried a record of the user before the delete goes out.
+    /// Lease tokens of the user's records in flight when the forget deleted them: the deletion is sent only once
+    /// no delivery under one of them is still in flight.
     public var after: [String]
-    /// The latest expiry (UTC Unix milliseconds) of those leases when the forget ran: a drainer
-    /// that holds one elsewhere, stopped rather than dead, sends nothing past it (`DeliveryLease`), so the
-    /// deletion waits that long, and then as long as Braze may still apply a request sent before it.
+    /// The latest expiry (Unix ms) of those leases: a stopped drainer elsewhere sends nothing past it
+    /// (`DeliveryLease`), so the deletion waits that long, then as long as Braze may still apply a request.
     public var leasedUntilMilliseconds: Int64?
 
-    /// The operator's authority for this row (`ErasureKey.grant`): without a grant the row's key verifies, the
-    /// erasure is dead-lettered, never sent.
+    /// The operator's authority for this row (`ErasureKey.grant`): without one that verifies, it is never sent.
     public var grant: String?
 
     /// An erasure of `type`, waiting for the deliveries under `after`.
@@ -86,15 +81,13 @@ public struct Erasure: Sendable, Hashable {
             leasedUntilMilliseconds: object["leased_until_ms"]?.numberValue?.integerValue)
     }
 
-    /// The payload an erasure row stores for `user`: the identifier member alone, so that the generated
-    /// `user_key` is the user's (`UserIdentity.orderingKey`).
+    /// The payload an erasure row stores for `user`: the identifier alone, so that its `user_key` is the user's.
     public static func payload(for user: UserIdentity) -> String {
         JSONObject(members: [user.brazeMember]).serialized
     }
 
-    /// The user an erasure row erases: its payload's user by the filing rule (`UserIdentity.init(filing:)`), when
-    /// the payload holds that identifier member and nothing else and its type is `type`; otherwise why not (a
-    /// foreign writer may have stored anything; such a row is dead-lettered, never sent).
+    /// The user an erasure row erases (`UserIdentity.init(filing:)`), when the payload holds that identifier alone
+    /// and of type `type`; otherwise why not (such a row is dead-lettered, never sent).
     public func user(payload: String) -> Result<UserIdentity, ErasureProblem> {
         guard let object = try? JSONValue.parse(payload).objectValue else {
             return .failure(ErasureProblem(description: "its payload is not a JSON object"))
@@ -132,8 +125,7 @@ public struct ErasureProblem: Error, Sendable, Hashable, CustomStringConvertible
 }
 
 extension Erasure {
-    /// How the reason of an erasure dead-lettered for a grant that does not verify begins; `status` and
-    /// `/metrics` count the dead erasures whose reason holds it.
+    /// How the reason of an erasure dead-lettered for a grant that does not verify begins (`status` counts them).
     public static let unauthorized = "not authorized"
 
     /// Why a row whose `erasure` column cannot be read is dead-lettered at claim: it is never sent anywhere (sending

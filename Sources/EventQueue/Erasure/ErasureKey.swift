@@ -6,9 +6,8 @@
 /// is the HMAC-SHA-256, under this key, of the row's id, identifier type and filing key.
 ///
 /// Why a key and not a check in `queuectl`: any member of the writers' group can write the queue file with any
-/// SQLite client, so a check in our tools stops no one. Whoever can read the key may delete users at Braze: root,
-/// the daemon's user, and the admin group the package creates (`/etc/eventqueue/erasure-key`,
-/// `eventqueue:eventqueue-admins`, mode 0640). Binding the row's id (ids never repeat) means a grant copied from one
+/// SQLite client, so a check in our tools stops no one; whoever can read the key (root, the daemon, the package's
+/// admin group) may delete users at Braze. Binding the row's id (ids never repeat) means a grant copied from one
 /// row authorizes nothing else.
 public struct ErasureKey: Sendable, Hashable {
     /// Where the package keeps the key.
@@ -20,9 +19,8 @@ public struct ErasureKey: Sendable, Hashable {
     public let path: String
     private let secret: [UInt8]
 
-    /// The key file for the queue at `queuePath`: `$EVENTQUEUE_ERASURE_KEY` when set, else the package's
-    /// `packagedPath` when it exists, else `QUEUE-erasure-key` beside the queue (a queue outside the package, as
-    /// `scripts/run` serves, whose daemon creates it).
+    /// The key file for the queue at `queuePath`: `$EVENTQUEUE_ERASURE_KEY` when set, else `packagedPath` when it
+    /// exists, else `QUEUE-erasure-key` beside the queue (created by its daemon).
     public static func path(forQueue queuePath: String) -> String {
         if let configured = getenv("EVENTQUEUE_ERASURE_KEY").map({ String(cString: $0) }), !configured.isEmpty {
             return configured
@@ -41,9 +39,8 @@ public struct ErasureKey: Sendable, Hashable {
         }
     }
 
-    /// The key a consumer checks grants with: as `forSigning`, and the file must be one no one but root and this
-    /// process's user can have written (owned by either, not writable by group or others), since whoever could
-    /// replace it could grant anything. Otherwise why not: the consumer then sends no erasure.
+    /// The key a consumer checks grants with: as `forSigning`, from a file only root or this user can have written
+    /// (whoever could replace it could grant anything). Otherwise why not: the consumer then sends no erasure.
     public static func forVerifying(queuePath: String) -> Result<ErasureKey, ErasureProblem> {
         let path = path(forQueue: queuePath)
         return read(path, createIfMissing: path == queuePath + "-erasure-key", trustedOwnersOnly: true)

@@ -1,10 +1,6 @@
-/// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104), for erasure grants (`ErasureKey`) and `queuectl
-/// import-legacy`'s idempotency keys (which must be the same on every run and build, as Swift's seeded `Hasher` is
-/// not).
-///
-/// Why here and not swift-crypto: the writer library links SQLite and nothing else (an app extension must stay
-/// small and open fast), and a grant needs one MAC of a few dozen bytes per erasure, not a crypto library. Small
-/// inputs only; not constant-time. Checked against the FIPS and RFC 4231 test vectors (`SHA256Tests`).
+/// SHA-256 (FIPS 180-4) and HMAC-SHA-256 (RFC 2104), for erasure grants and `queuectl import-legacy`'s stable
+/// idempotency keys. Not swift-crypto: the writer library links SQLite and nothing else, and a grant needs one MAC
+/// of a few dozen bytes. Small inputs only; not constant-time.
 package enum SHA256 {
     private static let roundConstants: [UInt32] = [
         0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,

@@ -12,8 +12,7 @@ public struct ClaimedRecord: Sendable, Hashable {
     public let createdAtMilliseconds: Int64
     /// Failed delivery attempts so far.
     public let attempts: Int
-    /// Set when the row is a user's erasure (`forget` with a Braze delete), not a record: it goes to the sink's
-    /// `erase`, never to `/users/track`.
+    /// Set when the row is a user's erasure, not a record: it goes to the sink's `erase`, never `/users/track`.
     public let erasure: Erasure?
 
     /// A claimed record as the claim statement read it (tests and sinks build them too).
@@ -31,8 +30,8 @@ public struct ClaimedRecord: Sendable, Hashable {
     }
 }
 
-/// Proof of a claim. Acks, nacks and renewals name the lease, so a consumer whose lease expired (and whose
-/// records were claimed again by someone else, or by itself in a later claim) cannot ack what it no longer owns.
+/// Proof of a claim: acks, nacks and renewals name the lease, so a consumer whose lease expired cannot ack what
+/// it no longer owns.
 public struct Lease: Sendable, Hashable {
     /// Unique per claim: the consumer's id and a claim sequence number.
     public let token: String

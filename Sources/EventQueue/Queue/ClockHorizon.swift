@@ -1,12 +1,7 @@
-/// How far ahead of "now" a time stored in the queue file may legitimately lie.
-///
-/// Due times (`next_attempt_at_ms`), lease expiries and the drain lock's expiry are wall-clock milliseconds in
-/// the shared file, because every process that opens the file must be able to compare them. The library never
-/// writes one further ahead than `longestWaitMilliseconds` (backoffs, retry hints and leases are capped to it),
-/// so a stored time beyond `now + longestWaitMilliseconds` can only come from a clock that was ahead of the
-/// reader's: this host's clock was stepped back, or another writer's clock runs fast. Such a time is treated as
-/// already passed (the record is due, the lease or lock expired) instead of parking the queue until the clock
-/// catches up, which after a step back of an hour would be an hour.
+/// How far ahead of "now" a time stored in the queue file (due times, lease and drain-lock expiries: wall-clock
+/// ms, so that every process can compare them) may legitimately lie. The library never writes one further ahead
+/// than `longestWaitMilliseconds`, so a later one comes from a clock ahead of the reader's (stepped back here, or
+/// fast elsewhere): it counts as passed, instead of parking the queue until the clock catches up.
 public enum ClockHorizon {
     /// 15 minutes: above the 5-minute backoff cap and typical leases, well below a clock step of an hour.
     public static let longestWaitMilliseconds: Int64 = 15 * 60 * 1000

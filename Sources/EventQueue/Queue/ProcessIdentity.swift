@@ -5,11 +5,9 @@
 /// Names a process on this host so that another process can later tell whether it is still running: host, pid
 /// and the process's start time (in clock ticks since boot, `/proc/PID/stat` field 22).
 ///
-/// Why the start time: pids are reused. A lease token naming pid 4242 says nothing once 4242 is a different
-/// program; with the start time, "pid 4242 started at tick 981233" is either that very process or gone.
+/// Why the start time: pids are reused; "pid 4242 started at tick 981233" is either that very process or gone.
 enum ProcessIdentity {
-    /// The start time of `pid` in clock ticks since boot, or `nil` when there is no such process (or no
-    /// `/proc`).
+    /// The start time of `pid` in clock ticks since boot, or `nil` when there is no such process (or no `/proc`).
     static func startTime(of pid: pid_t) -> UInt64? {
         guard let file = fopen("/proc/\(pid)/stat", "r") else { return nil }
         defer { fclose(file) }

@@ -1,8 +1,7 @@
 extension QueueAdmin {
-    /// Makes dead letters pending again with a fresh attempt budget, but only those whose payload now passes Braze's
-    /// rules (with `time` filled in as the consumer would). One whose payload is still invalid stays dead with its
-    /// current reason: retrying it would only have the next drain dead-letter it again, and would hide it from
-    /// `dead list` in between. `nil` means all.
+    /// Makes dead letters pending again with a fresh attempt budget, but only those whose payload now passes
+    /// Braze's rules; one still invalid stays dead with its current reason (a retry would only dead-letter it
+    /// again). `nil` means all.
     public func retryDeadChecked(ids: [Int64]?) throws(QueueError) -> DeadRetryReport {
         let connection = file.connection
         return try connection.write("retrying dead letters") { () throws(QueueError) in
@@ -44,9 +43,7 @@ extension QueueAdmin {
         }
     }
 
-    /// Why an erasure would be dead-lettered again at delivery (its column unreadable, or its payload not one valid
-    /// identifier of its type), or `nil`: an erasure is never checked as a Braze record (its payload is the user's
-    /// identifier alone, which no record may be).
+    /// Why an erasure would be dead-lettered again at delivery, or `nil`; never checked as a Braze record.
     static func erasureProblem(payload: String, column: String?) -> String? {
         guard let erasure = column.flatMap(Erasure.init(json:)) else { return Erasure.unreadableColumnReason }
         switch erasure.user(payload: payload) {

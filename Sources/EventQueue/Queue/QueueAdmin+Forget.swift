@@ -1,7 +1,6 @@
 extension QueueAdmin {
-    /// Erasures not sent yet (pending or in flight), dead ones, and of those the ones dead-lettered because their
-    /// grant did not verify (`Erasure.unauthorized`: planted by someone who may not delete users at Braze): one pass
-    /// over the table (no index names them).
+    /// Erasures not sent yet, dead ones, and of those the ones whose grant did not verify (`Erasure.unauthorized`):
+    /// one pass over the table (no index names them).
     func erasureCounts() throws(QueueError) -> (pending: Int, dead: Int, unauthorized: Int) {
         let statement = try file.connection.statement(
             """
@@ -14,8 +13,7 @@ extension QueueAdmin {
         return (Int(statement.int64(0)), Int(statement.int64(1)), Int(statement.int64(2)))
     }
 
-    /// The users a dead barrier (an erasure or identity call Braze refused) holds back:
-    /// how many, and the first `shown` keys. Reads the dead letters only (`records_dead`).
+    /// The users a dead barrier holds back: how many, and the first `shown` keys (reads `records_dead` only).
     func heldUsers(shown: Int = 5) throws(QueueError) -> (count: Int, keys: [String]) {
         let statement = try file.connection.statement(
             """
@@ -38,25 +36,17 @@ extension QueueAdmin {
 }
 
 extension QueueWriter {
-    /// Forgets `users` (the one way to forget, for an app, `queuectl forget` and the daemon's `POST /forget`):
-    /// removes every record of each user from the queue file (pending, in flight and dead, and the idempotency keys
-    /// the file remembers for them), whole users per transaction; then makes their bytes unreadable in the file
-    /// and its WAL, one scrub for all of them (`ForgetReport.scrub`). A record of a user in flight at that moment
-    /// is not delivered again, nor retried if its request fails.
+    /// Forgets `users` (for an app, `queuectl forget` and the daemon's `POST /forget`): removes every record of each
+    /// user, in flight and dead too, and the keys remembered for them, then scrubs their bytes from the file and its
+    /// WAL (`QueueForgetting`). A user known by several identifiers is forgotten once per identifier.
     ///
-    /// With `brazeDelete`, an erasure is queued in each user's own stream, in the transaction that removes the
-    /// user: the drain loop sends it to Braze's `POST /users/delete` (at most 50 users of one identifier type per
-    /// request) once every request that carried a record of the user has been answered, and before any record of
-    /// the user enqueued after this call. Erasures of an earlier forget stay. Only someone who can read the erasure
-    /// key may (`QueueError.erasureNotPermitted`, nothing forgotten).
+    /// With `brazeDelete`, an erasure is queued in each user's own stream, sent to Braze's `POST /users/delete`
+    /// after every request that carried a record of the user is answered and before the user's later records. Only
+    /// someone who can read the erasure key may (`erasureNotPermitted`, nothing forgotten); a file before schema 7
+    /// (whose daemon would send it to `/users/track`) throws `erasureNeedsNewerSchema` and nothing is written.
     ///
-    /// A user is matched as the queue files records (`UserIdentity.orderingKey`): a user known by several
-    /// identifiers is forgotten once per identifier. Neither the transactions nor the scrub hold the write lock
-    /// longer than a quarter of the busy timeout: a file too large to rebuild within that is left with its scrub
-    /// owed (`ScrubReport.vacuumed` false, `QueueStats.scrubOwedSinceMilliseconds`), done by the upkeep once it
-    /// fits. A writer never migrates a served file: on a file older than schema 7 (its daemon is older than 1.4.0
-    /// and would send the erasure to `/users/track`), `brazeDelete` throws `QueueError.erasureNeedsNewerSchema`
-    /// and nothing is written; forgetting without it works on any schema.
+    /// The write lock is held at most a quarter of the busy timeout: a file too large to rebuild within that keeps
+    /// its scrub owed (`ScrubReport.vacuumed` false), done by the upkeep once it fits.
     public func forget(_ users: [UserIdentity], brazeDelete: Bool = false) throws(QueueError) -> ForgetReport {
         try QueueForgetting.forget(users, brazeDelete: brazeDelete, file: file)
     }

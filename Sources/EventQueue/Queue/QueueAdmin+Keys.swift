@@ -7,10 +7,8 @@ extension QueueAdmin {
         public var bytes: Int64
     }
 
-    /// Forgets the idempotency keys of records delivered more than `olderThanMilliseconds` ago, sooner than the
-    /// retention would (`queuectl keys prune`). A writer that retries a record whose key was forgotten enqueues
-    /// it again: prune only keys no writer will retry. The freed pages return to the filesystem at the next
-    /// maintenance (`checkpointAndVacuum`).
+    /// Forgets the idempotency keys of records delivered more than `olderThanMilliseconds` ago (`keys prune`): a
+    /// writer that retries a record whose key was forgotten enqueues it again, so prune only keys none will retry.
     public func pruneKeys(
         olderThanMilliseconds: Int64, dryRun: Bool = false, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> KeyPruning {

@@ -10,18 +10,15 @@ public struct LimitEnforcement: Sendable, Hashable {
     public var queueBytes: Int64 = 0
     /// The file's size on disk after it (pages in use plus free pages not yet vacuumed).
     public var fileBytes: Int64 = 0
-    /// Still above the size limit: `refuse` never gives accepted records up, and drop-oldest found nothing left to
-    /// drop (records in delivery, erasures, remembered keys).
+    /// Still above the size limit: `refuse` never gives accepted records up, or drop-oldest found nothing to drop.
     public var overLimit = false
 
     /// Nothing done yet: every count 0.
     public init() {}
 }
 
-/// The daemon's side of the limits: it records them at start, and after each pass and at each launch
-/// expires what is older than the max age and, under drop-oldest, brings the file back under its size limit for
-/// the writers that do not enforce it themselves (older releases, the C, Python and shell writers of
-/// docs/WRITERS.md). Writers of this release enforce the size limit in their own transaction (`SpaceKeeper`).
+/// The daemon's side of the limits: it records them at start, and after each pass expires what is past the max age
+/// and, under drop-oldest, brings the file back under its size limit for writers that do not enforce it themselves.
 extension QueueAdmin {
     /// The limits a daemon recorded and when (Unix ms), or `nil` when none did.
     public func limits() throws(QueueError) -> (limits: QueueLimits, setAtMilliseconds: Int64)? {
@@ -32,8 +29,7 @@ extension QueueAdmin {
         }
     }
 
-    /// Records `limits` in the file (the daemon at start): every writer of this release enforces the size limit
-    /// from its next enqueue on.
+    /// Records `limits` in the file (the daemon at start): writers enforce the size limit from their next enqueue.
     public func recordLimits(_ limits: QueueLimits, now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) {
         let connection = file.connection
         try connection.write("recording the queue's limits") { () throws(QueueError) -> Void in
@@ -52,14 +48,12 @@ extension QueueAdmin {
         }
     }
 
-    /// Starts counting what the queue gives up from now on this connection (the totals so far are history, not
-    /// news), unless it already does.
+    /// Starts counting what the queue gives up from now on this connection, unless it already does.
     public func watchDrops() throws(QueueError) {
         if file.dropsSeen == nil { file.dropsSeen = try drops() }
     }
 
-    /// The totals now, and what grew since the last look on this connection (`watchDrops`; nothing the first
-    /// time): the drain loop logs the growth once per pass, whichever process gave the records up.
+    /// The totals now, and what grew since the last look on this connection (`watchDrops`; none the first time).
     public func dropsSinceLastLook() throws(QueueError) -> (total: QueueDrops, grown: QueueDrops) {
         let total = try drops()
         let grown = total.grown(since: file.dropsSeen ?? total)
@@ -80,10 +74,8 @@ extension QueueAdmin {
         return try connection.read(operation) { () throws(QueueError) in try SpaceKeeper.usedBytes(connection) }
     }
 
-    /// Expires what is older than the max age and, under drop-oldest, drops the oldest records until the file is
-    /// within its size limit, then returns freed pages to the filesystem when the file on disk is above it. Does
-    /// nothing when no limits are recorded. Each step is its own short write transaction, counted in `queue_drops`
-    /// in the same transaction.
+    /// Expires what is past the max age and, under drop-oldest, drops the oldest records until the file is within
+    /// its size limit, then returns freed pages when the file on disk is above it; each step a short transaction.
     @discardableResult
     public func enforceLimits(
         now: Int64 = WallClock.nowMilliseconds(), boot: () -> BootClockReading = BootClockReading.system
@@ -104,8 +96,7 @@ extension QueueAdmin {
         }
         var size = try measure()
         if size.pages &* size.pageSize > limits.maxQueueBytes, size.pages &* size.pageSize > size.used {
-            // Freed pages stay in the file until vacuumed: give them back now, not at the upkeep, which waits
-            // while writers write.
+            // Give freed pages back now, not at the upkeep, which waits while writers write.
             try vacuumInSteps()
             size = try measure()
         }
@@ -119,12 +110,9 @@ extension QueueAdmin {
     static let expiryChunk = 1000
 
     /// Dead-letters pending records older than `maxAgeSeconds` on the queue clock (never leased ones, never
-    /// erasures) with a reason that begins `expired:`, counted as `expired`. Returns how many.
-    ///
-    /// The age is not `created_at_ms` (a writer's clock) but the queue clock's time since the first checkpoint that
-    /// saw the record's id (`tickQueueClock`): a lower bound of the time it waited, which no step of any wall clock
-    /// can raise. So the records to expire are an id range, up to the newest checkpoint at least the max age old,
-    /// found through `records_live` without reading the pending rows.
+    /// erasures), counted as `expired`. Returns how many. The age is not `created_at_ms` (a writer's clock) but the
+    /// queue clock's time since the first checkpoint that saw the record's id: a lower bound no wall-clock step can
+    /// raise, and it makes the records to expire an id range, found without reading the pending rows.
     func expireOldRecords(
         maxAgeSeconds: Int64, now: Int64, boot: () -> BootClockReading
     ) throws(QueueError) -> Int {
@@ -174,11 +162,8 @@ extension QueueAdmin {
     }
 
     /// Advances the queue clock (`QueueClock`) and, when records were enqueued since the last checkpoint and a
-    /// max age is recorded, takes one ("now, the highest id is N"), at most one per `QueueClock.spacing`. The
-    /// daemon calls it each minute and each pass at its start, so a record's age is late by at most the spacing
-    /// and a minute while the daemon runs (records enqueued while none runs count from its start). An idle queue
-    /// writes nothing, but once per boot. Returns the queue time now, or `nil` for a file older than the queue
-    /// clock (schema 8).
+    /// max age is recorded, takes one ("now, the highest id is N"), at most one per `QueueClock.spacing`; an idle
+    /// queue writes nothing, but once per boot. Returns the queue time now, or `nil` before schema 8.
     ///
     /// `boot` is read again inside the write transaction: a checkpoint says the highest id at a queue time, so
     /// the time must not be read before a wait for the write lock during which writers may still append.
@@ -219,8 +204,7 @@ extension QueueAdmin {
         }
     }
 
-    /// Drops the oldest dead letters, then the oldest pending records, a chunk per transaction (`DropPace`, as a
-    /// writer does), until the pages in use are within `maxBytes` or nothing is left to drop. Returns how many.
+    /// Drops the oldest records, a chunk per transaction (`DropPace`), until within `maxBytes` or none is left.
     func dropOldestToLimit(maxBytes: Int64) throws(QueueError) -> Int {
         let connection = file.connection
         var dropped = 0

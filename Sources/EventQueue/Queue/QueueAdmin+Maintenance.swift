@@ -5,25 +5,20 @@ extension QueueAdmin {
     /// How long the closing checkpoint waits for writers in progress (far below a writer's busy timeout).
     static let checkpointBusyTimeoutMilliseconds = 100
 
-    /// Returns space after a drain: forgets expired idempotency keys (both tables, far-future dates clamped), frees
-    /// the pages of deleted records (a `VACUUM` that also scrubs their bytes when `QueueScrub` allows it, else
-    /// `incremental_vacuum`), and truncates the WAL (`wal_checkpoint(TRUNCATE)`).
-    /// Long-lived readers starve checkpoints, and deleted rows never shrink a file by themselves; without this a
-    /// queue only grows.
+    /// Returns space after a drain: forgets expired idempotency keys, frees the pages of deleted records (a scrubbing
+    /// `VACUUM` when `QueueScrub` allows, else `incremental_vacuum`), and truncates the WAL. Without it a queue only
+    /// grows: deleted rows never shrink a file, and long-lived readers starve checkpoints.
     @discardableResult
     public func checkpointAndVacuum(now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) -> MaintenanceResult {
         let connection = file.connection
         let walBefore = Self.fileSize(path + "-wal")
         let databaseBefore = Self.fileSize(path)
-        // Both key tables; a key dated beyond the clock horizon (planted, or a clock far ahead) is dated now first,
-        // so that it expires after the retention instead of never.
+        // Both key tables; a key dated beyond the clock horizon is dated now first, so that it expires at all.
         let pruned = try connection.write("forgetting old idempotency keys") { () throws(QueueError) in
             try RememberedKeys.prune(connection, before: now - Self.deliveredKeyRetentionMilliseconds, now: now)
         }
         file.unscrubbedDeletions += pruned.count
-        // Delivered records' (and an owed forget's) bytes are scrubbed when the live rows can be rebuilt within the
-        // bound; otherwise (and when the file is busy) pages are freed in steps, and the scrub waits for a later
-        // upkeep (QueueScrub).
+        // Scrubbed when the live rows can be rebuilt within the bound; otherwise pages are freed in steps.
         let vacuumed = try QueueScrub.vacuumAfterPass(file, busyMilliseconds: Self.checkpointBusyTimeoutMilliseconds)
         if !vacuumed { try vacuumInSteps() }
         let complete = try truncateWAL()
@@ -55,21 +50,16 @@ extension QueueAdmin {
         }
     }
 
-    /// Truncates the WAL when it has grown past `thresholdBytes`, for use between batches of a long pass.
-    ///
-    /// Automatic checkpoints can only restart the WAL when no reader holds an older snapshot, which around a long
-    /// drain can be long in coming; `TRUNCATE` waits briefly for those readers instead. Returns true when it
-    /// truncated.
+    /// Truncates the WAL when it has grown past `thresholdBytes`, between batches of a long pass: automatic
+    /// checkpoints restart the WAL only when no reader holds an older snapshot. Returns true when it truncated.
     @discardableResult
     public func truncateWALIfLarger(than thresholdBytes: Int64) throws(QueueError) -> Bool {
         guard Self.fileSize(path + "-wal") > thresholdBytes else { return false }
         return try truncateWAL()
     }
 
-    /// One `wal_checkpoint(TRUNCATE)` try (after a `PASSIVE` one that copies the frames without the write lock:
-    /// `Connection.truncateWAL`), waiting at most `checkpointBusyTimeoutMilliseconds`: a TRUNCATE checkpoint holds
-    /// new writers back while it waits, so a longer wait could make a writer time out behind it. Returns true when
-    /// it truncated.
+    /// One `wal_checkpoint(TRUNCATE)` try, waiting at most `checkpointBusyTimeoutMilliseconds` (it holds new
+    /// writers back while it waits). Returns true when it truncated.
     private func truncateWAL() throws(QueueError) -> Bool {
         try file.connection.truncateWAL(
             tryMilliseconds: Self.checkpointBusyTimeoutMilliseconds, deadlineNanoseconds: 0,

@@ -1,13 +1,11 @@
 /// When the upkeep after a pass runs: not while this release's writers are writing (one of them had the turn
 /// within the last `quietNanoseconds`, or during the pass).
 ///
-/// Why: the vacuum steps and the `TRUNCATE` checkpoint hold the write lock, so writers in line wait for them; run
-/// after every pass of a steady stream they slowed most enqueues (docs/PERFORMANCE.md section 5). While writers
-/// write, their pages are reused as fast as they are freed and the WAL is kept in check by the checkpoints, so the
-/// upkeep can wait for a pass during which none wrote: at most `longestDeferral`, and never while the WAL is over
-/// `deferralWALBytes` or the free pages over `deferralFreeBytes` (a delivered backlog's pages would otherwise stay
-/// in the file while writers write; docs/PERFORMANCE.md, "Space after a backlog"). Writers of other languages do not
-/// wait in line, so they are not seen: for them the upkeep runs as before.
+/// Why: the vacuum steps and the `TRUNCATE` checkpoint hold the write lock, and run after every pass of a steady
+/// stream they slowed most enqueues. While writers write, freed pages are reused and checkpoints bound the WAL, so
+/// the upkeep may wait: at most `longestDeferral`, and never while the WAL is over `deferralWALBytes` or the free
+/// pages over `deferralFreeBytes` (docs/PERFORMANCE.md, "Space after a backlog"). Writers of other languages do
+/// not take the line, so they are not seen and never defer it.
 extension QueueAdmin {
     /// The longest the upkeep waits for writers to pause.
     public static let longestDeferralNanoseconds: UInt64 = 10 * 60 * 1_000_000_000
@@ -21,12 +19,10 @@ extension QueueAdmin {
     /// before the pass ended.
     public static let upkeepRetryNanoseconds: Int64 = quietNanoseconds + 10_000_000
 
-    /// The writers' line as `status` and `check` show it (read, never mapped: the daemon never maps a file a group
-    /// member could truncate under it).
+    /// The writers' line as `status` shows it (never mapped: a group member could truncate the file under it).
     public var writeLine: WriteLineReport { WriteLineReport.read(queuePath: path) }
 
-    /// Turns taken in the writers' line so far (nil when no writer of this release has made the line usable):
-    /// read at a pass's start, it tells `maintainAfterPass` whether writers wrote during the pass.
+    /// Turns taken in the writers' line so far (nil: no usable line), read at a pass's start for `maintainAfterPass`.
     public var writerTurns: UInt64? {
         let line = writeLine
         guard case .inUse = line.state else { return nil }
@@ -37,7 +33,7 @@ extension QueueAdmin {
     public func maintainAfterPass(
         turnsAtPassStart: UInt64?, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> MaintenanceResult? {
-        let clock = WriteGate.monotonicNanoseconds()
+        let clock = WallClock.monotonicNanoseconds()
         let line = writeLine
         let busy = line.state == .inUse(busy: true)
         let writersWrote =
@@ -56,8 +52,7 @@ extension QueueAdmin {
 }
 
 extension QueueAdmin {
-    /// Bytes of free pages: what a vacuum would return to the filesystem (read from the file's header, no I/O
-    /// beyond its first page).
+    /// Bytes of free pages, what a vacuum would return (read from the file's header).
     func freeBytes() throws(QueueError) -> Int64 {
         let size = try measure("measuring the free pages")
         return (size.pages - size.used / max(1, size.pageSize)) &* size.pageSize

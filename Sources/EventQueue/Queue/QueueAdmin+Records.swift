@@ -3,9 +3,8 @@
 #endif
 
 extension QueueAdmin {
-    /// Counts and sizes, read in one short read transaction (counts come from the partial indexes).
-    /// `includingKeys` also counts the remembered idempotency keys, `includingErasures` the erasures; each reads a
-    /// whole table (status and metrics ask for them, not every pass).
+    /// Counts and sizes, in one short read transaction. `includingKeys` and `includingErasures` each read a whole
+    /// table (status and metrics ask for them, not every pass).
     public func stats(
         now: Int64 = WallClock.nowMilliseconds(), includingKeys: Bool = false, includingErasures: Bool = false
     ) throws(QueueError) -> QueueStats {
@@ -124,8 +123,7 @@ extension QueueAdmin {
 }
 
 extension QueueAdmin {
-    /// The highest record id ever assigned (ids are AUTOINCREMENT and never reused), so a monitor can derive
-    /// "records enqueued" from the file alone, whichever process wrote them. 0 for a queue never written to.
+    /// The highest record id ever assigned (never reused; 0 before the first): "records enqueued" from the file.
     public func highestAssignedID() throws(QueueError) -> Int64 {
         let statement = try file.connection.statement(
             "SELECT seq FROM sqlite_sequence WHERE name = 'records'", operation: "reading the record sequence")

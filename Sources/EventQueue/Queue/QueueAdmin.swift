@@ -1,20 +1,14 @@
-/// The operator's side of a queue: what `queuectl status`, `peek` and `dead` read and change (counts, live
-/// records, dead letters), and the upkeep after a drain pass (forgetting old keys, vacuum, WAL truncation).
+/// The operator's side of a queue: what `queuectl status`, `peek` and `dead` read and change, and the upkeep
+/// after a drain pass (old keys, vacuum, WAL truncation). Use from one thread at a time.
 ///
-/// Why apart from `QueueConsumer`: the consumer is the lease protocol and nothing else (claim, ack, nack, reject,
-/// renew, release, the drain lock), so the protocol a crash must not break reads on its own. An admin needs no
-/// consumer identity, no lease and no claim cache: `queuectl status` opens this, not a consumer. The daemon's
-/// consumer hands out an admin on its own connection (`QueueConsumer.admin`), so the drain loop's counts and upkeep
-/// run on the connection it already has.
-///
-/// Use from one thread at a time, as the consumer.
+/// Apart from `QueueConsumer` so that the lease protocol a crash must not break reads on its own, and an admin
+/// needs no consumer identity or lease. The daemon's consumer hands out one on its own connection (`admin`).
 public final class QueueAdmin {
     let file: QueueFile
     /// False when the file belongs to a consumer: closing is the consumer's business then.
     private let ownsFile: Bool
 
-    /// Opens the queue at `path` for administration: the full schema check (a planted trigger is refused), as for
-    /// a consumer.
+    /// Opens the queue at `path` for administration, with the full schema check as for a consumer.
     public init(path: String, options: QueueOptions = QueueOptions()) throws(QueueError) {
         file = try QueueFile(path: path, options: options, schemaCheck: .full)
         ownsFile = true
@@ -35,7 +29,6 @@ public final class QueueAdmin {
 }
 
 extension QueueConsumer {
-    /// The admin side on this consumer's connection: the drain loop's counts after a pass, its upkeep, the
-    /// daemon's status.
+    /// The admin side on this consumer's connection: the drain loop's counts, its upkeep, the daemon's status.
     public var admin: QueueAdmin { QueueAdmin(sharing: file) }
 }

@@ -4,8 +4,7 @@ public enum BatchOutcome: Sendable, Hashable {
     case enqueued(id: Int64)
     /// A new dead letter: the entry broke a rule and was set aside with its reason instead of refusing the batch.
     case deadLettered(id: Int64, reason: String)
-    /// Its user already used its idempotency key for this record (queued, dead, or delivered recently): nothing
-    /// was written.
+    /// Its user already used its idempotency key for this record: nothing was written.
     case alreadyKnown(id: Int64)
 
     /// The record's id, new or existing.
@@ -16,12 +15,9 @@ public enum BatchOutcome: Sendable, Hashable {
     }
 }
 
-/// One open write transaction of a `QueueWriter`, handed to `QueueWriter.batch(_:)`'s body.
-///
-/// A batch lets a caller that reads its input piece by piece (an NDJSON stream, an old store being imported)
-/// append each record as it is read, so memory stays bounded by one record, while the whole input still commits
-/// or rolls back as one. It also lets a bad entry be kept as a dead letter with its reason instead of refusing
-/// everything: an import should not be blocked by one old entry that breaks a rule, nor lose it.
+/// One open write transaction of a `QueueWriter`, handed to `QueueWriter.batch(_:)`'s body: input read piece by
+/// piece is appended record by record (memory bounded by one record) and still commits or rolls back as one, and a
+/// bad entry can be kept as a dead letter with its reason, so that one old entry neither blocks an import nor is lost.
 public final class QueueBatch {
     let connection: Connection
     let now: Int64
@@ -44,27 +40,22 @@ public final class QueueBatch {
         keeper?.offeredAfterTheRefusal()
     }
 
-    /// Checks and appends one record (as `QueueWriter.enqueue`). A rule broken throws `invalidRecord`; the caller
-    /// decides whether that ends the batch.
+    /// Checks and appends one record (as `QueueWriter.enqueue`); the caller decides what an error ends.
     public func enqueue(_ record: Record) throws(QueueError) -> BatchOutcome {
         try enqueue(QueueWriter.encode(record, now: now))
     }
 
-    /// Appends a record `QueueBatch.encodeOrCheck` already checked and encoded, stamped with this batch's time
-    /// (`created_at_ms`): `queuectl enqueue --ndjson` keeps what its check pass encoded rather than parse and
-    /// encode every line again (the `time` it filled in is the check's).
+    /// Appends a record `QueueBatch.encodeOrCheck` already checked and encoded, stamped with this batch's time, so
+    /// that `queuectl enqueue --ndjson` does not encode every line twice.
     package func enqueue(_ encoded: EncodedRecord) throws(QueueError) -> BatchOutcome {
         try insert(
             kind: encoded.kind, payload: encoded.payload, key: encoded.idempotencyKey, scope: encoded.keyScope,
             deadReason: nil)
     }
 
-    /// Appends `record` as a dead letter (state `dead`, `last_error` = `reason`) without checking Braze's rules:
-    /// `queuectl dead list` shows it, and `queuectl dead retry` makes it pending once its payload passes the check.
-    ///
-    /// The queue file itself still requires a JSON object that names a user (its `user_key`) and a valid
-    /// idempotency key; an invalid key is dropped (the reason says so), and a record naming no user is refused
-    /// with `invalidRecord`, since there is no user to file it under.
+    /// Appends `record` as a dead letter (`last_error` = `reason`) without checking Braze's rules (`dead retry`
+    /// makes it pending once it passes). The file still requires a JSON object naming a user (else
+    /// `invalidRecord`); an invalid idempotency key is dropped, and the reason says so.
     public func deadLetter(_ record: Record, reason: String) throws(QueueError) -> BatchOutcome {
         try Self.checkDeadLetter(record, reason: reason)
         var reason = reason
@@ -92,8 +83,7 @@ public final class QueueBatch {
         return try insert(kind: record.kind, payload: payload, key: key, scope: scope, deadReason: reason)
     }
 
-    /// Appends `record` when it passes the checks, else keeps it as a dead letter whose reason is the check's
-    /// message (with `context`, such as "line 12: ", in front).
+    /// Appends `record` when it passes the checks, else keeps it as a dead letter (`context` prefixes the reason).
     public func enqueueOrDeadLetter(_ record: Record, context: String = "") throws(QueueError) -> BatchOutcome {
         do {
             return try enqueue(record)
@@ -117,9 +107,8 @@ public final class QueueBatch {
         }
     }
 
-    /// Checks `record` as `enqueue` (or, with `orDeadLetter`, `enqueueOrDeadLetter`) would, without writing
-    /// anything and without a transaction: what a caller that writes its input in several transactions runs over
-    /// the whole input first, so that input which would be refused is refused before any of it is written.
+    /// Checks `record` as `enqueue` (or, with `orDeadLetter`, `enqueueOrDeadLetter`) would, writing nothing: a caller
+    /// that writes in several transactions checks the whole input first, so it is refused before any is written.
     public static func check(_ record: Record, orDeadLetter: Bool, context: String = "") throws(QueueError) {
         _ = try encodeOrCheck(record, orDeadLetter: orDeadLetter, context: context, now: WallClock.nowMilliseconds())
     }
@@ -179,14 +168,12 @@ extension QueueWriter {
     /// Runs `body` inside one write transaction and commits what it appended, or nothing if it throws (its own
     /// error, or a `QueueError`, is rethrown). For inputs read piece by piece; see `QueueBatch`.
     ///
-    /// The write lock is held while `body` runs, so other writers wait: read from a file or a spool, not from a
-    /// slow producer, inside it.
+    /// The write lock is held while `body` runs: read from a file or a spool inside it, not from a slow producer.
     ///
-    /// Under a size limit (`QueueLimits`) each record is measured as it is appended. With `refuse`, the first
-    /// record that does not fit refuses the whole transaction: nothing it appended is kept, the records it appended
-    /// are counted refused (committed), and the batch throws, whatever the body did with the `queueFull` its
-    /// `enqueue` threw (its own error when it threw one, else the `queueFull`). With `drop-oldest` older records
-    /// make room, never the batch's own: a batch that does not fit even so is refused whole.
+    /// Under a size limit (`QueueLimits`), with `refuse` the first record that does not fit refuses the whole
+    /// transaction: nothing is kept, its records are counted refused, and the batch throws (the body's own error,
+    /// else the `queueFull`) whatever the body did with it. With `drop-oldest` older records make room, never the
+    /// batch's own: a batch that does not fit even so is refused whole.
     public func batch<T>(_ body: (QueueBatch) throws -> T) throws -> T {
         try batch(countingRefusal: true, body)
     }

@@ -18,8 +18,7 @@ public struct CheckReport: Sendable, Hashable {
     public var facts: [Fact] = []
     /// Anything here makes `queuectl check` exit non-zero.
     public var problems: [String] = []
-    /// Worth knowing, not wrong (an older schema that the daemon will migrate, a newer additive one, unusual
-    /// permissions).
+    /// Worth knowing, not wrong (an older schema the daemon will migrate, a newer additive one, odd permissions).
     public var warnings: [String] = []
 
     /// True when nothing in `problems`: `queuectl check` exits 0.
@@ -74,12 +73,10 @@ public enum QueueCheck {
         return report
     }
 
-    /// Whether to inspect through a read-write connection (that writes nothing) rather than a read-only one, so
-    /// that the directory is left exactly as found. A read-only connection to a WAL file creates `-wal` and `-shm`
-    /// when they are missing and, unable to checkpoint, leaves them behind: files owned by whoever ran the check,
-    /// which the next writer of another primary group could not open. A read-write connection that is the last
-    /// to close removes them again. It is used only when there is no `-wal` (so closing has nothing to
-    /// checkpoint into the file) and this user may write the file.
+    /// Whether to inspect through a read-write connection (that writes nothing): a read-only one creates a missing
+    /// `-wal` and `-shm` and leaves them behind, owned by whoever ran the check, where the next writer of another
+    /// group could not open them; a last read-write close removes them. Only with no `-wal` (nothing to
+    /// checkpoint) and when this user may write the file.
     private static func leavesNoFilesBehindReadWrite(_ path: String) -> Bool {
         access(path + "-wal", F_OK) != 0 && access(path + "-shm", F_OK) != 0 && access(path, R_OK | W_OK) == 0
     }
@@ -124,9 +121,7 @@ public enum QueueCheck {
             report.facts.append(.init(name: name, value: String(try connection.scalarInt(sql, operation: name))))
         }
         if comparable {
-            // The whole schema, compared with what the migrations up to this version create (plus, in a newer
-            // file, what newer migrations recorded and this release may tolerate): a planted trigger or view, an
-            // index replaced by another of the same name, or a recorded index that runs code, is named here.
+            // The whole schema, as the daemon compares it (QueueSchema.verify): every difference named.
             let differences = try QueueSchema.differences(connection, version: Migrations.latestVersion)
             report.facts.append(.init(name: "schema", value: differences.isEmpty ? "ok" : "differs"))
             report.problems.append(contentsOf: differences.map { "schema: " + $0 })
@@ -162,8 +157,7 @@ public enum QueueCheck {
                     "\(outOfRange) record(s) have an id, attempts or time out of range (written by a foreign writer "
                         + "with its checks off); the daemon dead-letters them with the reason")
             }
-            // Remembered keys, and keys dated beyond the clock horizon, which a planted row or a clock
-            // far ahead leaves: they would never expire; the next maintenance dates them now.
+            // Keys dated beyond the clock horizon would never expire; the next maintenance dates them now.
             let keys = try RememberedKeys.measure(connection)
             report.facts.append(.init(name: "remembered_keys", value: String(keys.count)))
             report.facts.append(.init(name: "remembered_key_bytes", value: String(keys.bytes)))
@@ -198,9 +192,8 @@ public enum QueueCheck {
         report.facts.append(.init(name: "consumers", value: "EventQueue \(consumers ?? levels.release) and later"))
     }
 
-    /// A file a newer release migrated: usable by this release when its levels allow (and its schema then holds
-    /// only additions this release tolerates, which the caller compares), refused otherwise (a problem naming the
-    /// side to upgrade). Returns whether to compare its schema.
+    /// A file a newer release migrated: usable when its levels allow, else a problem naming the side to upgrade.
+    /// Returns whether to compare its schema.
     private static func inspectNewer(_ connection: Connection, version: Int, into report: inout CheckReport)
         throws(QueueError) -> Bool
     {

@@ -38,20 +38,17 @@ public struct BootClockReading: Sendable, Hashable {
     }()
 }
 
-/// The queue clock (Migrations/0008): the time the queue has existed, by which the max age is
-/// measured so that no clock can make a record older than it is. Within a boot it advances by the monotonic
-/// clock alone, so a step of the wall clock, forward or back, moves it by nothing. Between two boots no monotonic
-/// clock survives, and the wall clock's difference is added (never less than 0): the one place a wall clock
-/// enters. The wall time kept for that is never earlier than the last one plus the monotonic time since, so a
-/// step back before a reboot cannot count the same time twice (a step forward makes it count less).
+/// The queue clock (Migrations/0008): the time the queue has existed, by which the max age is measured so that no
+/// clock can make a record older than it is. Within a boot it advances by the monotonic clock alone; between boots
+/// the wall clock's difference is added (never less than 0), from a wall time kept never earlier than the last one
+/// plus the monotonic time since, so a step back before a reboot cannot count the same time twice.
 struct QueueClock: Hashable {
     var elapsed: Int64
     var bootID: String
     var bootMilliseconds: Int64
     var wallMilliseconds: Int64
 
-    /// Where the clock stands at `boot` and `wall`. A reading earlier than the stored one (another process got
-    /// to write first) adds nothing; values are saturated, whatever a damaged or planted row holds.
+    /// Where the clock stands at `boot` and `wall`: a reading earlier than the stored one adds nothing; saturated.
     func advanced(to boot: BootClockReading, wall: Int64) -> QueueClock {
         if boot.bootID == bootID {
             let delta = max(0, Self.difference(boot.milliseconds, bootMilliseconds))
@@ -100,14 +97,11 @@ struct QueueClock: Hashable {
         return (statement.int64(0), statement.int64(1), statement.optionalInt64(2))
     }
 
-    /// The least queue time between two checkpoints, for a max age of `maxAge` ms: a minute, or a 1440th of the
-    /// max age when that is longer (7 minutes for a week). So the table holds at most about 1,440 rows (about
-    /// 20 KB) whatever the traffic and the passes, and a record's age is late by at most that plus the minute
-    /// between ticks.
+    /// The least queue time between two checkpoints: a minute, or a 1440th of `maxAge` when longer, so the table
+    /// holds about 1,440 rows at most, and an age is late by at most that plus a minute.
     static func spacing(maxAge: Int64) -> Int64 { max(60_000, maxAge / 1440) }
 
-    /// The newest checkpoint taken at or before queue time `time`: every record up to its id is at least
-    /// `now - elapsed` old.
+    /// The newest checkpoint at or before queue time `time`: every record up to its id is `now - elapsed` old.
     static func checkpoint(atOrBefore time: Int64, _ connection: Connection) throws(QueueError) -> (
         elapsed: Int64, maxID: Int64
     )? {

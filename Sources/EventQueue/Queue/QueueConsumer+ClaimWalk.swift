@@ -1,16 +1,11 @@
-/// One walk per transaction for every batch it claims: `ackAndClaim` hands out several batches per transaction, and
-/// a walk per batch would go past the rows the claims before it had just leased. One walk reads the candidates and
-/// their users, the sizes are checked once, and each batch is leased by id (`RecordStateSQL.claimByIDs`).
 extension QueueConsumer {
     /// The ids of up to `claims` batches of up to `limit` claimable rows, from one walk of `RecordStateSQL.claimWalk`
-    /// in the caller's write transaction; rows too large to be read are dead-lettered first (and the walk done
-    /// again, as the next claim would have).
+    /// in the caller's write transaction (a walk per batch would go past the rows the batches before it just
+    /// leased); rows too large to be read are dead-lettered first, and the walk done again.
     ///
-    /// The batches are what claiming them one after the other would give: a batch takes the walk's rows in id order
-    /// until it is full, and no user is in two batches (so they can be delivered concurrently): a later row of a
-    /// user whose batch is full is left for a later transaction, and so is every row of that user after it, so each
-    /// user's rows are claimed as a prefix, in order. An erasure is the only row of its user the walk can return
-    /// (it is claimable only with no earlier live row of its user, and it blocks every later one).
+    /// The batches are what claiming them one after the other would give: rows in id order, no user in two batches
+    /// (so they can be delivered concurrently), and a user whose batch is full keeps its later rows for a later
+    /// transaction, so each user's rows are claimed as a prefix, in order.
     func walkClaimable(
         claims: Int, limit: Int, now: Int64, halfOfUsers: Int? = nil
     ) throws(QueueError) -> [[Int64]] {

@@ -11,8 +11,7 @@ public struct DrainLockHolder: Sendable, Hashable {
 #endif
 
 extension DrainLockHolder {
-    /// The holder with its expiry kept plausible: it was stored by another process, and callers schedule their next
-    /// try from it (an expiry at the top of Int64 must not overflow "expiry + 100 ms").
+    /// The holder with its expiry kept plausible: callers schedule from it (Int64.max must not overflow "+ 100 ms").
     func plausible(now: Int64) -> DrainLockHolder {
         DrainLockHolder(
             owner: owner,
@@ -21,8 +20,7 @@ extension DrainLockHolder {
 }
 
 extension QueueConsumer {
-    /// Takes (or renews, when this consumer already holds it) the queue's drain lock for `leaseMilliseconds`.
-    /// Returns `nil` when acquired, or the current holder when another drainer has it.
+    /// Takes (or renews) the queue's drain lock for `leaseMilliseconds`: `nil` when acquired, else the holder.
     public func acquireDrainLock(
         leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> DrainLockHolder? {
@@ -30,8 +28,7 @@ extension QueueConsumer {
         let leaseMilliseconds = ClockHorizon.clamp(leaseMilliseconds)
         // The lock is a lease too: losing its renewal to a power cut costs nothing (see `claim`).
         return try connection.write("taking the drain lock", durable: false) { () throws(QueueError) in
-            // A live process on this host keeps its lock whatever the clocks say: its expiry is in its clock,
-            // which may differ from ours, and taking the lock over would run two passes on one file at once.
+            // A live process on this host keeps its lock whatever the clocks say: two passes must never run at once.
             if let holder = try readDrainLock(connection), holder.owner != consumerID,
                 Self.isLiveProcessOnThisHost(holder.owner)
             {
@@ -54,8 +51,7 @@ extension QueueConsumer {
             guard let holder, !Self.isDeadProcessOnThisHost(holder.owner),
                 !(implausible == true && !Self.isLiveProcessOnThisHost(holder.owner))
             else {
-                // The holder crashed on this machine (a daemon restarted after `kill -9`), or its expiry is not
-                // believable: take over now rather than wait for its lock to expire.
+                // The holder died on this machine, or its expiry is not believable: take over now.
                 try connection.run(
                     "UPDATE drain_lock SET owner = ?1, acquired_at_ms = ?2, expires_at_ms = ?3 WHERE id = 1",
                     operation: "taking over the drain lock", consumerID, now, now + leaseMilliseconds)
@@ -83,8 +79,7 @@ extension QueueConsumer {
         }
     }
 
-    /// True when `owner` (a consumer id, `host:pid:random[@start]`) names a process on this host that no longer
-    /// exists, or whose pid now belongs to a process started later.
+    /// True when `owner` (a consumer id) names a process on this host that no longer exists (`ProcessIdentity`).
     static func isDeadProcessOnThisHost(_ owner: String) -> Bool {
         ProcessIdentity.isRunning(owner: owner) == false
     }

@@ -1,10 +1,7 @@
 extension QueueConsumer {
-    /// Hands back, at once, every record leased by a process that no longer runs on this host (a daemon killed
-    /// with SIGKILL, or one whose pid now belongs to another program), instead of leaving it, and its user's
-    /// later records, until the lease expires. Leases of live processes, and of other hosts, are never touched.
-    /// Returns how many records were released.
-    ///
-    /// Call it while holding the drain lock, so two drainers starting together do not both release and claim.
+    /// Hands back at once every record leased by a process that no longer runs on this host, instead of leaving it
+    /// (and its user's later records) until the lease expires; other hosts' leases are never touched. Returns how
+    /// many. Call it holding the drain lock, so two drainers starting together do not both release and claim.
     @discardableResult
     public func releaseLeasesOfDeadProcesses() throws(QueueError) -> Int {
         let connection = file.connection

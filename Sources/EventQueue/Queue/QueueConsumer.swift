@@ -2,25 +2,19 @@
     import Glibc
 #endif
 
-/// The consumer side of a queue: claim records under a lease, then ack, nack or reject them.
+/// The consumer side of a queue, the lease protocol and nothing else: claim records under a lease, then ack, nack
+/// or reject them (counts and upkeep are `QueueAdmin`'s). Use from one thread at a time.
 ///
-/// Every state change commits in one write transaction (an ack also remembers the records' idempotency keys;
-/// `ackAndClaim` acks and claims in the same one), and the lease is a timestamp and an owner in the file, not
-/// process memory: a consumer killed at any point leaves its records to be claimed again once the lease expires,
-/// or at once by a consumer on the same host that sees the owner's process is gone (`releaseLeasesOfDeadProcesses`), and
-/// nothing else. Records of one user are claimed in id order, and never while an earlier record of that user is
-/// waiting for a retry or is in flight.
-///
-/// It does the lease protocol and nothing else; counts, dead letters and upkeep are `QueueAdmin`'s (`admin`).
-/// Use from one thread at a time (the daemon gives it a dedicated executor).
+/// Every state change commits in one write transaction, and the lease is a timestamp and owner in the file: a
+/// consumer killed at any point leaves its records to be claimed again once the lease expires, or at once by a
+/// consumer on this host that sees its process gone (`releaseLeasesOfDeadProcesses`). A user's records are claimed
+/// in id order, never while an earlier one waits for a retry or is in flight.
 public final class QueueConsumer {
     let file: QueueFile
     /// Identifies this consumer in lease tokens: host, pid and a random part.
     public let consumerID: String
     private var claimSequence: UInt64 = 0
-    /// Rows this consumer's claims dead-lettered instead of returning (values out of range, oversized payloads),
-    /// since it was opened: the drain loop counts the difference across a claim as dead in its pass. (A claim
-    /// whose transaction rolls back throws, so its count is never used.)
+    /// Rows this consumer's claims dead-lettered instead of returning (the drain loop counts them in its pass).
     public private(set) var deadLetteredAtClaim = 0
     /// Leases whose rows carry no idempotency key, seen at their claim: their ack skips the two statements that
     /// remember keys (a row's keys never change while it is leased). Forgotten when the lease is settled; a lease
@@ -28,9 +22,8 @@ public final class QueueConsumer {
     private var keylessLeases: Set<String> = []
     private static let keylessLeaseLimit = 10_000
 
-    /// Opens the queue at `path` as a consumer: the full schema check (a planted trigger is refused), then the
-    /// page cache a claim over a big backlog needs. `consumerID` names this consumer in leases and the drain
-    /// lock (default: host, pid and a random part, so a restart on this host can release a dead one's leases).
+    /// Opens the queue at `path` as a consumer, with the full schema check. `consumerID` names it in leases and the
+    /// drain lock (default: host, pid and a random part, so a restart here can release a dead one's leases).
     public init(path: String, options: QueueOptions = QueueOptions(), consumerID: String? = nil) throws(QueueError) {
         file = try QueueFile(path: path, options: options, schemaCheck: .full)
         self.consumerID = consumerID ?? QueueConsumer.makeConsumerID()
@@ -47,15 +40,13 @@ public final class QueueConsumer {
         file.close()
     }
 
-    /// Claims up to `limit` claimable records (pending and due, or leased with an expired lease), oldest first,
-    /// in one `BEGIN IMMEDIATE` transaction, leasing them for `leaseMilliseconds` (at most `ClockHorizon`'s).
+    /// Claims up to `limit` claimable records, oldest first, leasing them for `leaseMilliseconds` (`ClockHorizon`).
     public func claim(
         limit: Int, leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Claim {
         let lease = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
         let connection = file.connection
-        // Not durable: losing a claim to a power cut only makes its records claimable again (as an expired lease
-        // does), and the next durable commit (the ack) syncs the WAL up to and including it.
+        // Not durable: a claim lost to a power cut only makes its records claimable again; the ack syncs it.
         let records = try connection.write("claiming records", durable: false) {
             () throws(QueueError) -> [ClaimedRecord] in
             guard let ids = try walkClaimable(claims: 1, limit: limit, now: now).first else { return [] }
@@ -64,8 +55,7 @@ public final class QueueConsumer {
         return Claim(lease: lease, records: records)
     }
 
-    /// Deletes delivered records (only those still held under `lease`) and remembers their idempotency keys.
-    /// Returns how many were acked.
+    /// Deletes delivered records still held under `lease`, remembering their idempotency keys; returns how many.
     @discardableResult
     public func ack(_ ids: [Int64], lease: Lease, now: Int64 = WallClock.nowMilliseconds()) throws(QueueError) -> Int {
         guard !ids.isEmpty else { return 0 }
@@ -74,17 +64,13 @@ public final class QueueConsumer {
         }
     }
 
-    /// Acks every delivered batch that came back since the last commit and claims up to `claims` new batches of
-    /// up to `limit` records, all in one write transaction: one commit (one fsync) however many batches came back
-    /// meanwhile (docs/PERFORMANCE.md section 9). Every ack still lands before the next claim, so the crash bound is
-    /// unchanged: in flight plus delivered-not-acked is at most the batches handed out.
+    /// Acks every batch delivered since the last commit and claims up to `claims` new batches of up to `limit`
+    /// records in one write transaction: one fsync however many came back (none without acks, as `claim`). Every
+    /// ack lands before the next claim, so in flight plus delivered-not-acked stays at most the batches handed out.
+    /// Each claim has its own lease, and no two share a user, so they can be delivered concurrently.
     ///
-    /// Each claim has its own lease; no two batches of one call hold the same user, so they can be delivered
-    /// concurrently. Without acks the transaction is not synced, as `claim`'s is not.
-    ///
-    /// `halfOfUsers` (0 or 1) keeps, of the oldest request's worth, only the rows of the first or the later half of
-    /// its users (a probe's rotation: a probe that always carried the oldest records would fail for good if one of
-    /// them makes the sink fail). Each user's rows stay a prefix of that user's, so the per-user order holds.
+    /// `halfOfUsers` (0 or 1) keeps only the first or later half of the oldest request's users (a probe's rotation,
+    /// so that one record that fails the sink cannot fail every probe); each user's rows stay a prefix, in order.
     public func ackAndClaim(
         _ delivered: [(ids: [Int64], lease: Lease)], claims: Int, limit: Int, leaseMilliseconds: Int64,
         now: Int64 = WallClock.nowMilliseconds(), halfOfUsers: Int? = nil
@@ -112,8 +98,8 @@ public final class QueueConsumer {
             expiresAtMilliseconds: now + ClockHorizon.clamp(leaseMilliseconds))
     }
 
-    /// Leases the rows `ids` (one batch of `walkClaimable`'s) under `lease`; the caller holds the write transaction.
-    /// Returns the records to deliver (those with values out of range are dead-lettered, not returned).
+    /// Leases the rows `ids` (one batch of `walkClaimable`'s) under `lease`, in the caller's transaction; returns
+    /// the records to deliver (those with values out of range are dead-lettered).
     private func claimRows(_ ids: [Int64], lease: Lease, now: Int64) throws(QueueError) -> [ClaimedRecord] {
         let idList = RecordStateSQL.jsonArray(ids)
         try file.connection.run(
@@ -164,14 +150,10 @@ public final class QueueConsumer {
         return records.sorted { $0.id < $1.id }
     }
 
-    /// Dead-letters the rows the claim is about to take (`ids`, from its walk) whose payload is larger than any
-    /// valid record can be (`StoredRow.maximumPayloadBytes`), before the claim's UPDATE loads them; the caller holds
-    /// the transaction. Returns whether it dead-lettered any (the walk is then done again).
-    ///
-    /// Why: a group member can insert a 200 MB payload with any SQLite client, and the claim's UPDATE would
-    /// recompute its stored `user_key` from the whole payload (gigabytes of memory, on every start). The size is
-    /// read from the row's header (`Connection.storedBytes`) and the payload replaced by a small stub, so it is never
-    /// loaded. The stub names no valid user, so `dead retry` leaves it dead; the reason keeps the size.
+    /// Dead-letters the walk's rows (`ids`) whose payload is larger than any valid record can be, before the
+    /// claim's UPDATE loads them; returns whether it did (the walk is then done again). Why: a group member can
+    /// insert a 200 MB payload, and the UPDATE would recompute its `user_key` from all of it. The size is read from
+    /// the row's header and the payload replaced by a stub naming no user (so `dead retry` leaves it dead).
     func refuseOversized(_ ids: [Int64], now: Int64) throws(QueueError) -> Bool {
         let connection = file.connection
         let sizes = connection.storedBytes(table: "records", column: "payload", rowids: ids)
@@ -191,8 +173,7 @@ public final class QueueConsumer {
         return true
     }
 
-    /// Dead-letters claimed rows whose stored values are out of range, in the claim's transaction, with the
-    /// reason (`RecordStateSQL.deadLetterOutOfRange` brings them into range).
+    /// Dead-letters claimed rows whose stored values are out of range, in the claim's transaction, with the reason.
     private func deadLetterPoisoned(_ rows: [(id: Int64, reason: String)], lease: Lease, now: Int64) throws(QueueError)
     {
         for (id, reason) in rows {
@@ -214,8 +195,7 @@ public final class QueueConsumer {
         return deleted
     }
 
-    /// The idempotency keys of the rows `list` (a JSON array of ids) still held under `lease`, remembered for the
-    /// writers' later retries; the caller holds the write transaction.
+    /// Remembers the idempotency keys of the rows `list` still held under `lease`, in the caller's transaction.
     private func rememberKeys(_ list: String, lease: Lease, now: Int64) throws(QueueError) {
         try file.connection.run(RecordStateSQL.rememberKeys, operation: "acking records", list, lease.token, now)
         if file.hasUserKeys {
@@ -264,15 +244,14 @@ public final class QueueConsumer {
         return try updateLeased(RecordStateSQL.reject, "dead-lettering records", ids: ids, lease: lease, reason, now)
     }
 
-    /// Extends a lease while a slow delivery is still in flight. Returns how many records are still held: fewer
-    /// than claimed means some lease expired and the records may be in someone else's hands.
+    /// Extends a lease while a slow delivery is in flight. Returns how many records are still held (fewer: some
+    /// lease expired, and they may be in someone else's hands).
     @discardableResult
     public func renew(
         _ lease: inout Lease, ids: [Int64], leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Int {
         let expires = now + ClockHorizon.clamp(leaseMilliseconds)
-        // Not durable, as a claim: a renewal lost to a power cut only lets the lease end sooner, and the process
-        // that held it is gone with the power.
+        // Not durable, as a claim: a renewal lost to a power cut only lets the lease end sooner.
         let held = try updateLeased(
             RecordStateSQL.renew, "renewing a lease", ids: ids, lease: lease, durable: false, expires)
         lease.expiresAtMilliseconds = expires
@@ -286,8 +265,7 @@ public final class QueueConsumer {
         return try updateLeased(RecordStateSQL.release, "releasing records", ids: ids, lease: lease, durable: false)
     }
 
-    /// Runs one of `RecordStateSQL`'s statements over the rows `ids` still held under `lease` (?1 the ids as a JSON
-    /// array, ?2 the lease token, then `more`) in a write of its own; returns how many rows it changed.
+    /// Runs a `RecordStateSQL` statement (?1 `ids`, ?2 the lease token, then `more`) in a write of its own.
     private func updateLeased(
         _ sql: String, _ operation: String, ids: [Int64], lease: Lease, durable: Bool = true,
         _ more: (any SQLValue)?...

@@ -1,14 +1,8 @@
-/// `QueueWriter.forget`: for each user, one transaction (shared with other users while it stays short) removes
-/// every record of the user (pending, in flight, dead) and the idempotency keys the file remembers for them, and
-/// with a Braze delete queues the user's erasure; then one scrub makes the removed bytes unreadable (`QueueScrub`).
-///
-/// Why in flight too: a record of the user in a request at that moment must not be delivered again, nor retried if
-/// its request fails. Its row is gone, so the drain loop's late ack, retry or renewal of it finds nothing; its
-/// lease token goes into the erasure's `after`, so the deletion leaves only once that request has been answered.
+/// `QueueWriter.forget`: whole users per short transaction (records, remembered keys, and the erasure), then one
+/// scrub (`QueueScrub`). A record in flight goes too, so it is never delivered again nor retried: the drain loop's
+/// late ack or retry finds nothing, and its lease token goes into the erasure's `after`, so the deletion leaves
+/// only once that request has been answered.
 enum QueueForgetting {
-    /// The schema version that added `records.erasure` (Migrations/0007_limits_and_erasure.sql).
-    static let erasureVersion = 7
-
     static func forget(
         _ users: [UserIdentity], brazeDelete: Bool, file: QueueFile
     ) throws(QueueError) -> ForgetReport {
@@ -30,22 +24,21 @@ enum QueueForgetting {
         guard !users.isEmpty else { return report }
         let scan = try self.scan(users, connection: connection)
         report.erasuresKept = scan.erasures
-        // Whole users per transaction, as many as fit half the write-lock bound: a user's records and
-        // erasure go together, and writers get the lock between transactions. The mark of an owed scrub is made in
-        // each (QueueScrub.markOwed), before the scrub that removes it.
+        // Whole users per transaction, as many as fit half the write-lock bound, so writers get the lock between;
+        // each marks the scrub owed (QueueScrub.markOwed) before the scrub that clears it.
         let budget = QueueScrub.lockBudgetNanoseconds(connection) / 2
         var next = 0
         while next < users.count {
             next = try connection.write("forgetting users") { () throws(QueueError) -> Int in
                 try QueueScrub.markOwed(file.path)
-                let started = WriteGate.monotonicNanoseconds()
+                let started = WallClock.monotonicNanoseconds()
                 var index = next
                 repeat {
                     try removeAndQueue(
                         users[index], ids: scan.ids[users[index].orderingKey] ?? [], scan: scan, erasureKey: key,
                         connection: connection, path: file.path, into: &report)
                     index += 1
-                } while index < users.count && WriteGate.monotonicNanoseconds() &- started < budget
+                } while index < users.count && WallClock.monotonicNanoseconds() &- started < budget
                 return index
             }
         }
@@ -53,8 +46,7 @@ enum QueueForgetting {
         do {
             report.scrub = try QueueScrub.run(file)
         } catch {
-            // The records are gone (committed); a file busy for longer than the busy timeout leaves only the scrub
-            // undone and owed, which the report says (`scrub.bytesGone` false) and the upkeep or a forget does.
+            // The records are gone (committed); a busy file leaves only the scrub owed, as the report says.
             guard case .busy = error else { throw error }
             report.scrub.databaseBytes = QueueAdmin.fileSize(file.path)
         }
@@ -62,7 +54,7 @@ enum QueueForgetting {
     }
 
     /// What `forget` found before taking the write lock: each user's record ids (erasures aside), the highest id
-    /// then (a record enqueued since has a higher one: ids are never reused), the erasures kept, the schema version.
+    /// then (ids are never reused), the erasures kept, the schema version.
     private struct Scan {
         var ids: [String: [Int64]] = [:]
         var highestID: Int64 = 0
@@ -70,8 +62,7 @@ enum QueueForgetting {
         var version = 0
     }
 
-    /// One read of the table for all the users (it reads every row: no index holds every row's `user_key`), so the
-    /// write transactions find the rows by id.
+    /// One read of the table for all the users (no index holds every `user_key`), so the writes find rows by id.
     private static func scan(_ users: [UserIdentity], connection: Connection) throws(QueueError) -> Scan {
         let operation = "finding the users' records"
         return try connection.read(operation) { () throws(QueueError) -> Scan in
@@ -80,8 +71,8 @@ enum QueueForgetting {
             scan.highestID = try connection.scalarInt("SELECT coalesce(max(id), 0) FROM records", operation: operation)
             let select = try connection.statement(
                 """
-                SELECT user_key, id, \(scan.version >= erasureVersion ? "erasure IS NOT NULL" : "0") FROM records
-                WHERE user_key IN (SELECT value FROM json_each(?1))
+                SELECT user_key, id, \(scan.version >= QueueFile.limitsVersion ? "erasure IS NOT NULL" : "0")
+                FROM records WHERE user_key IN (SELECT value FROM json_each(?1))
                 """, operation: operation, JSONValue.array(users.map { .string($0.orderingKey) }).serialized)
             defer { select.reset() }
             while try select.step() {
@@ -102,7 +93,7 @@ enum QueueForgetting {
     ) throws(QueueError) {
         let operation = "forgetting a user"
         let version = scan.version
-        let hasErasures = version >= erasureVersion
+        let hasErasures = version >= QueueFile.limitsVersion
         if erasureKey != nil, !hasErasures {
             throw QueueError.erasureNeedsNewerSchema(path: path, fileVersion: version)
         }

@@ -1,31 +1,25 @@
-/// The operator's limits on a queue file: how large it may grow, what a writer does when it is full, and
-/// how long a pending record may wait. Kept in the file itself (`queue_limits`, Migrations/0007), where the daemon
-/// records the ones it starts with (`queued --max-queue-bytes`, `--when-full`, `--max-age-seconds`), so that every
-/// writer process of this release enforces the same limit at its next enqueue however many there are, without a
-/// configuration of its own.
+/// The operator's limits on a queue file: how large it may grow, what a writer does when it is full, and how long
+/// a pending record may wait. The daemon records them in the file (`queue_limits`), so that every writer enforces
+/// the same limit at its next enqueue without a configuration of its own.
 public struct QueueLimits: Sendable, Hashable {
     /// What a writer does with a record that would take the file past `maxQueueBytes`.
     public enum WhenFull: String, Sendable, Hashable, CaseIterable {
         /// Store nothing and fail with `QueueError.queueFull`: nothing accepted is ever given up.
         case refuse
-        /// Delete the oldest dead letters, then the oldest pending records (never a leased one, never an erasure),
-        /// in the writer's own transaction, until the new record fits: the queue keeps the newest records.
+        /// Delete the oldest dead letters, then pending records (never leased ones or erasures), until it fits.
         case dropOldest = "drop-oldest"
     }
 
-    /// The most bytes of pages in use the file may hold (`SpaceKeeper`, `usedBytes`); 0: no limit beyond the
-    /// writers' free-space reserve.
+    /// The most bytes of pages in use the file may hold (`SpaceKeeper`); 0: no limit but the free-space reserve.
     public var maxQueueBytes: Int64
     /// What a writer does with a record that does not fit under `maxQueueBytes`: refuse it, or drop the oldest.
     public var whenFull: WhenFull
-    /// A pending record enqueued longer ago than this becomes a dead letter whose reason begins with `expired`;
-    /// 0 keeps records forever.
+    /// A pending record enqueued longer ago than this becomes an `expired` dead letter; 0 keeps records forever.
     public var maxAgeSeconds: Int64
 
     /// `queued`'s default max age: one week.
     public static let defaultMaxAgeSeconds: Int64 = 7 * 24 * 3600
-    /// The smallest limit the daemon accepts (1 MiB): an empty queue file already takes about 90 KB (its tables
-    /// and indexes), so a limit near that would refuse or drop everything.
+    /// The smallest limit the daemon accepts (1 MiB): an empty queue file takes about 90 KB already.
     public static let smallestMaxQueueBytes: Int64 = 1 << 20
 
     /// Limits as the daemon records them; negative values are taken as 0 (no limit).
@@ -39,8 +33,7 @@ public struct QueueLimits: Sendable, Hashable {
     public static let daemonDefault = QueueLimits(maxAgeSeconds: defaultMaxAgeSeconds)
 }
 
-/// Every record the queue gave up, by cause, since the file was created (`queue_drops`): by every writer process
-/// and the daemon, across restarts.
+/// Every record the queue gave up, by cause, since the file was created (`queue_drops`), by every process.
 public struct QueueDrops: Sendable, Hashable {
     /// Deleted to make room for a newer record (`--when-full drop-oldest`).
     public var oldest: Int64
@@ -64,8 +57,7 @@ public struct QueueDrops: Sendable, Hashable {
     }
 }
 
-/// The statements of the limits, in one place: who reads and writes `queue_limits` and `queue_drops`
-/// (docs/SCHEMA.md, "Limits").
+/// The statements that read and write `queue_limits` and `queue_drops`, in one place.
 enum QueueLimitsSQL {
     /// The writer's one read per transaction: the size limit and the policy.
     static let readSizeLimit = "SELECT max_queue_bytes, when_full FROM queue_limits WHERE id = 1"
@@ -82,9 +74,8 @@ enum QueueLimitsSQL {
             max_age_seconds = excluded.max_age_seconds, set_at_ms = excluded.set_at_ms
         """
 
-    /// Adds `?2` to the count of cause `?1`: an upsert, so that a row a group member deleted comes back, and a
-    /// count planted near the top saturates instead of overflowing (which would fail every later drop, and with
-    /// it the writes that make room).
+    /// Adds `?2` to the count of cause `?1`: an upsert (a deleted row comes back) that saturates, since an overflow
+    /// would fail every later drop, and with it the writes that make room.
     static let count = """
         INSERT INTO queue_drops (cause, count) VALUES (?1, ?2)
         ON CONFLICT (cause) DO UPDATE SET count = CASE WHEN count > 9223372036854775807 - excluded.count

@@ -1,8 +1,7 @@
 /// `queuectl migrate`: moving an existing queue file to this release's schema on an admin's word.
 ///
-/// Why a command: writers never migrate an existing file (an app's newer writer must not move a served file past
-/// what its daemon consumes), and the daemon migrates at start; an admin who upgrades in another order, or wants
-/// to see a migration's cost and effect first, runs this.
+/// Writers never migrate an existing file and the daemon migrates at start; an admin who upgrades in another
+/// order, or wants to see a migration's effect first, runs this.
 public enum QueueMigration {
     /// What a migration did, or would do.
     public struct Plan: Sendable, Hashable {
@@ -14,15 +13,13 @@ public enum QueueMigration {
         public var steps: [Migration]
         /// The schema version after (the file's own when it is newer than this release's: never migrated back).
         public var toVersion: Int { steps.last?.version ?? fromVersion }
-        /// Whether the file crosses from before the compatibility contract: EventQueue 1.0.0 writers and daemons
-        /// (schema 4) refuse it afterwards.
+        /// Whether the file crosses from before the compatibility contract: 1.0.0 (schema 4) refuses it after.
         public var leavesContractlessReleasesBehind: Bool {
             fromVersion < SchemaContract.firstContractVersion && toVersion >= SchemaContract.firstContractVersion
         }
     }
 
-    /// The migrations `run` would apply, without changing the file: the file must exist, be one this release may
-    /// consume, and have no schema object EventQueue did not create.
+    /// The migrations `run` would apply, without changing the file (which must be one this release may consume).
     public static func plan(path: String, options: QueueOptions = QueueOptions()) throws(QueueError) -> Plan {
         let connection = try Connection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         defer { connection.close() }
@@ -32,8 +29,7 @@ public enum QueueMigration {
         return Plan(path: path, fromVersion: version, steps: Migrations.pending(after: version))
     }
 
-    /// Applies the pending migrations (each in its own transaction, as the daemon does at start) and returns
-    /// what was applied.
+    /// Applies the pending migrations, each in its own transaction as at the daemon's start; returns what it did.
     public static func run(path: String, options: QueueOptions = QueueOptions()) throws(QueueError) -> Plan {
         let planned = try plan(path: path, options: options)
         let file = try QueueFile(path: path, options: options, schemaCheck: .full)

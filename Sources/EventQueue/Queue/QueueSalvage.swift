@@ -6,23 +6,18 @@ import CSQLite
 
 /// Copies every readable record of a damaged queue file into a fresh one.
 ///
-/// The old file is opened strictly read-only and never changed: as an `immutable=1` URI when it has no `-wal`
-/// (no locks, no `-shm` or `-wal` created beside it, nothing SQLite could decide to write), and with plain
-/// `mode=ro` when a non-empty `-wal` exists, because that WAL may hold committed records that `immutable` would
-/// ignore. Either way, stop the writers and the daemon on that file first: it is being taken out of service.
+/// The old file is never changed: opened `immutable=1` when it has no `-wal` (nothing SQLite could decide to
+/// write), with `mode=ro` when a non-empty `-wal` may hold committed records `immutable` would ignore. Stop the
+/// writers and the daemon on it first.
 ///
-/// Rows are read one at a time, `WHERE id >= ? ORDER BY id LIMIT 1`. When a read fails (a damaged page, or a
-/// truncated file read past its end), the next readable id is found by probing further ids, doubling the
-/// step and then bisecting, so one bad page loses only the rows on it. Ids that the `records_live` index still
-/// lists are then tried one by one, which both recovers rows between two damaged regions and counts the rows
-/// that are really lost. Every copied payload is validated again, as the consumer would.
+/// Rows are read one at a time, in id order. Past a failed read the next readable id is found by probing, doubling
+/// the step then bisecting, so one bad page loses only its rows; the ids `records_live` still lists are then tried
+/// one by one, recovering rows between damaged regions and counting those really lost. Every copied payload is
+/// validated again, as the consumer would.
 public enum QueueSalvage {
-    /// Salvages `source` into `destination`, which must not exist; it is created with the current schema.
-    /// On a failure `destination` is removed again (this call created it) and `source` is untouched.
-    ///
-    /// Every column copied is validated as input from another user (see `StoredRow`): ids out of range or taken
-    /// are renumbered, retry times are kept within the clock horizon, attempts below `maxAttempts` for a live
-    /// record, and a delivered key's date no later than now.
+    /// Salvages `source` into `destination`, which must not exist; on a failure `destination` is removed again.
+    /// Every column is validated as another user's input (`StoredRow`): ids out of range or taken are renumbered,
+    /// times and attempts brought into range.
     public static func run(
         from source: String, to destination: String, now: Int64 = WallClock.nowMilliseconds(), maxAttempts: Int = 10
     ) throws(QueueError) -> SalvageReport {

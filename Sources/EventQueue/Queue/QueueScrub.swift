@@ -3,25 +3,20 @@
 #endif
 
 /// Makes the bytes of deleted rows unreadable in the queue file and its WAL: a `VACUUM`, then a `TRUNCATE`
-/// checkpoint retried until it succeeds. `forget` runs it every time; the upkeep after a pass runs it when rows
-/// were deleted since the last scrub or a forget's scrub is owed.
+/// checkpoint retried until it succeeds (run by every `forget`, and by the upkeep when rows were deleted).
 ///
-/// Why both: secure deletion zeroes a deleted cell and a freed page, but a b-tree balance that moves cells to a
-/// sibling page rebuilds the page without zeroing the gap it leaves, so a stale copy of a moved cell survives its
-/// row's deletion; `VACUUM` writes every page again from the rows that exist. The WAL keeps old page images until a
-/// `TRUNCATE` checkpoint empties it, which has to wait for readers of older snapshots (costs: docs/PERFORMANCE.md,
-/// "Scrubbing deleted records").
+/// Why both: secure deletion zeroes deleted cells and freed pages, but a b-tree balance that moves cells to a
+/// sibling leaves a stale copy in the gap; `VACUUM` writes every page again from the rows that exist. The WAL keeps
+/// old page images until a `TRUNCATE` checkpoint empties it.
 ///
-/// The bound: a `VACUUM` holds the write lock for the whole rebuild and cannot be done in parts, so a scrub is not
-/// tried when the live data cannot be copied within a quarter of the busy timeout (`lockBudgetNanoseconds`), and is
-/// rolled back past it. A forget whose scrub did not happen leaves the mark `QUEUE-scrub-owed`: `status` shows it,
-/// and each upkeep (and later forget) tries again until the live data fits.
+/// A `VACUUM` holds the write lock for the whole rebuild, so it is not tried when the live data cannot be copied
+/// within `lockBudgetNanoseconds`, and is rolled back past it. A forget whose scrub did not happen leaves the mark
+/// `QUEUE-scrub-owed` (shown by `status`); each upkeep and later forget tries again.
 enum QueueScrub {
     /// The `VACUUM` rate the decision to try assumes: half of the rate measured on a 2-core machine (about 80 MB/s,
     /// docs/PERFORMANCE.md), so that a busy machine still fits the bound; the deadline enforces it either way.
     static let assumedBytesPerSecond: Int64 = 40 * 1024 * 1024
-    /// Up to this much live data the vacuum's rebuilt copy is kept in memory; above it, in a temporary file (an
-    /// in-memory copy of a large queue would cost the daemon as much memory).
+    /// Up to this much live data the vacuum's rebuilt copy is kept in memory; above it, in a temporary file.
     static let inMemoryLiveBytesLimit: Int64 = 64 * 1024 * 1024
     /// How long one `TRUNCATE` try waits for readers (far below a writer's busy timeout: new writers wait behind it).
     static let checkpointTryMilliseconds = 100
@@ -33,11 +28,9 @@ enum QueueScrub {
         UInt64(max(0, connection.busyTimeoutMilliseconds)) * 1_000_000 / 4
     }
 
-    /// `forget`'s scrub: vacuums (within the bound) and empties the WAL, waiting at most
-    /// `forgetCheckpointDeadlineNanoseconds` for readers of older snapshots; clears the mark when both happened. A
-    /// file busy for longer than the busy timeout throws `busy`.
+    /// `forget`'s scrub: vacuums (within the bound) and empties the WAL; clears the mark when both happened.
     static func run(_ file: QueueFile) throws(QueueError) -> ScrubReport {
-        let started = WriteGate.monotonicNanoseconds()
+        let started = WallClock.monotonicNanoseconds()
         let vacuumed = try vacuumWithinBound(file, operation: "scrubbing deleted records")
         let truncated = try file.connection.truncateWAL(
             tryMilliseconds: checkpointTryMilliseconds,
@@ -46,13 +39,11 @@ enum QueueScrub {
         if vacuumed && truncated { clearMark(file) }
         return ScrubReport(
             vacuumed: vacuumed, walTruncated: truncated, databaseBytes: QueueAdmin.fileSize(file.path),
-            nanoseconds: WriteGate.monotonicNanoseconds() &- started)
+            nanoseconds: WallClock.monotonicNanoseconds() &- started)
     }
 
-    /// The upkeep's scrub: a `VACUUM` within the bound when rows were deleted since the last one or a forget's
-    /// scrub is owed, waiting at most `busyMilliseconds` for the write lock (a busy file leaves it to the next
-    /// upkeep). Returns true when it vacuumed; the caller truncates the WAL after it, as after any upkeep, and then
-    /// `clearMark`s.
+    /// The upkeep's scrub: a `VACUUM` within the bound when rows were deleted or a scrub is owed, waiting at most
+    /// `busyMilliseconds` for the lock. Returns true when it vacuumed; the caller truncates the WAL, then `clearMark`s.
     static func vacuumAfterPass(_ file: QueueFile, busyMilliseconds: Int) throws(QueueError) -> Bool {
         guard file.unscrubbedDeletions > 0 || owedSinceMilliseconds(file.path) != nil else { return false }
         do {
@@ -80,16 +71,15 @@ enum QueueScrub {
         return true
     }
 
-    /// The mark that a forget's scrub is owed, beside the queue file (no schema change: a file of any schema can
-    /// carry it). Made inside the forget's transaction, so that a `VACUUM` is either after the deletion (and
-    /// scrubs it) or before the mark (and leaves it): `clearMark` removes only a mark unchanged since before its
-    /// `VACUUM`. Each forget writes a token of its own into it (a file's time can stay the same for milliseconds).
+    /// The mark that a forget's scrub is owed, a file beside the queue (so a file of any schema can carry it).
+    /// Made inside the forget's transaction, so a `VACUUM` is after the deletion or before the mark; `clearMark`
+    /// removes only a mark unchanged since its `VACUUM` began, told by each forget's own token.
     static func markPath(_ queuePath: String) -> String { queuePath + "-scrub-owed" }
 
     /// Makes the mark, or makes it new.
     static func markOwed(_ queuePath: String) throws(QueueError) {
         let path = markPath(queuePath)
-        let token = "\(WallClock.nowMilliseconds()) \(getpid()) \(WriteGate.monotonicNanoseconds())\n"
+        let token = "\(WallClock.nowMilliseconds()) \(getpid()) \(WallClock.monotonicNanoseconds())\n"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o660)
         guard fd >= 0, write(fd, token, token.utf8.count) == token.utf8.count else {
             let reason = String(cString: strerror(errno))
@@ -102,8 +92,7 @@ enum QueueScrub {
         close(fd)
     }
 
-    /// When the last forget whose bytes are not gone yet ran (Unix ms, its token's first word), or `nil` when none
-    /// is owed.
+    /// When the last forget whose scrub is owed ran (Unix ms, its token's first word), or `nil` when none is.
     static func owedSinceMilliseconds(_ queuePath: String) -> Int64? {
         markToken(queuePath).map { Int64($0.prefix { $0 != " " }) ?? 0 }
     }
@@ -127,12 +116,10 @@ enum QueueScrub {
 
 /// What a scrub did (`ForgetReport.scrub`).
 public struct ScrubReport: Sendable, Hashable {
-    /// The file was rebuilt (`VACUUM`): no page holds anything of a deleted row. False when the live data was too
-    /// large to rebuild within a quarter of the busy timeout, or the file was busy: the scrub is owed, and the
-    /// upkeep (or a later forget) does it once it fits (`QueueStats.scrubOwedSinceMilliseconds`).
+    /// The file was rebuilt (`VACUUM`): no page holds anything of a deleted row. False when it was too large to
+    /// rebuild within the bound, or busy: the scrub is then owed (`QueueStats.scrubOwedSinceMilliseconds`).
     public var vacuumed: Bool
-    /// The WAL was emptied (`wal_checkpoint(TRUNCATE)`): it holds no old page image. False when readers of older
-    /// snapshots kept it from finishing within the deadline: forgetting again scrubs again.
+    /// The WAL was emptied (`wal_checkpoint(TRUNCATE)`); false when readers of older snapshots kept it from it.
     public var walTruncated: Bool
     /// The queue file's size afterwards.
     public var databaseBytes: Int64

@@ -1,10 +1,6 @@
-/// The writer side of a queue: what an extension process links to record analytics safely.
-///
-/// Each enqueue is one `INSERT` (a batch is one transaction), never a read-modify-write of shared state, so
-/// concurrent writers cannot lose each other's records, and a writer never waits for the consumer beyond
-/// SQLite's own short write lock. Opening starts no threads and does no networking.
-///
-/// A `QueueWriter` is meant for one thread at a time; open one per thread (opening is cheap).
+/// The writer side of a queue: what an extension process links to record analytics safely. Each enqueue is one
+/// `INSERT`, never a read-modify-write of shared state, so concurrent writers cannot lose each other's records.
+/// Opening starts no threads and does no networking. One thread at a time; open one per thread (it is cheap).
 public final class QueueWriter {
     let file: QueueFile
 
@@ -16,26 +12,20 @@ public final class QueueWriter {
     /// The path of the queue file.
     public var path: String { file.path }
 
-    /// Checks and appends one record; returns its id. With an idempotency key the same user already used for
-    /// this record (queued, dead, or delivered recently) nothing is written and the existing record's id is
-    /// returned; for a different record of that user it throws `idempotencyKeyReused`. Another user's record with
-    /// the same key is a record of its own (docs/SCHEMA.md, "Idempotency keys").
-    ///
-    /// Under the size limit the daemon recorded (`QueueLimits`): with `refuse`, a record that would take the file
-    /// past it is not stored and `queueFull` is thrown (the refusal counted in the file); with `drop-oldest`, the
-    /// oldest dead letters and pending records are deleted in this transaction to make room (`SpaceKeeper`).
+    /// Checks and appends one record; returns its id. An idempotency key the same user already used for this
+    /// record (queued, dead, or delivered recently) writes nothing and returns the existing id; for a different
+    /// record of that user it throws `idempotencyKeyReused` (docs/SCHEMA.md, "Idempotency keys"). Over the size
+    /// limit (`QueueLimits`), `refuse` throws `queueFull` and `drop-oldest` makes room (`SpaceKeeper`).
     @discardableResult
     public func enqueue(_ record: Record) throws(QueueError) -> Int64 {
         try enqueue(Self.encode(record, now: WallClock.nowMilliseconds()))
     }
 
-    /// Appends a record already checked and encoded (`encode`): `queuectl enqueue` checks before it opens the file,
-    /// so that a refused record creates no queue, and must not check twice.
+    /// Appends a record already checked and encoded (`encode`), as `queuectl enqueue` does before it opens the file.
     @discardableResult
     package func enqueue(_ encoded: EncodedRecord) throws(QueueError) -> Int64 {
         try file.checkFreeSpaceReserve()
-        // One transaction also for a keyed insert's two statements (insert, or find the existing id), so that a
-        // purge or an expiring key between them cannot leave this writer without an id.
+        // One transaction for a keyed insert's two statements: a purge between them cannot leave it without an id.
         let file = self.file
         return try file.connection.write("enqueueing") { () throws(QueueError) -> LimitedWrite<Int64, QueueError> in
             guard let keeper = try SpaceKeeper.begin(file, expecting: (1, encoded.payload.count)) else {
@@ -48,8 +38,7 @@ public final class QueueWriter {
         }.get()
     }
 
-    /// Checks every record, then appends all of them in one transaction, or none: a rejected record makes the
-    /// whole batch fail with an error naming its index. Returns the ids in input order.
+    /// Checks every record, then appends all in one transaction, or none (the error names the index). Returns ids.
     @discardableResult
     public func enqueue(contentsOf records: [Record]) throws(QueueError) -> [Int64] {
         let now = WallClock.nowMilliseconds()
@@ -78,9 +67,7 @@ public final class QueueWriter {
         }
     }
 
-    /// Appends already-encoded records in one transaction. Under a size limit each record is measured as it is
-    /// appended (so a batch larger than the limit never grows the file past it); a refusal refuses the whole
-    /// batch, every record of it not already stored counted refused.
+    /// Appends already-encoded records in one transaction; under a size limit a refusal refuses the whole batch.
     func enqueue(encoded: [EncodedRecord]) throws(QueueError) -> [Int64] {
         guard !encoded.isEmpty else { return [] }
         try file.checkFreeSpaceReserve()

@@ -1,7 +1,5 @@
-/// A stored record as an operator sees it: any state, with its delivery history. What `QueueConsumer.peek` and
-/// `QueueConsumer.deadLetters` return, and `queuectl peek` and `queuectl dead list` print.
-///
-/// Unlike a `ClaimedRecord`, it is read without a lease, so nothing about it is promised to stay true.
+/// A stored record as an operator sees it (`peek`, `dead list`): any state, with its delivery history. Read without
+/// a lease, unlike a `ClaimedRecord`, so nothing about it is promised to stay true.
 public struct QueuedRecord: Sendable, Hashable {
     /// Where a record is in its life: waiting, in flight under a lease, or a dead letter.
     public enum State: String, Sendable, Hashable {
@@ -26,7 +24,6 @@ public struct QueuedRecord: Sendable, Hashable {
     public var lastError: String?
     /// When it became a dead letter (Unix ms); `nil` unless `state` is `dead`.
     public var deadAtMilliseconds: Int64?
-    /// Set when the row is a user's erasure (`forget` with a Braze delete) rather than a record: `payload` is then
-    /// the user's identifier alone, and what is sent is a `POST /users/delete`.
+    /// Set when the row is a user's erasure: `payload` is the user's identifier, sent as `POST /users/delete`.
     public var erasure: Erasure? = nil
 }

@@ -1,13 +1,10 @@
 /// The one INSERT of a record, for `QueueWriter` and `QueueBatch`: the idempotency-key rule (`IdempotencyKey`)
 /// applied to the file's schema.
 ///
-/// On a file at schema 6 or later a key is scoped to the user (Migrations/0006_user_keys.sql): stored in
-/// `user_idempotency_key` with the record's digest, unique per `user_key`, and looked up among the user's queued
-/// records, the keys of the user's delivered records (`delivered_user_keys`), the keys delivered before the
-/// migration (user unknown, `user_key` ''), and the user's records an older writer queued with the global key.
-/// The same key and the same record returns the existing id and writes nothing (a retry); the same key and a
-/// different record of the same user throws `idempotencyKeyReused`. On an older file (a writer never migrates a
-/// served file) the key is global, as that schema defines.
+/// From schema 6 a key is scoped to the user: stored in `user_idempotency_key` with the record's digest, and
+/// looked up among the user's queued records, its delivered keys (`delivered_user_keys`), the keys delivered before
+/// the migration (`user_key` ''), and its records an older writer queued with the global key. On an older file (a
+/// writer never migrates a served file) the key is global, as that schema defines.
 enum RecordInsert {
     /// What an insert did.
     enum Outcome {
@@ -30,8 +27,7 @@ enum RecordInsert {
         }
     }
 
-    /// Inserts one row (pending, or dead with `deadReason`). Keyed inserts are two statements at most (insert,
-    /// else look up): the caller holds a transaction around them.
+    /// Inserts one row (pending, or dead with `deadReason`), in the caller's transaction (a keyed one is two steps).
     static func insert(
         _ connection: Connection, hasUserKeys: Bool, kind: RecordKind, payload: [UInt8], createdAt: Int64,
         key: String?, scope: KeyScope?, deadReason: String? = nil
@@ -87,9 +83,8 @@ enum RecordInsert {
             CASE WHEN ?5 IS NULL THEN NULL ELSE ?3 END)
         """
 
-    /// ?4 key, ?6 digest, ?7 the record's user_key (as the generated column derives it). Inserts nothing when the
-    /// user's key is known: queued by this release (the ON CONFLICT target, records_user_idempotency), queued by
-    /// an older writer with the global key, or delivered (delivered_user_keys, also the rows without a user).
+    /// ?4 key, ?6 digest, ?7 the record's user_key. Inserts nothing when the user's key is known (queued, by this
+    /// release or an older writer, or delivered).
     static let userKeyedSQL = """
         INSERT INTO records (kind, payload, created_at_ms, user_idempotency_key, record_digest, state, last_error,
             dead_at_ms)

@@ -1,7 +1,6 @@
-/// A record's life, as SQL: every statement that moves a row of `records` from one state to another, in the order
-/// a record meets them, so the state machine reads top to bottom here (as goqite's queue does) and the query-plan
-/// test checks exactly what runs. The writers' INSERTs (`RecordInsert.swift`, for `QueueWriter` and `QueueBatch`)
-/// start a record as `pending` (or `dead`, an entry set aside at enqueue or import); everything after that is below.
+/// A record's life, as SQL: every statement that moves a row of `records` between states, in the order a record
+/// meets them, so the state machine reads top to bottom and the query-plan tests check exactly what runs. A record
+/// starts `pending` (or `dead`, set aside at enqueue) in `RecordInsert`; everything after that is below.
 ///
 ///     INSERT ─► pending ─ claim ─► leased ─ ack ─► (deleted; its key kept in delivered_keys)
 ///                 ▲   ▲             │ │ │
@@ -10,11 +9,12 @@
 ///                 │                   └─ reject, nack past max attempts ─► dead ─ purge ─► (deleted)
 ///                 └──────────────────────── dead retry ◄──────────────────────┘
 ///
-///   A lease that lapsed is claimable again (claim takes `leased` rows past their expiry); a lease held by a
-///   process on this host that died is released at once (`takeOverDeadProcess`). Claim also sets aside rows it
-///   cannot send (`deadLetterOversized`, `deadLetterOutOfRange`). Salvage copies rows into a new file in the state
-///   they had (`salvageInsert`). `forget` deletes every record of one user, whatever its state (`forgetUser`).
+///   A lapsed lease is claimable again; one held by a dead process on this host is released at once
+///   (`takeOverDeadProcess`).
 package enum RecordStateSQL {
+    /// The claim's walk (parameters ?3 to ?5): each claimable row's id and user, read without the payload, so
+    /// that one walk finds the rows of every batch an `ackAndClaim` hands out (`QueueConsumer.walkClaimable`);
+    /// `claimByIDs` then leases each batch's rows.
     /// Claimable: pending and due, or leased with an expired lease. Blocked: an earlier live record of the same
     /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id order;
     /// the per-user probe names the condition of the partial index `records_user_order` (the rows that can block)
@@ -26,58 +26,37 @@ package enum RecordStateSQL {
     /// row of them, dead ones included until `dead retry` or `dead purge`, so a barrier and its users' other rows
     /// are never in flight together. The "any earlier live row" probe walks `records_live` and runs only for a
     /// barrier candidate; an ordinary row probes `records_other_user` only when that index holds any row.
-    package static let claim = """
-        UPDATE records
-        SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
-        WHERE id IN (
-        \(claimCandidates))
-        RETURNING id, kind, payload, user_key, created_at_ms, attempts, erasure
-        """
-
-    /// The rows `claim` is about to take (its subselect, the same text and parameters ?3 to ?5).
-    static let claimCandidates = """
-            SELECT r.id\(claimCandidateRows)
-        """
-
-    /// What the consumer runs instead of `claim`'s subselect: the same walk (parameters ?3 to ?5) with each row's
-    /// user, read without the payload, so that one walk finds the rows of every batch an `ackAndClaim` hands out
-    /// (`QueueConsumer.walkClaimable`); `claimByIDs` then leases each batch's rows.
-    static let claimWalk = """
-            SELECT r.id, r.user_key\(claimCandidateRows)
-        """
-
-    /// The claim's walk after its SELECT list: the rule of `claim`, in one place for `claim` and `claimWalk`.
-    private static let claimCandidateRows = """
-         FROM records AS r INDEXED BY records_live
-            WHERE r.state != 'dead'
-              AND ((CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
-                OR (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) > ?5)
-              AND NOT EXISTS (
-                  SELECT 1 FROM records AS e INDEXED BY records_user_order
-                  WHERE e.user_key = r.user_key AND e.id < r.id
-                    AND \(userOrderIndexed("e"))
-                    AND (\(barrier("e")) OR (e.state != 'dead'
-                        AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
-                        BETWEEN ?3 + 1 AND ?5)))
-              AND ((SELECT 1 FROM records INDEXED BY records_other_user WHERE other_user_key IS NOT NULL LIMIT 1)
-                    IS NULL
-                OR NOT EXISTS (
-                  SELECT 1 FROM records AS o INDEXED BY records_other_user
-                  WHERE o.other_user_key = r.user_key AND o.id < r.id AND o.other_user_key IS NOT NULL))
-              AND ((r.erasure IS NULL AND r.other_user_key IS NULL) OR (NOT EXISTS (
-                  SELECT 1 FROM records AS b INDEXED BY records_live
-                  WHERE b.state != 'dead' AND b.id < r.id AND b.dead_at_ms IS NULL
-                    AND (b.user_key IN (r.user_key, r.other_user_key)
-                        OR b.other_user_key IN (r.user_key, r.other_user_key)))
-                AND (r.other_user_key IS NULL OR (NOT EXISTS (
-                  SELECT 1 FROM records AS e INDEXED BY records_user_order
-                  WHERE e.user_key = r.other_user_key AND e.id < r.id AND \(userOrderIndexed("e"))
-                    AND (\(barrier("e"))))
-                AND NOT EXISTS (
-                  SELECT 1 FROM records AS o INDEXED BY records_other_user
-                  WHERE o.other_user_key = r.other_user_key AND o.id < r.id AND o.other_user_key IS NOT NULL)))))
-            ORDER BY r.id
-            LIMIT ?4
+    package static let claimWalk = """
+        SELECT r.id, r.user_key FROM records AS r INDEXED BY records_live
+        WHERE r.state != 'dead'
+          AND ((CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) <= ?3
+            OR (CASE r.state WHEN 'pending' THEN r.next_attempt_at_ms ELSE r.lease_expires_at_ms END) > ?5)
+          AND NOT EXISTS (
+              SELECT 1 FROM records AS e INDEXED BY records_user_order
+              WHERE e.user_key = r.user_key AND e.id < r.id
+                AND \(userOrderIndexed("e"))
+                AND (\(barrier("e")) OR (e.state != 'dead'
+                    AND (CASE e.state WHEN 'pending' THEN e.next_attempt_at_ms ELSE e.lease_expires_at_ms END)
+                    BETWEEN ?3 + 1 AND ?5)))
+          AND ((SELECT 1 FROM records INDEXED BY records_other_user WHERE other_user_key IS NOT NULL LIMIT 1)
+                IS NULL
+            OR NOT EXISTS (
+              SELECT 1 FROM records AS o INDEXED BY records_other_user
+              WHERE o.other_user_key = r.user_key AND o.id < r.id AND o.other_user_key IS NOT NULL))
+          AND ((r.erasure IS NULL AND r.other_user_key IS NULL) OR (NOT EXISTS (
+              SELECT 1 FROM records AS b INDEXED BY records_live
+              WHERE b.state != 'dead' AND b.id < r.id AND b.dead_at_ms IS NULL
+                AND (b.user_key IN (r.user_key, r.other_user_key)
+                    OR b.other_user_key IN (r.user_key, r.other_user_key)))
+            AND (r.other_user_key IS NULL OR (NOT EXISTS (
+              SELECT 1 FROM records AS e INDEXED BY records_user_order
+              WHERE e.user_key = r.other_user_key AND e.id < r.id AND \(userOrderIndexed("e"))
+                AND (\(barrier("e"))))
+            AND NOT EXISTS (
+              SELECT 1 FROM records AS o INDEXED BY records_other_user
+              WHERE o.other_user_key = r.other_user_key AND o.id < r.id AND o.other_user_key IS NOT NULL)))))
+        ORDER BY r.id
+        LIMIT ?4
         """
 
     /// A barrier in its users' streams: an erasure, or an identity call (`other_user_key` set).
@@ -92,19 +71,17 @@ package enum RecordStateSQL {
             + "\(table).erasure IS NOT NULL OR \(table).other_user_key IS NOT NULL)"
     }
 
-    /// Leases exactly the rows `claimWalk` found for one batch (`?3`: their ids, a JSON array), in the walk's
-    /// transaction, so they are still as the walk saw them: claimable and in order for their users.
-    /// `claimedRows` then reads them: cheaper than one `UPDATE ... RETURNING`, which stores every returned row
-    /// (payload too) in a temporary table before handing out the first.
+    /// Leases the rows `claimWalk` found for one batch (`?3`: their ids, a JSON array), in the walk's transaction,
+    /// so they are still claimable and in order. `claimedRows` then reads them: cheaper than `UPDATE ... RETURNING`,
+    /// which stores every returned row (payload too) in a temporary table before handing out the first.
     static let claimByIDs = """
         UPDATE records
         SET state = 'leased', lease_owner = ?1, lease_expires_at_ms = ?2
         WHERE id IN (SELECT value FROM json_each(?3)) AND state != 'dead'
         """
 
-    /// The rows `claimByIDs` just leased (`?1`: the lease's token, which no other row carries; `?2`: their ids), in
-    /// its transaction. The last column says whether the row carries an idempotency key: a batch without one skips
-    /// the key tables at its ack.
+    /// The rows `claimByIDs` just leased (`?1`: the lease's token; `?2`: their ids). The last column says whether
+    /// the row carries an idempotency key: a batch without one skips the key tables at its ack.
     static let claimedRows = """
         SELECT id, kind, payload, user_key, created_at_ms, attempts, erasure,
             idempotency_key IS NOT NULL OR user_idempotency_key IS NOT NULL
@@ -112,8 +89,7 @@ package enum RecordStateSQL {
         WHERE id IN (SELECT value FROM json_each(?2)) AND state = 'leased' AND lease_owner = ?1
         """
 
-    /// Every lease token in the file (the takeover of a dead process's leases). Naming the index's condition (true
-    /// of every leased row) lets SQLite read the partial index `records_user_order` instead of the whole table.
+    /// Every lease token in the file; naming the index's condition lets SQLite read `records_user_order`, not all.
     static let leaseOwners = """
         SELECT DISTINCT lease_owner FROM records
         WHERE state = 'leased' AND lease_owner IS NOT NULL AND \(userOrderIndexed("records"))
@@ -127,9 +103,8 @@ package enum RecordStateSQL {
           AND idempotency_key IS NOT NULL
         """
 
-    /// Every key per user, with the record's digest, for writers of schema 6 and later (Migrations/0006): a
-    /// retry of the same record after delivery gets its id, a different record under the same key is refused.
-    /// An older writer's global key is remembered for its user too.
+    /// Every key per user, with the record's digest, for writers of schema 6 and later (an older writer's global
+    /// key too): a retry of the same record gets its id, a different record under the same key is refused.
     static let rememberUserKeys = """
         INSERT OR REPLACE INTO delivered_user_keys (user_key, idempotency_key, record_id, record_digest,
             delivered_at_ms)
@@ -174,22 +149,20 @@ package enum RecordStateSQL {
         WHERE id IN (SELECT value FROM json_each(?1)) AND state = 'leased' AND lease_owner = ?2
         """
 
-    /// Claim, first: a candidate whose payload is larger than any record can be is dead-lettered unread, its
-    /// payload replaced by a stub that names its size (`QueueConsumer.refuseOversizedCandidates`). Values a CHECK
-    /// could refuse are brought into range in the same statement, so it cannot fail on a row written around them.
+    /// A claim candidate whose payload is too large, dead-lettered unread (`QueueConsumer.refuseOversized`).
     static let deadLetterOversized = """
         UPDATE records SET payload = ?2, \(deadLetterInRange)
         WHERE id = ?1 AND state != 'dead'
         """
 
-    /// Claim, then: a claimed row with a stored value out of range (`StoredRow`) is dead-lettered with the reason,
-    /// in the claim's transaction, the values brought into range as above.
+    /// A claimed row with a stored value out of range (`StoredRow`), dead-lettered in the claim's transaction.
     static let deadLetterOutOfRange = """
         UPDATE records SET \(deadLetterInRange)
         WHERE id = ?1 AND state = 'leased' AND lease_owner = ?2
         """
 
-    /// The dead-lettering of a claim (`?3` now, `?4` the reason), with the values a CHECK could refuse in range.
+    /// The dead-lettering of a claim (`?3` now, `?4` the reason). Values a CHECK could refuse are brought into
+    /// range in the same statement, so it cannot fail on a row a foreign writer wrote around them.
     private static let deadLetterInRange = """
         state = 'dead', dead_at_ms = ?3, last_error = ?4, attempts = min(max(attempts, 0), 1000000),
             created_at_ms = min(max(created_at_ms, 0), 253402300799999), lease_owner = NULL, lease_expires_at_ms = NULL
@@ -218,10 +191,9 @@ package enum RecordStateSQL {
         RETURNING id
         """
 
-    /// `forget`: the records of one user (`?1`, its `user_key`) in any state, in flight too, found by id: those
-    /// its scan found before the write lock (`?2`, a JSON array), or (`tail`) any enqueued since (`id > ?2`), so
-    /// that no scan of the whole table runs under the lock. Erasures of an earlier forget stay (`hasErasures`), so
-    /// a second forget never takes back a deletion Braze has not confirmed. Returns each row's state and lease.
+    /// `forget`: the records of one user (`?1`) in any state, found by id so that no scan runs under the lock: those
+    /// its scan found (`?2`, a JSON array), or (`tail`) any enqueued since (`id > ?2`). Erasures of an earlier
+    /// forget stay (`hasErasures`): Braze has not confirmed them. Returns each row's state and lease.
     static func forgetUser(hasErasures: Bool, tail: Bool) -> String {
         """
         DELETE FROM records WHERE \(tail ? "id > ?2" : "id IN (SELECT value FROM json_each(?2))") AND user_key = ?1\(
@@ -230,9 +202,8 @@ package enum RecordStateSQL {
         """
     }
 
-    /// Salvage: a readable row copied into the new file in the state it had (pending or dead; a lease is not
-    /// carried over, so a leased row is pending again), with its per-user key and digest when the new file has
-    /// those columns (schema 6 and later), and its erasure when it has that one (schema 7 and later).
+    /// Salvage: a readable row copied in the state it had (a leased row is pending again), with its per-user key
+    /// and digest (schema 6 and later) and its erasure (schema 7 and later) when the new file has those columns.
     static func salvageInsert(withUserKeys: Bool, withErasures: Bool = false) -> String {
         let erasure = withUserKeys && withErasures
         return """
@@ -257,17 +228,14 @@ package enum RecordStateSQL {
 }
 
 /// The limits (`QueueLimits`): what the queue gives up, always counted in `queue_drops` in the same transaction.
-/// A pending record past the max age becomes a dead letter (`expire`); under drop-oldest the oldest dead letters,
-/// then the oldest pending records, are deleted to make room (`dropOldest*`). Neither ever touches a leased record,
-/// an erasure (it must reach Braze) or an identity call (kinds but `event`, `attribute`, `purchase`: its users'
-/// later records must follow it).
+/// Never a leased record, an erasure (it must reach Braze) or an identity call (kinds other than `event`,
+/// `attribute`, `purchase`: its users' later records must follow it).
 ///
 ///     pending ─ expire (older than the max age) ─► dead
 ///     dead, pending ─ drop-oldest (the file at its size limit) ─► (deleted)
 extension RecordStateSQL {
-    /// The oldest dead letters (not erasures), at most `?1` of them, below id `?2`: what drop-oldest gives up first.
-    /// Returns, per row, whether expiry made it a dead letter: that record was counted `expired` when it was given
-    /// up, and is not counted again as `oldest`.
+    /// The oldest dead letters (not erasures), at most `?1`, below id `?2`: what drop-oldest gives up first. Returns
+    /// per row whether expiry made it dead (already counted `expired`, so not counted again as `oldest`).
     static let dropOldestDead = """
         DELETE FROM records WHERE id IN (
             SELECT id FROM records INDEXED BY records_dead
@@ -285,10 +253,9 @@ extension RecordStateSQL {
             ORDER BY id LIMIT ?1)
         """
 
-    /// Expiry (`QueueAdmin.expireOldRecords`): the next at most `?4` pending records with ids after `?1` and up to
-    /// `?2` (the cutoff checkpoint's), never an erasure, never one an operator retried after it expired (`dead retry`
-    /// keeps `last_error`); now `?3`, its age on the queue clock `?5`, the max age `?6` (in seconds). The reason is
-    /// short on purpose: it is stored in every expired row, which the size limit counts.
+    /// Expiry (`QueueAdmin.expireOldRecords`): at most `?4` pending records with ids in (`?1`, `?2`], never one an
+    /// operator retried after it expired (`dead retry` keeps `last_error`); now `?3`, age `?5`, max age `?6` (s).
+    /// The reason is short on purpose: it is stored in every expired row, which the size limit counts.
     static let expire = """
         UPDATE records SET state = 'dead', dead_at_ms = ?3,
             last_error = 'expired: enqueued at least ' || ?5 || ' s ago, max age ' || ?6 || ' s',

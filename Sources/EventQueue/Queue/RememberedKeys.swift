@@ -1,15 +1,11 @@
-/// The idempotency keys of delivered records that a queue file remembers (`delivered_keys` for writers before
-/// schema 6, `delivered_user_keys` from it on): how many, how large, and their pruning.
-///
-/// Why: each remembered key costs about 144 bytes until it expires, so status and metrics show the count and an
-/// estimate, and an admin can forget them sooner (`queuectl keys prune`).
+/// The idempotency keys of delivered records that a queue file remembers (`delivered_keys`, and from schema 6
+/// `delivered_user_keys`): how many, how large (status shows both), and their pruning.
 public enum RememberedKeys {
     /// Estimated bytes a row costs besides its key and user (which the table and its age index each hold): the
     /// record id, the time, the digest and the b-tree cell overhead (measured with `dbstat` on full pages).
     public static let rowOverheadBytes: Int64 = 40
 
-    /// The count and estimated size: the sum of the key and user lengths, twice (the table and its age index
-    /// hold both), plus `rowOverheadBytes` a row. One pass over each table, no `dbstat` (not in every SQLite).
+    /// The count and estimated size (`estimate`): one pass over each table, no `dbstat` (not in every SQLite).
     static func measure(_ connection: Connection) throws(QueueError) -> (count: Int, bytes: Int64) {
         var count: Int64 = 0
         var bytes: Int64 = 0
@@ -47,8 +43,7 @@ public enum RememberedKeys {
         return found
     }
 
-    /// Rows dated beyond `ClockHorizon.latestPlausible(after: now)`: planted by a writer (any group member can
-    /// write the tables) or stored by a clock far ahead. Such a key would never expire; maintenance clamps it.
+    /// Rows dated beyond the clock horizon (planted, or a clock far ahead), which would never expire.
     static func futureDated(_ connection: Connection, now: Int64) throws(QueueError) -> Int {
         var total: Int64 = 0
         for table in try tables(connection) {
@@ -59,9 +54,8 @@ public enum RememberedKeys {
         return Int(total)
     }
 
-    /// Forgets keys delivered before `cutoff`; a key dated beyond the clock horizon is first dated `now`, so that
-    /// it expires after the retention like any other instead of never. The caller holds a write transaction.
-    /// Returns how many were forgotten (or, with `dryRun`, would be: nothing is changed).
+    /// Forgets keys delivered before `cutoff`, a key beyond the clock horizon first dated `now` so that it expires
+    /// too; the caller holds a write transaction. Returns how many were (or, with `dryRun`, would be) forgotten.
     static func prune(
         _ connection: Connection, before cutoff: Int64, now: Int64, dryRun: Bool = false
     ) throws(QueueError) -> (count: Int, bytes: Int64) {

@@ -25,8 +25,7 @@ struct SalvageCopier {
         var nextAttemptAt: Int64
         var lastError: String?
         var deadAt: Int64?
-        /// The erasure column of a user's erasure (schema 7), carried as stored: without it the row would be an
-        /// attribute record naming the user, the opposite of what it is.
+        /// The erasure column (schema 7), carried as stored: without it the row would be an attribute record.
         var erasure: String?
     }
 

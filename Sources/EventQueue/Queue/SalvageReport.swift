@@ -13,8 +13,7 @@ public struct SalvageReport: Sendable, Hashable {
     public var unreadable = 0
     /// The ids counted in `unreadable` (the first 1,000), so they can be looked up elsewhere (logs, the sink).
     public var unreadableIDs: [Int64] = []
-    /// Rows that could be read but are not valid records (garbage from a damaged page, a bad kind or state, a
-    /// payload that breaks Braze's rules, a duplicate id or idempotency key): counted, not copied.
+    /// Rows that could be read but are not valid records: counted, not copied.
     public var invalid = 0
     /// Ranges of ids (inclusive) where the records table could not be read at all.
     public var damagedRanges: [ClosedRange<Int64>] = []
@@ -25,8 +24,7 @@ public struct SalvageReport: Sendable, Hashable {
     /// Every row salvage met: each read row (copied or invalid) and each unreadable one, so that
     /// `recovered + invalid + unreadable == seen`.
     public var seen = 0
-    /// Copied records that got a new id: theirs was out of range (below 1, or so high that the new file could
-    /// never assign another) or already taken. Their order among their user's records may change.
+    /// Copied records that got a new id (theirs out of range or taken): their order among their user's may change.
     public var renumbered = 0
     /// Copied values brought into range: retry times beyond the clock horizon, attempts at or over the budget,
     /// dead-letter and delivered-key dates in the future.

@@ -1,23 +1,14 @@
-/// The size limit inside one writer transaction (`QueueWriter.enqueue`, `enqueue(contentsOf:)`, `batch`): after each
-/// record it appends, the file's logical size is compared with the limit the daemon recorded (`queue_limits`), and
-/// the policy decides: `refuse` undoes the transaction and counts the refusal, `drop-oldest` deletes the oldest dead
-/// letters, then the oldest pending records, until the record fits.
+/// The size limit inside one writer transaction: after each record it appends, the file's logical size is compared
+/// with the limit the daemon recorded (`queue_limits`); `refuse` undoes the transaction and counts the refusal,
+/// `drop-oldest` deletes the oldest dead letters, then the oldest pending records, until the record fits. In the
+/// writer's own transaction, so that two writers cannot both decide there is room for one more record.
 ///
-/// **What is measured.** Pages in use (`page_count - freelist_count`) times the page size, read from the pager
-/// inside the transaction. It is read when the transaction begins, and again only once the records appended since
-/// could have used up the room left (each counted as its payload plus `allowancePerRecord`), so a transaction far
-/// below the limit measures once and opens no savepoint (docs/PERFORMANCE.md, "Limits: what a writer pays"). Not
-/// `page_count`: the pages a drain frees stay in the file until the daemon's vacuum returns them, and measured with
-/// them a drained queue would look full. SQLite reuses free pages before it grows the file, so the file still
-/// stays near the limit; the `-wal` is bounded on its own (`walBudget`).
+/// Measured: pages in use (`page_count - freelist_count`), not `page_count`, since the pages a drain frees stay in
+/// the file until the vacuum, and SQLite reuses them before it grows the file. Measured again only once the records
+/// appended since could have used up the room left, so a transaction far below the limit measures once.
 ///
-/// **Why in the writer's transaction.** The check, the drops and the insert are one `BEGIN IMMEDIATE`
-/// transaction, so two writers cannot both decide there is room for one more record. Writers that do not know the
-/// limit are brought back under it by the daemon after each pass (`QueueAdmin.enforceLimits`).
-///
-/// **How a refusal is counted for good.** A transaction that might not fit opens a savepoint before its first
-/// record; a refusal rolls back to it, adds the refused records to `queue_drops`, and returns normally, so the write
-/// door commits the count alone; the caller throws `QueueError.queueFull` after the commit (`LimitedWrite`).
+/// A transaction that might not fit opens a savepoint; a refusal rolls back to it and counts the refused records,
+/// so the write door commits the count alone, and the caller throws `queueFull` after the commit (`LimitedWrite`).
 final class SpaceKeeper {
     let connection: Connection
     let maxBytes: Int64
@@ -60,10 +51,8 @@ final class SpaceKeeper {
     }
 
     /// The keeper of a transaction that has just begun, or `nil` when no size limit is recorded (the writers' hot
-    /// path: one cached statement over a one-row table). On a file before schema 7 there is no limit to read.
-    /// `expecting`: the records the transaction will append and their payload bytes, when known in advance (an
-    /// enqueue, `enqueue(contentsOf:)`); a transaction they surely fit in opens no savepoint. `nil` (a `batch`,
-    /// read as it goes): the savepoint is always open.
+    /// path: one cached statement). `expecting`: the records and payload bytes the transaction will append, when
+    /// known in advance; a transaction they surely fit in opens no savepoint (`nil`, a `batch`: always one).
     static func begin(
         _ file: QueueFile, expecting: (records: Int, payloadBytes: Int)? = nil
     ) throws(QueueError) -> SpaceKeeper? {
@@ -106,9 +95,8 @@ final class SpaceKeeper {
         min(max(limit / 16, 256 * 1024), 1000 * 4096)
     }
 
-    /// Sets the connection's checkpoint interval (`wal_autocheckpoint`, in pages) and the size a reset `-wal` is
-    /// cut back to (`journal_size_limit`) for `limit`, or back to the defaults without one. Connection settings:
-    /// once per change of limit, not per transaction.
+    /// Sets `wal_autocheckpoint` and `journal_size_limit` for `limit` (or the defaults without one), once per
+    /// change of limit.
     static func applyWALBudget(_ file: QueueFile, limit: Int64?) throws(QueueError) {
         let connection = file.connection
         let operation = "sizing the write-ahead log for the size limit"
@@ -128,8 +116,7 @@ final class SpaceKeeper {
         file.walBudgetBytes = budget
     }
 
-    /// The file's logical size now, inside the transaction: pages in use times the page size. Cached `PRAGMA`
-    /// statements, not the `pragma_page_count()` functions, which prepare their `PRAGMA` again at every call.
+    /// Pages in use times the page size, by cached `PRAGMA` statements (`pragma_page_count()` prepares every call).
     static func usedBytes(_ connection: Connection) throws(QueueError) -> (used: Int64, pageSize: Int64, pages: Int64) {
         let operation = "measuring the queue file"
         let pages = try connection.scalarInt("PRAGMA page_count", operation: operation)
@@ -138,10 +125,8 @@ final class SpaceKeeper {
         return ((pages - free) &* pageSize, pageSize, pages)
     }
 
-    /// Called after each new row (`id`, its payload `payloadBytes`): true when the file is within the limit, making
-    /// room first under drop-oldest (rows older than the transaction's first only). False when it cannot be: the
-    /// transaction is then refused (`refusal`). Measures only once the records since the last measure could have
-    /// used up the room.
+    /// Called after each new row: true when the file is within the limit, making room first under drop-oldest
+    /// (rows older than the transaction's first only); false when it cannot be, and the transaction is refused.
     func admit(newRow id: Int64, payloadBytes: Int) throws(QueueError) -> Bool {
         guard refusal == nil else { return false }
         appended += 1
@@ -181,10 +166,8 @@ final class SpaceKeeper {
         return false
     }
 
-    /// Deletes up to `count` of the oldest dead letters below `id`, else of the oldest pending records below it
-    /// (never leased ones, never erasures). Returns how many, and how many of them to count as `oldest`: every
-    /// one but the dead letters expiry made (already counted `expired`), so that each record given up is counted
-    /// once, under the cause that gave it up first.
+    /// Deletes up to `count` of the oldest dead letters below `id`, else of the oldest pending records. Returns how
+    /// many, and how many to count as `oldest`: not the dead letters expiry made (already counted `expired`).
     static func dropOldest(
         _ connection: Connection, below id: Int64, atMost count: Int
     ) throws(QueueError) -> (dropped: Int, uncounted: Int) {
@@ -207,11 +190,9 @@ final class SpaceKeeper {
         offeredAfterRefusal += 1
     }
 
-    /// Ends the transaction's limited part. Within the limit: keeps everything. Refused: rolls back to the
-    /// savepoint (nothing of the transaction stays, not even its drops) and counts refused the records it leaves
-    /// unstored, once: those it appended, those offered after the refusal, and `notOffered` (the rest of an
-    /// `enqueue(contentsOf:)`), never one already stored (an idempotency key already queued), in the transaction
-    /// the write door commits next; returns the refusal to throw after that commit.
+    /// Ends the transaction's limited part. Refused: rolls back to the savepoint (not even its drops stay), counts
+    /// refused every record left unstored (appended, offered after, and `notOffered`), and returns the refusal to
+    /// throw after the write door's commit.
     func finish(notOffered: Int = 0) throws(QueueError) -> QueueError? {
         guard let refusal else {
             if refusable { try connection.statement(Self.release, operation: "enqueueing").run() }
@@ -224,10 +205,9 @@ final class SpaceKeeper {
     }
 }
 
-/// How many of the oldest rows drop-oldest deletes next, to free `over` bytes without dropping records that did not
-/// need to go. Pages free only as whole b-tree pages empty, so the size lags behind the rows deleted and plain
-/// doubling overshoots. So: 8 rows first; then at most as many as were dropped so far, and at most half of what the
-/// bytes still over would take at the rate measured so far (converging on the target from below).
+/// How many of the oldest rows drop-oldest deletes next, to free `over` bytes without dropping more than needed:
+/// pages free only as whole b-tree pages empty, so plain doubling overshoots. 8 rows first, then at most as many as
+/// dropped so far and half of what the bytes still over would take at the rate so far (from below).
 struct DropPace {
     private var dropped = 0
     private var freed: Int64 = 0
@@ -245,8 +225,8 @@ struct DropPace {
     }
 }
 
-/// What a write transaction under the size limit came to. A refusal is a value, not an error, inside the write
-/// door: the door commits what the body left (the refusal's count, and nothing else), and the caller throws after.
+/// What a write transaction under the size limit came to: a refusal is a value inside the write door, so the
+/// door commits its count, and the caller throws after.
 enum LimitedWrite<Value, Failure: Error> {
     case stored(Value)
     case refused(Failure)

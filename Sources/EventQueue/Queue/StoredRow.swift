@@ -1,9 +1,8 @@
 /// The ranges a value read from the queue file must lie in before any code computes with it.
 ///
-/// Why: every writer in the group can write the file with any SQLite client, bypassing the library's checks and
-/// (with `PRAGMA ignore_check_constraints`) the table's own. A stored `attempts` of 2^63-1 made the drainer's
-/// `attempts + 1` trap, in a crash loop. So each value is checked where it is read, and a row out of range is
-/// dead-lettered with the reason instead of delivered (see `QueueConsumer.claim`).
+/// Why: every writer in the group can write the file around the library's checks and (with
+/// `ignore_check_constraints`) the table's own; a stored `attempts` of 2^63-1 would trap `attempts + 1`. So a
+/// row out of range is dead-lettered with the reason instead of delivered.
 public enum StoredRow {
     /// Failed attempts: far above any `--max-attempts` in use, far below anything arithmetic could overflow.
     public static let attemptsRange: ClosedRange<Int64> = 0...1_000_000
@@ -12,14 +11,11 @@ public enum StoredRow {
     /// Ids are AUTOINCREMENT from 1; the top of the range is kept free so that an id never reaches the
     /// largest one (where AUTOINCREMENT gives up with SQLITE_FULL, and `id + 1` traps).
     public static let idRange: ClosedRange<Int64> = 1...(Int64(1) << 62)
-    /// The largest payload a record can have, in bytes: the encoder refuses any serialized record larger
-    /// (`RecordEncoder.maximumPayloadBytes`, 256 KiB, which also bounds every part the validator measures), so a
-    /// larger stored payload was written around the library. The daemon never reads one (see
-    /// `QueueConsumer.refuseOversized`). A foreign writer's whitespace counts: its JSON must fit too.
+    /// The largest payload a record can have (`RecordEncoder.maximumPayloadBytes`): a larger stored one was written
+    /// around the library, and is never read (`QueueConsumer.refuseOversized`).
     public static let maximumPayloadBytes = RecordEncoder.maximumPayloadBytes
 
-    /// Why a claimed row cannot be delivered as it is, or `nil` when every value is in range. `payload` and `kind`
-    /// are the raw column values (`nil` when NULL or not valid UTF-8).
+    /// Why a claimed row cannot be delivered, or `nil`; `payload` and `kind` are raw (`nil`: NULL or not UTF-8).
     static func problem(id: Int64, kind: String?, payload: String?, createdAt: Int64, attempts: Int64) -> String? {
         guard idRange.contains(id) else {
             return "stored id \(id) is out of range \(idRange.lowerBound)...\(idRange.upperBound)"

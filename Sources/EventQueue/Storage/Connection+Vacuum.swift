@@ -7,14 +7,10 @@ import CSQLite
 /// The scrub's two statements that cannot run inside the write door's transaction: `VACUUM` and the `TRUNCATE`
 /// checkpoint that has to follow it (`QueueScrub`).
 extension Connection {
-    /// `VACUUM`, in this connection's turn in the writers' line: every page of the file is written again from the
-    /// rows that exist, so nothing of a deleted row survives in a page (`QueueScrub`). Checks the schema first, as a
-    /// write does (a planted index would run its expressions inside the rebuild). `inMemory`: the rebuilt copy is
-    /// kept in memory (a temporary file otherwise).
-    ///
-    /// A `VACUUM` is all or nothing, so its time under the write lock is bounded by giving it up: past
-    /// `budgetNanoseconds` from its turn in the writers' line a progress handler interrupts it, SQLite rolls it back
-    /// (the file is as it was), and this returns false.
+    /// `VACUUM`, in this connection's turn in the writers' line (`QueueScrub`). Checks the schema first, as a write
+    /// does (a planted index would run its expressions inside the rebuild). `inMemory`: the rebuilt copy is kept in
+    /// memory, not in a temporary file. A `VACUUM` is all or nothing, so past `budgetNanoseconds` a progress handler
+    /// interrupts it, SQLite rolls it back, and this returns false.
     func vacuum(operation: String, inMemory: Bool, budgetNanoseconds: UInt64) throws(QueueError) -> Bool {
         try read(operation) { () throws(QueueError) in }
         if !inMemory { try execute("PRAGMA temp_store = FILE", operation: operation) }
@@ -23,12 +19,12 @@ extension Connection {
         }
         gate.enter()
         let deadline = UnsafeMutablePointer<UInt64>.allocate(capacity: 1)
-        deadline.initialize(to: WriteGate.monotonicNanoseconds() &+ budgetNanoseconds)
+        deadline.initialize(to: WallClock.monotonicNanoseconds() &+ budgetNanoseconds)
         sqlite3_progress_handler(
             handle, 1000,
             { context in
                 guard let context else { return 0 }
-                return WriteGate.monotonicNanoseconds() > context.load(as: UInt64.self) ? 1 : 0
+                return WallClock.monotonicNanoseconds() > context.load(as: UInt64.self) ? 1 : 0
             }, deadline)
         defer {
             gate.leave()
@@ -45,10 +41,8 @@ extension Connection {
     }
 
     /// `wal_checkpoint(TRUNCATE)` until it succeeds or `deadlineNanoseconds` (monotonic) passes, each try waiting at
-    /// most `tryMilliseconds` for readers of older snapshots (a TRUNCATE checkpoint holds the write lock while it
-    /// waits and while it copies, so each wait stays short and writers get the lock between tries). A `PASSIVE`
-    /// checkpoint first copies the frames without the write lock (after a `VACUUM` the WAL holds the whole file),
-    /// so that the `TRUNCATE` has little left to copy. Returns true once the WAL is empty.
+    /// most `tryMilliseconds` (it holds the write lock while it waits, so writers get the lock between tries), after
+    /// a `PASSIVE` one that copies the frames without the lock. Returns true once the WAL is empty.
     func truncateWAL(tryMilliseconds: Int, deadlineNanoseconds: UInt64, operation: String) throws(QueueError) -> Bool {
         _ = try scalarInt("PRAGMA wal_checkpoint(PASSIVE)", operation: operation)
         let checkpoint = try statement("PRAGMA wal_checkpoint(TRUNCATE)", operation: operation)
@@ -59,7 +53,7 @@ extension Connection {
                 return checkpoint.int64(0) == 0
             }
             if done { return true }
-            guard WriteGate.monotonicNanoseconds() < deadlineNanoseconds else { return false }
+            guard WallClock.monotonicNanoseconds() < deadlineNanoseconds else { return false }
             var pause = timespec(tv_sec: 0, tv_nsec: 20_000_000)
             nanosleep(&pause, nil)
         }

@@ -1,22 +1,16 @@
 import CSQLite
 
-/// The one door for writes, in the shape of GRDB's `DatabaseWriter.write`, and its read-only twin.
+/// The one door for writes (every statement of the library that changes the file runs in `write`), and its
+/// read-only twin. `BEGIN IMMEDIATE` takes the write lock up front, so a transaction never fails half-way with
+/// SQLITE_BUSY as a deferred read-then-write one can; the schema is checked again first (`schemaGuard`).
 ///
-/// Every statement of the library that changes the file runs inside `write`: it waits for the connection's turn in
-/// the writers' line (`WriteGate`), runs `BEGIN IMMEDIATE` (the write lock up front, so the transaction can never
-/// fail half-way with SQLITE_BUSY the way a deferred read-then-write transaction can), checks that the schema is
-/// still the one verified at open (`schemaGuard`), runs the body and `COMMIT`, gives the turn back, and then syncs
-/// the WAL when the write must be durable.
-///
-/// Why the sync comes after the commit: with `synchronous=NORMAL` a commit writes its WAL frames without syncing
-/// them and releases SQLite's lock at once; syncing the WAL before the write returns keeps the promise of
-/// `synchronous=FULL`, but no writer waits behind another's fsync. No commit becomes durable ahead of an earlier
-/// one: WAL frames' checksums chain, and a sync writes every frame written before it (docs/PERFORMANCE.md
-/// section 5; docs/RELIABILITY.md).
+/// Why the sync comes after the commit: with `synchronous=NORMAL` a commit releases SQLite's lock without syncing;
+/// syncing the WAL before `write` returns keeps `FULL`'s promise, yet no writer waits behind another's fsync. No
+/// commit becomes durable ahead of an earlier one: WAL frames' checksums chain, and a sync covers every frame
+/// written before it (docs/RELIABILITY.md).
 extension Connection {
-    /// Runs `body` as one write transaction, in this connection's turn. `durable: false` skips the sync for state
-    /// whose loss to a power cut costs nothing (a claim, the drain lock: leases that expire anyway, see
-    /// `QueueConsumer.claim`); errors of `body` are rethrown as they are, after the rollback.
+    /// Runs `body` as one write transaction, in this connection's turn; its errors are rethrown after the rollback.
+    /// `durable: false` skips the sync for state whose loss to a power cut costs nothing (leases that expire anyway).
     func write<T>(_ operation: String, durable: Bool = true, rethrowing body: () throws -> T) throws -> T {
         gate.enter()
         let result: T
@@ -78,9 +72,8 @@ extension Connection {
         try statement(sql, operation: operation).run()
     }
 
-    /// Compares the schema again when its cookie moved: a trigger another group member plants while a long-lived
-    /// consumer runs would otherwise fire inside its next ack. The cookie is read from memory (no I/O); inside
-    /// `BEGIN IMMEDIATE` nobody can change the schema between this check and the body's statements.
+    /// Compares the schema again when its cookie moved (read from memory): a trigger planted while a long-lived
+    /// consumer runs would otherwise fire inside its next ack. Under `BEGIN IMMEDIATE` it cannot change after this.
     private func reverifySchemaIfChanged() throws(QueueError) {
         guard let schemaGuard else { return }
         let cookie = try scalarInt("PRAGMA schema_version", operation: "reading the schema cookie")

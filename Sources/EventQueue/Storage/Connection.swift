@@ -4,25 +4,19 @@ import CSQLite
     import Glibc
 #endif
 
-/// One SQLite connection with a cache of prepared statements.
-///
-/// Not thread-safe by design: SQLite is opened in multi-thread mode (no per-call mutex), and the owner (a
-/// writer, a consumer, or the daemon's dedicated executor) guarantees one caller at a time. That is what keeps
-/// an enqueue down to one prepared-statement step.
+/// One SQLite connection with a cache of prepared statements. Not thread-safe by design: SQLite's multi-thread
+/// mode has no per-call mutex, and the owner guarantees one caller at a time, keeping an enqueue to one step.
 final class Connection {
     let path: String
     let busyTimeoutMilliseconds: Int
     private(set) var handle: OpaquePointer?
     /// How this connection waits to write and what its writes promise (`Connection+Write.swift`).
     let gate: WriteGate
-    /// How the schema was verified at open (`QueueSchema.verify` or `verifyNames`) and the schema cookie it was
-    /// verified at: the write door checks again when the cookie moves (`Connection+Write.swift`).
+    /// How the schema was verified at open and the schema cookie then: the write door checks again when it moves.
     var schemaGuard: (check: (Connection) throws(QueueError) -> Void, cookie: Int64)?
     private var statements: [String: Statement] = [:]
 
-    /// Opens (creating if needed, with mode 0660) the database at `path`. A read-only connection never
-    /// creates the file: inspecting a queue (`queuectl check`) must not change what it inspects.
-    ///
+    /// Opens (creating if needed, with mode 0660) the database at `path`; a read-only connection never creates it.
     /// `uriParameters` (read-only only) opens `file:PATH?PARAMETERS`, e.g. `mode=ro&immutable=1` for salvage.
     init(
         path: String, busyTimeoutMilliseconds: Int, readOnly: Bool = false, uriParameters: String? = nil
@@ -95,8 +89,7 @@ final class Connection {
         handle = db
     }
 
-    /// Runs `body` with a different busy timeout (a checkpoint that must not hold writers back for long), then
-    /// restores the connection's own.
+    /// Runs `body` with a different busy timeout (a checkpoint that must not hold writers back), then restores it.
     func withBusyTimeout<T>(
         milliseconds: Int, _ body: () throws(QueueError) -> T
     ) throws(QueueError) -> T {
@@ -147,8 +140,7 @@ final class Connection {
         return statement
     }
 
-    /// Runs `sql` to completion with `values` bound to `?1`, `?2`, ... (`nil`: NULL); returns how many rows it
-    /// changed.
+    /// Runs `sql` to completion with `values` bound to `?1`, `?2`, ...; returns how many rows it changed.
     @discardableResult
     func run(_ sql: String, operation: String, _ values: (any SQLValue)?...) throws(QueueError) -> Int {
         try run(sql, operation: operation, values: values)
@@ -183,8 +175,7 @@ final class Connection {
     }
 
     /// The size in bytes of a stored TEXT or BLOB value of each row, read from the row's header only
-    /// (`sqlite3_blob_open` never loads the value; `length()` would read it): how the daemon refuses a row too large
-    /// to be a record without reading it. A row that does not exist, or whose value is not TEXT or BLOB, is left out.
+    /// (`sqlite3_blob_open` never loads the value; `length()` would), so a row too large is refused unread.
     func storedBytes(table: String, column: String, rowids: [Int64]) -> [Int64: Int] {
         guard let handle, !rowids.isEmpty else { return [:] }
         var sizes: [Int64: Int] = [:]

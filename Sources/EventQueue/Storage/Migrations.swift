@@ -10,12 +10,10 @@ public struct Migration: Sendable, Hashable {
 
 /// The schema migrations this binary carries (embedded at build time from `Migrations/`).
 public enum Migrations {
-    /// The newest schema version this binary knows. A file with a higher `user_version` is used as it is when
-    /// its levels allow (`SchemaContract`), and refused otherwise.
+    /// The newest schema version this binary knows (a newer file is used when its levels allow: `SchemaContract`).
     public static var latestVersion: Int { embedded.last?.version ?? 0 }
 
-    /// The release that carries schema `version`, from its migration's `schema_levels` row (5 on): what messages
-    /// name, so that they follow the migration table, not a version written into the message.
+    /// The release that carries schema `version`, from its migration's `schema_levels` row (5 on), for messages.
     static func release(of version: Int) -> String? {
         guard let sql = embedded.first(where: { $0.version == version })?.sql,
             let row = sql.firstRange(of: "VALUES (\(version), ")
@@ -48,9 +46,7 @@ public enum Migrations {
                 "PRAGMA user_version = \(migration.version)", operation: "recording schema version")
         }
         if current == 0 {
-            // A new file is created whole, in one transaction: a process that opens it meanwhile sees either no
-            // schema (and finds the work done inside its own transaction) or the latest one, never a half-built
-            // file it would take for an older release's.
+            // A new file is created whole, in one transaction: never seen half-built, as an older release's file.
             try connection.write("creating the schema") { () throws(QueueError) in
                 for migration in steps { try apply(migration) }
             }
@@ -70,13 +66,10 @@ public enum Migrations {
         }
     }
 
-    /// Records the tables and indexes `migration` created, and the tables whose definition it changed (a column
-    /// added), in `schema_additions`, so that binaries older than it can tell them from objects someone planted
-    /// or changed (docs/SCHEMA.md, "Compatibility"). A migration that creates a trigger or a view is refused: no
-    /// binary may tolerate code that runs inside its statements. So is one (from `firstRuledVersion` on) that
-    /// adds what older binaries refuse whatever the levels say (`SchemaContract.problem(with:...)`: a UNIQUE,
-    /// partial or expression index on an existing table, a changed table) without raising both levels:
-    /// older binaries would stop at that object instead of at the levels, with the release to upgrade to.
+    /// Records the tables and indexes `migration` created or changed in `schema_additions`, so that older binaries
+    /// can tell them from planted objects. A trigger or a view is refused (no binary may tolerate code that runs
+    /// inside its statements), and so is, from `firstRuledVersion` on, an object older binaries refuse
+    /// (`SchemaContract.problem(with:...)`) without raising both levels: they would stop at it, not at the levels.
     private static func recordAdditions(
         _ connection: Connection, of migration: Migration, before: [String: QueueSchema.Object]
     ) throws(QueueError) {

@@ -1,8 +1,5 @@
-/// Everything that can go wrong when opening or using a queue file.
-///
-/// Each case carries what an operator needs to act: the path, what was wrong, and (in `description`) what to
-/// do about it. Callers switch on the case to decide whether to retry (`busy`), fix input (`invalidRecord`),
-/// or stop (`corrupt`, `schemaTooNew`).
+/// Everything that can go wrong when opening or using a queue file: each case carries what an operator needs to
+/// act (the path, what was wrong, and in `description` what to do about it).
 public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The record broke a Braze rule; nothing was written.
     case invalidRecord(ValidationError)
@@ -12,42 +9,35 @@ public enum QueueError: Error, Sendable, Hashable, CustomStringConvertible {
     case notAQueueFile(path: String)
     /// SQLite found the file damaged.
     case corrupt(path: String, detail: String)
-    /// The file was written by a newer EventQueue that records no compatibility levels (or its `user_version`
-    /// was raised by hand); this binary refuses to touch it.
+    /// The file has a newer schema without compatibility levels; this binary refuses to touch it.
     case schemaTooNew(path: String, found: Int, supported: Int)
-    /// A newer release migrated the file with a change that breaks this binary's `role` (the file's write or read
-    /// level is above this binary's; docs/SCHEMA.md, "Compatibility"). `release` is the first release that
-    /// implements `requiredLevel`. Nothing was written.
+    /// A newer release migrated the file with a change that breaks this binary's `role` (its level is above
+    /// this binary's); `release` is the first that implements `requiredLevel`. Nothing was written.
     case needsNewerRelease(
         path: String, role: QueueRole, fileVersion: Int, requiredLevel: Int, supportedLevel: Int, release: String?)
     /// Another process held the write lock for longer than the busy timeout.
     case busy(path: String, timeoutMilliseconds: Int)
     /// The filesystem holding the queue is full (or below the configured free-space reserve).
     case diskFull(path: String, detail: String)
-    /// The queue is at the size limit its daemon recorded (`queued --max-queue-bytes`; `QueueLimits`) and the
-    /// record did not fit: with `--when-full refuse`, or with `drop-oldest` when nothing older was left to drop.
-    /// Nothing of the transaction was written; the refusal is counted in the file (`queuectl status`, `dropped`).
+    /// The queue is at its size limit (`QueueLimits`) and the record did not fit (`refuse`, or nothing older left
+    /// to drop). Nothing of the transaction was written; the refusal is counted in the file.
     case queueFull(path: String, limitBytes: Int64, detail: String)
     /// The file or its directory is read-only for this process.
     case readOnly(path: String, detail: String)
     /// An idempotency key that is empty, longer than 255 bytes or holds a NUL character; nothing was written.
     case invalidIdempotencyKey(String)
-    /// The idempotency key already names another record of the same user (queued, dead, or delivered within
-    /// the retention window): a key names one record of one user, and reusing it for a different record is a
-    /// writer's mistake, not a retry. Nothing was written; `existingID` is the record that holds the key.
+    /// The idempotency key already names another record of the same user (queued, dead, or delivered within the
+    /// retention): a writer's mistake, not a retry. Nothing was written; `existingID` holds the key.
     case idempotencyKeyReused(key: String, userKey: String, existingID: Int64)
-    /// The path or the file is not one EventQueue may use: not a regular file (a directory, a device, a FIFO, a
-    /// dangling symlink), a file with more than one hard link, or a queue file with schema objects (triggers,
-    /// views, changed indexes) that EventQueue did not create, or that a newer migration recorded but this binary
-    /// cannot tolerate (an index that runs code inside its writes; docs/SCHEMA.md, "Compatibility"). Nothing was
-    /// written.
+    /// The path or the file is not one EventQueue may use: not a regular file with one link, or a queue file with
+    /// schema objects EventQueue did not create, or that a newer migration recorded but this binary cannot
+    /// tolerate. Nothing was written.
     case unsafeQueueFile(path: String, reason: String)
-    /// `forget` with a Braze delete on a file older than schema 7 (a writer never migrates a served file): its
-    /// daemon, of a release before 1.4.0, would send the erasure to `/users/track` as an attribute record. Nothing
-    /// was written.
+    /// `forget` with a Braze delete on a file older than schema 7, whose daemon (before 1.4.0) would send the
+    /// erasure to `/users/track`. Nothing was written.
     case erasureNeedsNewerSchema(path: String, fileVersion: Int)
-    /// `forget` with a Braze delete by a process that cannot read the erasure key (`ErasureKey`): deleting a
-    /// user at Braze is an operator's act (root, the daemon's user, `eventqueue-admins`). Nothing was written.
+    /// `forget` with a Braze delete by a process that cannot read the erasure key (`ErasureKey`). Nothing was
+    /// written.
     case erasureNotPermitted(path: String, detail: String)
     /// Any other SQLite failure, with SQLite's own message and the operation that failed.
     case sqlite(code: Int32, message: String, operation: String)

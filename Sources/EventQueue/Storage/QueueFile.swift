@@ -4,9 +4,8 @@
 
 /// An open queue file: a configured connection to a file whose schema this binary can use in its role.
 ///
-/// Opening is what every writer pays, in every short-lived extension process, so it is kept to a handful of
-/// statements: read the schema version, set the per-connection pragmas, and migrate only when needed (a new file,
-/// or an older one opened by a consumer; docs/SCHEMA.md, "Compatibility").
+/// Every short-lived writer pays the open, so it is a handful of statements: the schema version, the pragmas,
+/// and a migration only for a new file or an older one opened by a consumer.
 final class QueueFile {
     let connection: Connection
     let options: QueueOptions
@@ -23,22 +22,18 @@ final class QueueFile {
     let schemaCheck: SchemaCheck
     /// Since when the upkeep after a pass has waited for writers to pause (`QueueAdmin.maintainAfterPass`).
     var upkeepDeferredSince: UInt64?
-    /// Rows this connection deleted (acks, purges, pruned keys) since its last `VACUUM`: the upkeep scrubs their
-    /// bytes when there are any (`QueueScrub.vacuumAfterPass`). Unknown at open (a process before this one may have
-    /// deleted rows and stopped before its upkeep), so the first upkeep scrubs.
+    /// Rows this connection deleted since its last `VACUUM`, whose bytes the upkeep scrubs. Unknown at open (an
+    /// earlier process may have stopped before its upkeep), so the first upkeep scrubs.
     var unscrubbedDeletions = 1
     /// The token of the mark of an owed scrub when this connection's last `VACUUM` began (`QueueScrub.clearMark`).
     var scrubMarkBeforeVacuum: String?
-    /// Whether the file has per-user idempotency keys (schema 6 and later). A writer never migrates a served file,
-    /// so on an older one it keeps the global keys of that schema (docs/SCHEMA.md, "Idempotency keys").
+    /// Whether the file has per-user idempotency keys (schema 6 and later).
     private(set) var hasUserKeys = false
-    /// Whether the file has `queue_limits` and `queue_drops` (schema 7 and later): writers enforce a size limit
-    /// only there (`SpaceKeeper`).
+    /// Whether the file has `queue_limits` and `queue_drops` (schema 7 and later).
     private(set) var hasLimits = false
     /// Whether the file has the queue clock (schema 8), by which the max age is measured.
     private(set) var hasQueueClock = false
-    /// The `-wal` budget applied to this connection for the size limit last seen (`SpaceKeeper.applyWALBudget`),
-    /// `nil` while no limit was seen: SQLite's defaults and `options.journalSizeLimitBytes`.
+    /// The `-wal` budget applied for the size limit last seen (`SpaceKeeper.applyWALBudget`); `nil`: none seen.
     var walBudgetBytes: Int64?
     /// The page size, read once (it never changes for a WAL file): the size limit's measure multiplies by it.
     private var cachedPageSize: Int64?
@@ -50,8 +45,7 @@ final class QueueFile {
         return size
     }
 
-    /// What the queue had given up when the daemon last looked (`QueueAdmin.dropsSinceLastLook`), so that each
-    /// pass logs what grew since the one before.
+    /// What the queue had given up when the daemon last looked (`QueueAdmin.dropsSinceLastLook`).
     var dropsSeen: QueueDrops?
     /// Writers check names; consumers check everything (and are the ones that migrate an existing file).
     var role: QueueRole { schemaCheck == .full ? .consumer : .writer }
@@ -69,18 +63,15 @@ final class QueueFile {
     }
 
     private func configure() throws(QueueError) {
-        // Reading the version first detects a foreign file (SQLITE_NOTADB) and a newer schema before anything
-        // could modify the file.
+        // Read first: a foreign file (SQLITE_NOTADB) and a newer schema are found before anything could write.
         let version = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
-        // A newer release's file is used as it is, never migrated back, when its change kept this role's level
-        // (docs/SCHEMA.md, "Compatibility"); otherwise the refusal names the release to upgrade to.
+        // A newer release's file is used as it is when its change kept this role's level, else refused.
         try SchemaContract.admit(connection, fileVersion: Int(version), role: role)
         if options.verifyIntegrityOnOpen, version > 0 {
             try verifyIntegrity()
         }
         if version == 0 {
-            // Only effective before the first table exists: a new file gets incremental vacuum so that the
-            // space of delivered records can be returned to the filesystem after a drain.
+            // Only before the first table exists: incremental vacuum, so a drain's space can be given back.
             try connection.execute("PRAGMA auto_vacuum = INCREMENTAL", operation: "configuring auto_vacuum")
         }
         let mode = try connection.scalarText("PRAGMA journal_mode = WAL", operation: "enabling WAL")
@@ -88,8 +79,7 @@ final class QueueFile {
             throw QueueError.cannotOpen(
                 path: path, reason: "could not switch to WAL mode (journal_mode is \(mode ?? "unknown"))")
         }
-        // Durability is the write door's: every commit runs with NORMAL, and a durable write syncs the WAL after
-        // giving the lock back (Connection+Write.swift).
+        // Durability is the write door's: commits run with NORMAL, and a durable write syncs after (Connection.write).
         try connection.execute("PRAGMA synchronous = NORMAL", operation: "setting durability")
         connection.gate.syncsCommits = options.durability == .full
         connection.gate.waitsInLine = role == .writer && options.waitsInLine
@@ -100,31 +90,27 @@ final class QueueFile {
         try connection.execute("PRAGMA temp_store = MEMORY", operation: "keeping temporary data in memory")
         var schema = Int(version)
         if version == 0 || (version < Migrations.latestVersion && schemaCheck == .full) {
-            // Who migrates: whoever opens a new file first creates it at the latest schema; an existing file is
-            // moved forward only by a consumer (the daemon at start, `queuectl migrate`), never by a writer on
-            // the side, so that an app's newer writer never moves a served file past what its daemon consumes.
+            // An existing file is moved forward only by a consumer, so that an app's newer writer never moves a
+            // served file past what its daemon consumes.
             try Migrations.migrate(connection)
             schema = Migrations.latestVersion
         }
         hasUserKeys = schema >= Self.userKeysVersion
         hasLimits = schema >= Self.limitsVersion
         hasQueueClock = schema >= Self.queueClockVersion
-        // Writers and the daemon refuse a file with schema objects EventQueue did not create (a planted trigger
-        // runs inside every statement that touches its table), before anything is written. The level is checked
-        // again with the schema: a newer release may migrate the file while this connection is open.
+        // A planted trigger runs inside every statement on its table: the schema is checked before anything is
+        // written, and the level with it (a newer release may migrate the file while this connection is open).
         let (role, full) = (role, schemaCheck == .full)
         let check = { (connection: Connection) throws(QueueError) in
             try SchemaContract.admitAgain(connection, role: role)
             let verify = full ? QueueSchema.verify : QueueSchema.verifyNames
             try verify(connection, Migrations.latestVersion)
         }
-        // One read transaction, so that the version and the objects the check reads are one snapshot: a consumer
-        // may be migrating the file step by step meanwhile.
+        // One snapshot for the version and the objects: a consumer may be migrating the file meanwhile.
         try connection.read("checking the schema") { () throws(QueueError) in
             try check(connection)
         }
-        // The schema may change after this open (another group member's `sqlite3`): every transaction compares
-        // again when the schema cookie moved (Connection.schemaGuard).
+        // The schema may change after this open: every transaction compares again when the cookie moved.
         connection.schemaGuard = (
             check, try connection.scalarInt("PRAGMA schema_version", operation: "reading the schema cookie")
         )
@@ -142,7 +128,7 @@ final class QueueFile {
 
     /// The schema version that scoped idempotency keys to the user (Migrations/0006_user_keys.sql).
     static let userKeysVersion = 6
-    /// The schema version that added the limits (Migrations/0007_limits_and_erasure.sql).
+    /// The schema version that added the limits and `records.erasure` (Migrations/0007_limits_and_erasure.sql).
     static let limitsVersion = 7
     /// The schema version that added the queue clock (Migrations/0008_identity_keys_and_queue_clock.sql).
     static let queueClockVersion = 8
@@ -151,8 +137,7 @@ final class QueueFile {
         connection.close()
     }
 
-    /// `PRAGMA quick_check`: every page is read and each b-tree's structure checked (not index contents), so a
-    /// damaged page anywhere is found before a write could land next to it.
+    /// `PRAGMA quick_check`: every page read and each b-tree checked, before a write could land next to damage.
     private func verifyIntegrity() throws(QueueError) {
         // A row that breaks a CHECK (a foreign writer with its checks off) is not damage: the consumer
         // dead-letters it with the reason (StoredRow). Refusing the file for it would stop all delivery.

@@ -4,8 +4,7 @@
 
 /// Creating the queue file, and saying why a process cannot use it, in words an operator can act on.
 extension QueuePath {
-    /// Creates the database file with mode 0660 before SQLite opens it. SQLite gives the `-wal` and `-shm`
-    /// files the main file's mode, so the writers' group and the daemon's user can share all three.
+    /// Creates the database file with mode 0660 before SQLite opens it (the `-wal` and `-shm` get its mode).
     static func createFileIfMissing(path: String) throws(QueueError) {
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o660)
         if fd >= 0 {
@@ -36,8 +35,7 @@ extension QueuePath {
         }
     }
 
-    /// Why this process cannot read and write the queue file (and create its `-wal` and `-shm` beside it), in
-    /// words an operator can act on; `nil` when nothing is visibly wrong.
+    /// Why this process cannot use the queue file and its `-wal` and `-shm`; `nil` when nothing is visibly wrong.
     static func accessProblem(_ path: String) -> String? {
         let directory = directoryName(of: path)
         let user = "user \(geteuid()) (group \(getegid()))"

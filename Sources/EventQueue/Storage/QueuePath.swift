@@ -4,10 +4,9 @@
 
 /// What a `--db` path may be, checked before SQLite touches it.
 ///
-/// Why: SQLite follows whatever the name points at: it parses a name starting with `file:` as a URI, opens a
-/// character device, creates a dangling symlink's target with the umask's mode, and its locks do not cover two hard
-/// links of one file. Every writer in the group can create or replace the queue file, so each of these is checked
-/// here, once per open.
+/// Why: SQLite parses a name starting with `file:` as a URI, opens a character device, creates a dangling
+/// symlink's target with the umask's mode, and its locks do not cover two hard links of one file; every writer in
+/// the group can create or replace the queue file.
 enum QueuePath {
     /// What was found at the path.
     enum State: Equatable {
@@ -59,11 +58,9 @@ enum QueuePath {
         return info.st_size == 0 ? .empty : .existing
     }
 
-    /// Whether `path` may be an SQLite database, judged before SQLite is let near it (`check` and `salvage`, which
-    /// must not open a FIFO or hand SQLite a file it would take for empty): its first 16 bytes are SQLite's magic,
-    /// or a non-empty `-wal` lies beside it. A power cut inside a checkpoint can tear the main file's first sector
-    /// while the WAL, synced before the checkpoint began, still holds page 1 whole: SQLite then reads page 1 from the
-    /// WAL and every record is there (docs/RELIABILITY.md, "a power cut, simulated"), so the WAL gets the say.
+    /// Whether `path` may be an SQLite database, judged before SQLite is let near it (`check`, `salvage`): its first
+    /// 16 bytes are SQLite's magic, or a non-empty `-wal` lies beside it, since a power cut inside a checkpoint can
+    /// tear the main file's first sector while the WAL still holds page 1 whole.
     static func mayBeSQLite(_ path: String) -> Bool {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return false }
@@ -74,8 +71,7 @@ enum QueuePath {
         return stat(path + "-wal", &wal) == 0 && wal.st_mode & S_IFMT == S_IFREG && wal.st_size > 0
     }
 
-    /// Room SQLite needs beside the queue to open it when no other connection has: the first 32 KiB page of the
-    /// `-shm`, and some to spare.
+    /// Room SQLite needs beside the queue to open it first: the `-shm`'s first 32 KiB page, and some to spare.
     static let sharedMemoryRoomBytes: Int64 = 64 * 1024
 
     /// Refuses to open a queue whose `-shm` does not exist yet on a filesystem without room for it.
@@ -99,9 +95,8 @@ enum QueuePath {
                 + "created")
     }
 
-    /// A 0-byte file is treated like a missing queue: it gets the mode 0660 that a queue created here gets, so the
-    /// writers' group is not locked out by the mode a foreign client's umask gave it. Only its owner (or root) can
-    /// change the mode; anyone else gets the open's usual access diagnosis if the mode keeps them out.
+    /// A 0-byte file gets the mode 0660 a queue created here gets, so a foreign client's umask cannot lock the
+    /// writers' group out (only its owner or root can change it; anyone else gets the open's access diagnosis).
     static func adoptEmpty(_ path: String) {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         if fd < 0 {

@@ -1,10 +1,8 @@
 /// The schema objects of a queue file compared with the ones EventQueue's migrations create.
 ///
-/// Why: every writer in the group can write the file, and so can plant a trigger that runs on every ack (or
-/// silently cancels it), a view, or an index replaced by another of the same name. So the daemon (every
-/// `QueueConsumer`) and `queuectl check` compare the whole schema with the one the migrations build in an in-memory
-/// database, and writers compare names and types (their open must stay O(1)); in a file a newer release migrated,
-/// both also ask whether each recorded addition is one they may tolerate (`SchemaContract.intolerableAdditions`).
+/// Why: every writer in the group can plant a trigger that runs on every ack (or cancels it), a view, or an index
+/// replaced by another of the same name. So consumers and `queuectl check` compare the whole schema with the one
+/// the migrations build in memory (`verify`), and writers names and types (`verifyNames`: their open stays O(1)).
 public enum QueueSchema {
     /// One row of `sqlite_schema`.
     public struct Object: Sendable, Hashable {
@@ -49,9 +47,8 @@ public enum QueueSchema {
     /// Every difference between `actual` and `expected`, one sentence each, in name order. `sqlite_sequence`
     /// may be missing (a queue never written to) and `sqlite_stat*` (statistics `ANALYZE` leaves) may be present.
     ///
-    /// `tolerated` are the objects newer migrations recorded (`schema_additions`) in a file whose schema version
-    /// is above the one `expected` was built for: present with exactly the recorded SQL, they are not differences,
-    /// unless `intolerable` names them (`SchemaContract.intolerableAdditions`), with the sentence to report.
+    /// `tolerated`: the objects newer migrations recorded, not differences when present exactly as recorded, unless
+    /// `intolerable` names them with the sentence to report.
     static func differences(
         actual: [String: Object], expected: [String: Object],
         tolerated: [String: SchemaContract.Addition] = [:], intolerable: [String: String] = [:]
@@ -91,11 +88,9 @@ public enum QueueSchema {
         return found
     }
 
-    /// The full comparison (daemon start, every `QueueConsumer`; a writer on a newer file with a recorded change to
-    /// one of its own objects) of the file with what a binary of schema `version` expects: the objects of the
-    /// file's own version when it is older (a file not migrated yet), and of `version` plus the recorded additions
-    /// it may tolerate when it is newer. Throws `.unsafeQueueFile` naming the first differences and the `check`
-    /// command that lists them all.
+    /// The full comparison with what a binary of schema `version` expects: the objects of the file's own version
+    /// when it is older, of `version` plus the recorded additions it may tolerate when newer. Throws
+    /// `.unsafeQueueFile` naming the first differences and the `check` command that lists them all.
     static func verify(_ connection: Connection, version: Int) throws(QueueError) {
         let (found, onlyRecorded) = try compare(connection, version: version)
         guard !found.isEmpty else { return }
@@ -107,8 +102,7 @@ public enum QueueSchema {
         try compare(connection, version: version).differences
     }
 
-    /// Every difference, and whether all of them are recorded additions this binary does not tolerate (none was
-    /// planted without being recorded).
+    /// Every difference, and whether all of them are recorded additions this binary does not tolerate.
     private static func compare(_ connection: Connection, version: Int) throws(QueueError) -> (
         differences: [String], onlyRecorded: Bool
     ) {
@@ -127,15 +121,10 @@ public enum QueueSchema {
         return (found, intolerable.count == found.count)
     }
 
-    /// The writers' comparison: no trigger or view, and exactly the expected names with their types. One short
-    /// statement over `sqlite_schema` (a dozen rows), so a writer's open stays O(1). The expected names come
-    /// from the migrations' text, not from building them (which the full comparison does).
-    ///
-    /// `version` is the binary's schema version; a file not migrated yet is compared with its own version's
-    /// names. In a newer file, an object a newer migration recorded (`schema_additions`, read only then) is
-    /// accepted when it is one this binary may tolerate, which is a question about its definition, not its name
-    /// (`SchemaContract.intolerance`: a few pragmas per recorded object). A recorded object under one of this
-    /// binary's own names is refused unless it is this binary's definition: the full comparison (about 4 ms) says.
+    /// The writers' comparison: no trigger or view, and exactly the expected names with their types, read from the
+    /// migrations' text rather than built, in one statement over `sqlite_schema`. In a newer file a recorded
+    /// object is accepted when this binary may tolerate its definition (`SchemaContract.intolerance`); one under
+    /// one of this binary's own names sends it to the full comparison.
     static func verifyNames(_ connection: Connection, version: Int) throws(QueueError) {
         let fileVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))
         let known = min(max(fileVersion, 1), version)
@@ -228,9 +217,7 @@ public enum QueueSchema {
                 + "records out with `queuectl salvage \(path) NEW`")
     }
 
-    /// The refusal of a newer file whose only differences are recorded additions this binary does not tolerate:
-    /// either the newer release that recorded them needed a newer binary (and should have raised the file's
-    /// levels), or someone wrote them into `schema_additions`. Either way the file was not modified.
+    /// The refusal of a newer file whose only differences are recorded additions this binary does not tolerate.
     private static func additionsRefusal(_ connection: Connection, _ found: [String]) throws(QueueError) -> QueueError {
         let path = connection.path
         let release = try SchemaContract.levels(connection)?.release

@@ -1,15 +1,12 @@
 extension SchemaContract {
     /// The schema version from which a migration's recorded additions must meet the rule of `problem(with:...)`
-    /// unless it raises both levels (`Migrations` refuses one that does not), and from which binaries apply it.
-    /// The rule protects binaries that judge recorded objects by their definition, and the first release that does
-    /// carries migrations 7 and 8 as its own: it never meets them as additions (older releases tolerate recorded
-    /// additions by name and SQL).
+    /// unless it raises both levels, and from which binaries apply it (the first release that does carries
+    /// migrations 7 and 8 as its own; older releases tolerate recorded additions by name and SQL).
     static let firstRuledVersion = 9
 
-    /// The recorded additions present in a newer file that this binary must not tolerate, by name, each with a
-    /// sentence that says what it is, what is wrong with it and which release recorded it. Being listed in
-    /// `schema_additions` (which any group member can write) only tells an object from a planted one; whether it
-    /// can change the outcome of this binary's statements is asked of the object itself (docs/SCHEMA.md).
+    /// The recorded additions present in a newer file that this binary must not tolerate, by name, each with the
+    /// sentence to report. Being recorded (any group member can write `schema_additions`) only tells an object from
+    /// a planted one; whether it is harmless is asked of the object itself.
     static func intolerableAdditions(
         _ connection: Connection, actual: [String: QueueSchema.Object], expected: [String: QueueSchema.Object],
         additions: [String: Addition]
@@ -24,9 +21,8 @@ extension SchemaContract {
         return found
     }
 
-    /// The sentence `intolerableAdditions` reports for `present` (the object, what is wrong with it, which release
-    /// recorded it), or `nil` when this binary may tolerate it or when it is no recorded addition at all (which
-    /// the comparisons report as not created by EventQueue).
+    /// The sentence `intolerableAdditions` reports for `present`, or `nil` when it is tolerable or not recorded at
+    /// all (the comparisons report that as not created by EventQueue).
     static func intolerance(
         of present: QueueSchema.Object, additions: [String: Addition], ours: [String: QueueSchema.Object],
         connection: Connection
@@ -41,13 +37,11 @@ extension SchemaContract {
     }
 
     /// Why `present`, an object a newer migration recorded, could change what this binary's statements do, or
-    /// `nil` when it cannot, asked of SQLite's catalog, never of the SQL text. `ours` are the objects this binary's
-    /// own migrations create: the only tables it writes (and reads).
+    /// `nil` when it cannot, asked of SQLite's catalog, never of the SQL text. `ours`: this binary's own objects.
     ///
-    /// Tolerated: a table none of ours that is an ordinary table and references none of ours; any index on such a
-    /// table; on a table of ours, an index that is not UNIQUE, not partial, and whose keys are stored columns with a
-    /// built-in collation. Everything else is refused, any change to a table or index of ours included: a column
-    /// for a table of ours raises both levels or lives in a side table.
+    /// Tolerated: an ordinary table none of ours that references none of ours, and any index on it; on a table of
+    /// ours, an index that is not UNIQUE, not partial, with stored columns of built-in collation as keys. Anything
+    /// else is refused, any change to an object of ours included.
     static func problem(
         with present: QueueSchema.Object, ours: [String: QueueSchema.Object], connection: Connection
     ) throws(QueueError) -> String? {
@@ -74,8 +68,7 @@ extension SchemaContract {
     /// sequence" (EventQueue registers none).
     private static let builtInCollations: Set<String> = ["BINARY", "NOCASE", "RTRIM"]
 
-    /// An index on a table of ours: asked of SQLite's pragmas, which report what it parsed, not what the text
-    /// seems to say.
+    /// An index on a table of ours, asked of SQLite's pragmas (what it parsed, not what the text seems to say).
     private static func indexProblem(_ name: String, table: String, connection: Connection) throws(QueueError)
         -> String?
     {
@@ -113,9 +106,8 @@ extension SchemaContract {
         return nil
     }
 
-    /// A table none of ours: an ordinary one (a virtual table runs its module's code) that references none of
-    /// ours (with foreign keys on, SQLite would check or cascade our deletes against it; EventQueue leaves them
-    /// off, SQLite's default, but a build of SQLite may default them on).
+    /// A table none of ours: an ordinary one (a virtual table runs its module's code) that references none of ours
+    /// (a build of SQLite may default foreign keys on, which would check or cascade our deletes against it).
     private static func newTableProblem(_ name: String, ourTables: Set<String>, connection: Connection)
         throws(QueueError) -> String?
     {

@@ -2,28 +2,20 @@
 public enum QueueRole: String, Sendable, Hashable {
     /// Appends records (`QueueWriter`, `queuectl enqueue`, a foreign writer): needs the file's write level.
     case writer
-    /// Claims, acks and dead-letters records (`QueueConsumer`, the daemon, `queuectl drain --local`): needs the
-    /// file's read level.
+    /// Claims, acks and dead-letters records (`QueueConsumer`): needs the file's read level.
     case consumer
 }
 
 /// The compatibility contract of docs/SCHEMA.md ("Compatibility"): which files this binary may write and consume.
 ///
-/// Why: the writers and the daemon sharing a file come from different releases, so a binary must handle files a
-/// newer release migrated whenever that release's change was additive, and refuse, naming the release to upgrade
-/// to, only when it was not. The file records two levels (`schema_levels`, one row per migration, since schema 5),
-/// like SQLite's read and write format versions: a breaking change for writers raises `write_level`, one for
-/// consumers `read_level`, an additive change neither.
-///
-/// In a newer file the levels let in, a binary tolerates the objects newer migrations recorded in
-/// `schema_additions` that cannot change the outcome of any statement it runs (new tables and plain indexes);
-/// anything else is refused (`unsafeQueueFile`) and reported by `queuectl check`. A migration that adds anything
-/// else must raise both levels (`Migrations` checks), so that older binaries stop at the levels.
+/// Why: the writers and the daemon sharing a file come from different releases, so a binary must use a file a
+/// newer release changed additively, and refuse one it did not, naming the release to upgrade to. The file records
+/// two levels (`schema_levels`), like SQLite's read and write format versions: a breaking change for writers raises
+/// `write_level`, one for consumers `read_level`. In a newer file the levels let in, only recorded additions that
+/// cannot change the outcome of its statements are tolerated (`SchemaContract+Additions.swift`).
 public enum SchemaContract {
-    /// The highest write level this binary's writer implements. Raise it together with the migration that raises
-    /// the level (`SchemaContractTests.theBinarysLevelsAreTheNewestMigrationsLevels` compares both levels with the
-    /// newest `schema_levels` row the embedded migrations write).
-    /// 2: migration 8 rebuilt `records`, which a 1.1.0-1.3.0 writer refuses as a changed schema.
+    /// The highest write level this binary's writer implements; raise it with the migration that raises the
+    /// level (a test compares both). 2: migration 8 rebuilt `records`, which a 1.1.0-1.3.0 writer refuses.
     public static let writeLevel = 2
     /// The highest read level this binary's consumer implements (3: the filing keys of migration 8).
     public static let readLevel = 3
@@ -92,8 +84,7 @@ public enum SchemaContract {
         try admit(connection, fileVersion: Int(version), role: role)
     }
 
-    /// The tables and indexes that migrations after `version` recorded (`schema_additions`), by name: what a
-    /// binary of schema `version` tolerates in a newer file. Empty when the file has no such table.
+    /// The tables and indexes that migrations after `version` recorded (`schema_additions`), by name.
     static func additions(_ connection: Connection, after version: Int) throws(QueueError) -> [String: Addition] {
         guard try hasContractTables(connection) else { return [:] }
         let statement = try connection.statement(
@@ -117,10 +108,9 @@ public enum SchemaContract {
         var version: Int
         var object: QueueSchema.Object
 
-        /// Whether `present` (a row of the file's `sqlite_schema` that this binary does not know) is one of the
-        /// recorded additions: same type, table and SQL, a table or an index. `sqlite_autoindex_*` objects of an
-        /// added table belong to it. Being recorded only tells it from a planted object; whether this binary may
-        /// tolerate it is `intolerableAdditions`'s question.
+        /// Whether `present`, an object this binary does not know, is one of the recorded additions (same type,
+        /// table and SQL; an added table's `sqlite_autoindex_*` belong to it). Whether it is tolerable is
+        /// `intolerableAdditions`'s question.
         static func tolerates(_ present: QueueSchema.Object, in additions: [String: Addition]) -> Bool {
             guard present.type == "table" || present.type == "index" else { return false }
             if present.name.hasPrefix("sqlite_autoindex_"), present.type == "index" {

@@ -4,22 +4,17 @@ import CSQLite
     import Glibc
 #endif
 
-/// How one connection waits to write and what its writes promise: its place in the writers' line, its wait for
-/// SQLite's lock (it is the connection's busy handler), and whether a commit is synced before the write returns.
-/// The write door (`Connection.write`) is its only user; the queue file sets its rules once, when it is opened.
+/// How one connection waits to write (its place in the writers' line, and its busy handler for SQLite's lock) and
+/// whether a commit is synced before the write returns. One type, because the line decides how eagerly to poll for
+/// the lock, and the timeout counts from the moment the write began waiting in line.
 ///
-/// Why one type: the line decides how eagerly to poll for SQLite's lock (a holder with writers behind it polls
-/// fast), and the wait for the lock counts its timeout from the moment the write began waiting in line.
-///
-/// Why not `sqlite3_busy_timeout`: SQLite's locks are not queued, and its default handler sleeps in steps that grow
-/// to 100 ms, so a sleeping writer loses to writers in a loop and can time out. Polling every millisecond from the
-/// start hands the lock from process to process at every commit (half the throughput). So: the default's first
-/// steps, then, past `eagerAfterNanoseconds`, jittered polls every 0.3–0.9 ms (docs/PERFORMANCE.md, section 5).
+/// Why not `sqlite3_busy_timeout`: its sleeps grow to 100 ms, so a sleeping writer loses to writers in a loop and
+/// can time out, while polling every millisecond from the start hands the lock from process to process at every
+/// commit. So: the default's first steps, then jittered polls every 0.3–0.9 ms (docs/PERFORMANCE.md, section 5).
 final class WriteGate {
     /// How long one write may wait in all (in line and for the lock), in milliseconds.
     var timeoutMilliseconds: Int
-    /// Whether a write that returned must be on disk (`QueueOptions.Durability.full`): the WAL is then synced after
-    /// the commit, once the turn and the lock are given back (`Connection.write`).
+    /// Whether a write that returned must be on disk (`QueueOptions.Durability.full`; synced in `Connection.write`).
     var syncsCommits = true
     /// Whether writes wait in the writers' line: writers do; the consumer never does (its few, long claims and acks
     /// in line would halve a lone writer's rate; the line's holder polls for them instead).
@@ -59,7 +54,7 @@ final class WriteGate {
 
     /// A write begins: waits for its turn in the line (at most the timeout, and never for a stale holder).
     func enter() {
-        let start = Self.monotonicNanoseconds()
+        let start = WallClock.monotonicNanoseconds()
         writeStartedAt = start
         guard waitsInLine, let line = openedLine() else { return }
         let (budget, overflow) = Int64(max(0, timeoutMilliseconds)).multipliedReportingOverflow(by: 1_000_000)
@@ -84,7 +79,7 @@ final class WriteGate {
 
     /// Called by SQLite with the number of earlier calls for the same lock attempt. Returns false to give up.
     func shouldRetry(attempt: Int32) -> Bool {
-        let now = Self.monotonicNanoseconds()
+        let now = WallClock.monotonicNanoseconds()
         if attempt <= 0 { lockWaitStartedAt = writeStartedAt ?? now }
         let elapsed = now &- lockWaitStartedAt
         // Saturating: a timeout from a command line or the environment must never trap.
@@ -100,12 +95,6 @@ final class WriteGate {
         var pause = timespec(tv_sec: 0, tv_nsec: Int(min(step, timeout - elapsed)))
         nanosleep(&pause, nil)
         return true
-    }
-
-    static func monotonicNanoseconds() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }
 

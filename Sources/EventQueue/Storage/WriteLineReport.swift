@@ -4,9 +4,8 @@ import CWriteTurn
     import Glibc
 #endif
 
-/// What the writers' line of a queue (`<queue>-turn`) looks like from outside, without joining or mapping it:
-/// what `queuectl status` and `check` print and the daemon's metrics count, so that a line that stopped working is
-/// seen (its writers then write unordered, and the enqueue tail grows back).
+/// What the writers' line of a queue (`<queue>-turn`) looks like from outside, without joining it, for `status`,
+/// `check` and the metrics: a line that stopped working is seen.
 public struct WriteLineReport: Sendable, Hashable {
     /// Whether writers of this release wait in line.
     public enum State: Sendable, Hashable {

@@ -6,13 +6,10 @@ import CWriteTurn
 
 /// The line this release's writers of one queue file wait in, so that the write lock goes to them in arrival order.
 ///
-/// Why: SQLite's write lock is not queued, so with several writers a busy-handler sleep can be passed over again
-/// and again (docs/PERFORMANCE.md section 5). The line is a ticket lock in the page of `<queue>-turn` (`CWriteTurn`,
-/// whose header comment states its invariants): tickets are served in the order they were drawn, giving the turn
-/// back *hands* it to the next ticket and wakes only its waiter, and a ticket whose owner died is passed over. It
-/// only orders the attempts: SQLite's lock still decides who writes. So anything wrong with the line means writing
-/// as before, never an error, and the next writer repairs what it can recognise as damage in the file itself;
-/// writers of other languages do not take the line (docs/WRITERS.md).
+/// Why: SQLite's write lock is not queued, so a busy-handler sleep can be passed over again and again. The line is
+/// a ticket lock in the page of `<queue>-turn` (`CWriteTurn` states its invariants): giving the turn back hands it
+/// to the next ticket, and a dead owner's ticket is passed over. It only orders the attempts (SQLite's lock still
+/// decides), so anything wrong with the line means writing as before, never an error.
 final class WriteTurn {
     private var turn = eq_turn(page: nil, descriptor: -1, ticket: 0, held: 0, ops: nil)
 
@@ -33,8 +30,7 @@ final class WriteTurn {
     /// The path of the line's file beside the queue.
     static func path(forQueue path: String) -> String { path + "-turn" }
 
-    /// Opens (creating with the queue file's mode and owner, as SQLite creates the `-wal`) and maps the line of
-    /// the queue at `queuePath`, or returns nil when it cannot be used: the caller then writes without it.
+    /// Opens (creating with the queue file's mode and owner) and maps the line, or nil: write without it then.
     static func open(queuePath: String) -> WriteTurn? {
         var queue = stat()
         guard stat(queuePath, &queue) == 0 else { return nil }

@@ -2,7 +2,7 @@ import Testing
 
 @testable import EventQueue
 
-/// The claim's per-user rule with erasures (RecordStateSQL.claimCandidates): an erasure is claimed only once no
+/// The claim's per-user rule with erasures (RecordStateSQL.claimWalk): an erasure is claimed only once no
 /// earlier live row of its user is left, and a live erasure holds back every later row of its user, claimable or
 /// not, so an erasure and a record of its user are never in flight together, nor in one claim.
 @Suite struct ErasureClaimTests: QueueFileSuite {
