@@ -55,6 +55,10 @@ public struct QueueDrops: Sendable, Hashable {
             oldest: max(0, oldest - earlier.oldest), refused: max(0, refused - earlier.refused),
             expired: max(0, expired - earlier.expired))
     }
+
+    /// Whether nothing was given up.
+    @available(*, deprecated, message: "compare with QueueDrops(); kept for 1.3.0's callers, goes in 2.0")
+    public var isZero: Bool { self == QueueDrops() }
 }
 
 /// The statements that read and write `queue_limits` and `queue_drops`, in one place.
