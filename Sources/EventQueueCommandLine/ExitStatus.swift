@@ -1,5 +1,10 @@
+import ArgumentParser
 import EventQueue
 import EventQueueDelivery
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Every exit status of `queuectl` and `queued`, in one table: both tools exit with these values, their `--help`
 /// lists them from here, and docs/OPERATING.md's table is checked against this one by a test (`ExitStatusTests`),
@@ -138,4 +143,52 @@ extension DrainResult {
 
     /// `exitStatus` as the value a process exits with.
     public var exitCode: Int32 { exitStatus.rawValue }
+}
+
+extension ParsableCommand {
+    /// Like ArgumentParser's `main`, except that an error's message (empty for a bare exit status) goes to `report`,
+    /// which both tools write as one line on stderr (scripts and log scrapers read errors line by line); `--help` and
+    /// `--version` print as usual. `afterRun` runs once the command succeeded.
+    @MainActor package static func runReportingErrors(
+        _ arguments: [String]?, afterRun: () -> Void = {}, report: (_ message: String) -> Void
+    ) async {
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+            afterRun()
+        } catch {
+            let code = exitCode(for: error)
+            if code == .success { exit(withError: error) }
+            report(message(for: error))
+            Glibc.exit(code.rawValue)
+        }
+    }
+}
+
+/// Writes `text` to stderr as it is, in one write(2).
+package func writeStandardError(_ text: String) {
+    var text = text
+    text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
+}
+
+/// Writes `text` to stdout, every byte (`writeAll`).
+package func writeStandardOutput(_ text: String) {
+    var text = text
+    text.withUTF8 { _ = writeAll(STDOUT_FILENO, UnsafeRawBufferPointer($0)) }
+}
+
+/// Writes every byte to `fd`, going on after `EINTR` and short writes; the `errno` of a failure, or `nil`.
+package func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+    var offset = 0
+    while offset < bytes.count {
+        let written = write(fd, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+        if written < 0, errno == EINTR { continue }
+        guard written > 0 else { return errno }
+        offset += written
+    }
+    return nil
 }

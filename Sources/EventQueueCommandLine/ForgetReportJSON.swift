@@ -75,29 +75,7 @@ public enum ForgetReportJSON {
         }
         return lines.joined(separator: "\n") + "\n"
     }
-}
 
-extension UserIdentity {
-    /// The user an identifier member names (`{"external_id":"u1"}`, a line of `queuectl forget --ndjson`), by the
-    /// filing rule; `nil` for anything else.
-    public static func fromMember(_ member: JSONObject) -> UserIdentity? {
-        guard member.count == 1 else { return nil }
-        switch member.members.first?.key {
-        case "external_id": return member["external_id"]?.stringValue.map(UserIdentity.externalID)
-        case "braze_id": return member["braze_id"]?.stringValue.map(UserIdentity.brazeID)
-        case "email": return member["email"]?.stringValue.map(UserIdentity.email)
-        case "phone": return member["phone"]?.stringValue.map(UserIdentity.phone)
-        case "user_alias":
-            guard let alias = member["user_alias"]?.objectValue, let name = alias["alias_name"]?.stringValue,
-                let label = alias["alias_label"]?.stringValue
-            else { return nil }
-            return .alias(name: name, label: label)
-        default: return nil
-        }
-    }
-}
-
-extension ForgetReportJSON {
     /// `value` with two decimals.
     static func twoDecimals(_ value: Double) -> String {
         let hundredths = Int((max(0, min(value, 1e12)) * 100).rounded())

@@ -21,36 +21,28 @@ public enum LimitSettings {
         maxQueueBytes: Int64?, whenFull: QueueLimits.WhenFull?, maxAgeSeconds: Int64?,
         configuration: SystemConfiguration? = SystemConfiguration.load()
     ) throws(ConfigurationError) -> QueueLimits {
-        func setting(_ name: String) -> String? {
-            QueueEnvironment.variable(name) ?? configuration?.values[name].flatMap { $0.isEmpty ? nil : $0 }
+        /// The flag, else the variable or line `name` read by `parse`.
+        func value<T>(
+            _ flag: T?, _ name: String, expected: String, _ parse: (String) -> T?
+        ) throws(ConfigurationError) -> T? {
+            if let flag { return flag }
+            let text = QueueEnvironment.variable(name) ?? configuration?.values[name].flatMap { $0.isEmpty ? nil : $0 }
+            return try ConfigurationError.parse(name, text, expected: expected, parse)
         }
         var limits = QueueLimits.daemonDefault
-        if let bytes = maxQueueBytes {
-            limits.maxQueueBytes = bytes
-        } else if let text = setting(maxQueueBytesVariable) {
-            guard let value = Int64(text), problem(maxQueueBytes: value) == nil else {
-                throw ConfigurationError(variable: maxQueueBytesVariable, value: text, expected: expectedBytes)
-            }
-            limits.maxQueueBytes = value
-        }
-        if let whenFull {
-            limits.whenFull = whenFull
-        } else if let text = setting(whenFullVariable) {
-            guard let value = QueueLimits.WhenFull(rawValue: text) else {
-                throw ConfigurationError(variable: whenFullVariable, value: text, expected: "refuse or drop-oldest")
-            }
-            limits.whenFull = value
-        }
-        if let age = maxAgeSeconds {
-            limits.maxAgeSeconds = age
-        } else if let text = setting(maxAgeSecondsVariable) {
-            guard let value = Int64(text), OptionRange.maxAgeSeconds.contains(value) else {
-                throw ConfigurationError(
-                    variable: maxAgeSecondsVariable, value: text,
-                    expected: "seconds, 0 (forever) to \(OptionRange.maxAgeSeconds.upperBound)")
-            }
-            limits.maxAgeSeconds = value
-        }
+        let ages = OptionRange.maxAgeSeconds
+        limits.maxQueueBytes =
+            try value(maxQueueBytes, maxQueueBytesVariable, expected: expectedBytes) {
+                Int64($0).flatMap { problem(maxQueueBytes: $0) == nil ? $0 : nil }
+            } ?? limits.maxQueueBytes
+        limits.whenFull =
+            try value(
+                whenFull, whenFullVariable, expected: "refuse or drop-oldest", QueueLimits.WhenFull.init(rawValue:))
+            ?? limits.whenFull
+        limits.maxAgeSeconds =
+            try value(maxAgeSeconds, maxAgeSecondsVariable, expected: "seconds, 0 (forever) to \(ages.upperBound)") {
+                Int64($0).flatMap(ages.ifContains)
+            } ?? limits.maxAgeSeconds
         return limits
     }
 

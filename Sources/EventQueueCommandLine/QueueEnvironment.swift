@@ -22,6 +22,13 @@ public enum QueueEnvironment {
         ${XDG_STATE_HOME:-~/.local/state}/eventqueue/queue.db.
         """
 
+    /// Where the control socket is, as both tools' `--help` says it: the order `socketPath` follows.
+    public static let socketHelp = """
+        The control socket is --socket, else $EVENTQUEUE_SOCKET, else $RUNTIME_DIRECTORY/control.sock, else \
+        EVENTQUEUE_SOCKET in /etc/eventqueue/eventqueue.conf, else /run/eventqueue/control.sock for root, else \
+        ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock.
+        """
+
     /// Resolves the queue path: the explicit one, else `EVENTQUEUE_DB`, else the default (whose directory is
     /// created, since nobody chose it by hand). An explicit path's directory must already exist.
     ///
@@ -69,27 +76,24 @@ public enum QueueEnvironment {
         busyTimeoutMilliseconds: Int? = nil, durability: QueueOptions.Durability? = nil
     ) throws(ConfigurationError) -> QueueOptions {
         var options = QueueOptions()
-        if let value = variable("EVENTQUEUE_BUSY_TIMEOUT_MS") {
-            guard let parsed = Int(value), OptionRange.busyTimeoutMilliseconds.contains(parsed) else {
-                throw ConfigurationError(
-                    variable: "EVENTQUEUE_BUSY_TIMEOUT_MS", value: value,
-                    expected: "milliseconds, 0 to \(OptionRange.busyTimeoutMilliseconds.upperBound)")
-            }
-            options.busyTimeoutMilliseconds = parsed
+        let busyTimeouts = OptionRange.busyTimeoutMilliseconds, freeBytes = OptionRange.minimumFreeBytes
+        if let value = try ConfigurationError.parse(
+            "EVENTQUEUE_BUSY_TIMEOUT_MS", variable("EVENTQUEUE_BUSY_TIMEOUT_MS"),
+            expected: "milliseconds, 0 to \(busyTimeouts.upperBound)", { Int($0).flatMap(busyTimeouts.ifContains) })
+        {
+            options.busyTimeoutMilliseconds = value
         }
-        if let value = variable("EVENTQUEUE_DURABILITY") {
-            guard let parsed = QueueOptions.Durability(rawValue: value) else {
-                throw ConfigurationError(variable: "EVENTQUEUE_DURABILITY", value: value, expected: "full or normal")
-            }
-            options.durability = parsed
+        if let value = try ConfigurationError.parse(
+            "EVENTQUEUE_DURABILITY", variable("EVENTQUEUE_DURABILITY"), expected: "full or normal",
+            QueueOptions.Durability.init(rawValue:))
+        {
+            options.durability = value
         }
-        if let value = variable("EVENTQUEUE_MIN_FREE_BYTES") {
-            guard let parsed = Int64(value), OptionRange.minimumFreeBytes.contains(parsed) else {
-                throw ConfigurationError(
-                    variable: "EVENTQUEUE_MIN_FREE_BYTES", value: value,
-                    expected: "bytes, 0 to \(OptionRange.minimumFreeBytes.upperBound)")
-            }
-            options.minimumFreeBytes = parsed
+        if let value = try ConfigurationError.parse(
+            "EVENTQUEUE_MIN_FREE_BYTES", variable("EVENTQUEUE_MIN_FREE_BYTES"),
+            expected: "bytes, 0 to \(freeBytes.upperBound)", { Int64($0).flatMap(freeBytes.ifContains) })
+        {
+            options.minimumFreeBytes = value
         }
         if let busyTimeoutMilliseconds { options.busyTimeoutMilliseconds = busyTimeoutMilliseconds }
         if let durability { options.durability = durability }
@@ -113,4 +117,20 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
     public var expected: String
 
     public var description: String { "\(variable)=\"\(value)\" is not valid: expected \(expected)" }
+
+    /// `text`, the value of `variable` (`nil`: not set), as `parse` reads it; one it cannot read is this error.
+    static func parse<T>(
+        _ variable: String, _ text: String?, expected: String, _ parse: (String) -> T?
+    ) throws(ConfigurationError) -> T? {
+        guard let text else { return nil }
+        guard let value = parse(text) else {
+            throw ConfigurationError(variable: variable, value: text, expected: expected)
+        }
+        return value
+    }
+}
+
+extension ClosedRange {
+    /// `value` when it is in the range, else `nil`.
+    func ifContains(_ value: Bound) -> Bound? { contains(value) ? value : nil }
 }

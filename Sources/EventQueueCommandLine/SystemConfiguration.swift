@@ -18,10 +18,6 @@ public struct SystemConfiguration: Sendable, Hashable {
 
     public var values: [String: String]
 
-    public init(values: [String: String]) {
-        self.values = values
-    }
-
     /// The settings of ``path``, or `nil` when there is no readable file (no system installation).
     public static func load() -> SystemConfiguration? {
         guard let text = readFile(path) else { return nil }

@@ -3,10 +3,6 @@ import EventQueue
 import EventQueueDelivery
 import EventQueueCommandLine
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 @main
 struct QueueCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -23,25 +19,15 @@ struct QueueCtl: AsyncParsableCommand {
         ]
     )
 
-    /// Like ArgumentParser's `main`, except that a usage error is one line on stderr (scripts and log scrapers
-    /// read errors line by line); `--help` and `--version` print as usual.
+    /// A usage error is one line on stderr; an unknown record kind is named (`unknownRecordKindMessage`).
     static func main() async {
-        do {
-            var command = try parseAsRoot(GlobalOptions.hoisted(Array(CommandLine.arguments.dropFirst())))
-            if var asyncCommand = command as? AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-            UnservedQueueNotice.flush()
-        } catch {
-            let code = exitCode(for: error)
-            if code == .success { exit(withError: error) }
-            let message = unknownRecordKindMessage(CommandLine.arguments) ?? self.message(for: error)
+        await runReportingErrors(
+            GlobalOptions.hoisted(Array(CommandLine.arguments.dropFirst())), afterRun: UnservedQueueNotice.flush
+        ) {
+            let message = unknownRecordKindMessage(CommandLine.arguments) ?? $0
             if !message.isEmpty {
                 writeStandardError("queuectl: error: \(message.replacingNewlines()) (see `queuectl --help`)\n")
             }
-            Glibc.exit(code.rawValue)
         }
     }
 }

@@ -1,6 +1,7 @@
 import EventQueue
 import EventQueueBraze
 import EventQueueDelivery
+import Foundation
 import Logging
 import NIOPosix
 import ServiceLifecycle
@@ -8,28 +9,41 @@ import UnixSignals
 
 /// Opens the queue, the sink and the control socket, announces readiness, and runs until SIGTERM/SIGINT
 /// (SIGUSR1 launches a pass, SIGHUP reopens the sink's file).
+///
+/// Its properties are everything the command line and environment decided, validated before anything is opened.
 struct Daemon {
-    let configuration: DaemonConfiguration
-    let logger: Logger
+    var databasePath: String
+    var queueOptions: QueueOptions
+    var sinkSpec: String
+    var apiKeyFile: String?
+    var brazeMaxObjects: Int?
+    /// How long an identity call holds its users after Braze answered it (`BrazeSink.settleDelay`).
+    var settleDelay: Duration = BrazeSink.defaultSettleDelay
+    var maxRequestsPerSecond: Int?
+    var socketPath: String
+    var drainOptions: DrainOptions
+    var drainOnStart: Bool
+    var drainInterval: Duration?
+    var shutdownTimeout: Duration
+    var logLevel: Logger.Level
+    /// Recorded in the queue file at start, for every writer (`QueueAdmin.recordLimits`).
+    var limits: QueueLimits
 
     func run() async throws(DaemonFailure) {
+        let logger = Logger(label: "queued")
         // Trapped before anything slow (opening the queue migrates and verifies it: seconds on a big file), so a
         // SIGTERM that arrives meanwhile waits in the sequence and stops the daemon cleanly once it runs, instead
         // of killing it mid-start (exit 143); SIGHUP and SIGUSR1 would kill it too.
         let signals = await UnixSignalsSequence(trapping: .sigusr1, .sighup, .sigterm, .sigint)
         let notifier = SystemdNotifier()
         let metrics = DaemonMetrics()
-        let (baseSink, rateStatus) = try makeSink(
-            spec: configuration.sinkSpec, apiKeyFile: configuration.apiKeyFile,
-            brazeMaxObjects: configuration.brazeMaxObjects, maxInFlight: configuration.drainOptions.maxInFlight,
-            maxRequestsPerSecond: configuration.maxRequestsPerSecond, settleDelay: configuration.settleDelay,
-            observer: metrics, logger: logger)
+        let (baseSink, rateStatus) = try makeSink(observer: metrics, logger: logger)
         let store: QueueStore
         do {
             // A damaged file is refused at start (exit 78, untouched) rather than found by a claim mid-pass.
-            var options = configuration.queueOptions
+            var options = queueOptions
             options.verifyIntegrityOnOpen = true
-            store = try QueueStore(path: configuration.databasePath, options: options)
+            store = try QueueStore(path: databasePath, options: options)
         } catch {
             // The sink's HTTP client must be shut down before it is released (a debug build traps otherwise).
             await baseSink.close()
@@ -38,10 +52,10 @@ struct Daemon {
         let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let socket: ControlSocket
         do throws(DaemonFailure) {
-            socket = try await ControlSocket.open(path: configuration.socketPath, group: eventLoops)
+            socket = try await ControlSocket.open(path: socketPath, group: eventLoops)
             do {
                 // After the socket: a daemon that cannot listen says so in one line and records nothing.
-                try await DaemonLimits.start(store: store, limits: configuration.limits, logger: logger)
+                try await DaemonLimits.start(store: store, limits: limits, logger: logger)
             } catch {
                 socket.removeSocketFile()
                 throw .queue(error)
@@ -53,7 +67,7 @@ struct Daemon {
             throw error
         }
         let sink = MeasuredSink(baseSink, metrics: metrics, rateStatus: rateStatus)
-        let drainer = Drainer(store: store, sink: sink, options: configuration.drainOptions, logger: logger)
+        let drainer = Drainer(store: store, sink: sink, options: drainOptions, logger: logger)
         let coordinator = LaunchCoordinator(
             drainer: drainer,
             observer: DaemonPassObserver(metrics: metrics, notifier: notifier, availability: drainer.availability),
@@ -72,7 +86,7 @@ struct Daemon {
                     signals: signals, coordinator: coordinator, sink: sink, shutdown: shutdown, logger: logger),
                 "signals"),
         ]
-        if let interval = configuration.drainInterval {
+        if let interval = drainInterval {
             services.append(background(TimerService(interval: interval) { coordinator.launch() }, "interval"))
         }
         let clockWatch = ClockJumpWatch(coordinator: coordinator, logger: logger)
@@ -90,11 +104,11 @@ struct Daemon {
         services.append(
             .init(
                 service: DrainService(
-                    coordinator: coordinator, shutdownTimeout: configuration.shutdownTimeout, notifier: notifier,
+                    coordinator: coordinator, shutdownTimeout: shutdownTimeout, notifier: notifier,
                     logger: logger),
                 serviceName: "drain"))
         var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
-        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout + .seconds(10)
+        groupConfiguration.maximumGracefulShutdownDuration = shutdownTimeout + .seconds(10)
         let group = ServiceGroup(configuration: groupConfiguration)
         shutdown.attach(group)
 
@@ -103,12 +117,12 @@ struct Daemon {
         logger.info(
             "queued ready",
             metadata: [
-                "db": "\(configuration.databasePath)", "socket": "\(socket.description)", "sink": "\(sink.name)",
+                "db": "\(databasePath)", "socket": "\(socket.description)", "sink": "\(sink.name)",
                 "pending": "\(stats?.pending ?? 0)",
             ])
         notifier.ready()
         notifier.status("pending \(stats?.pending ?? 0); idle")
-        if configuration.drainOnStart { coordinator.launch() }
+        if drainOnStart { coordinator.launch() }
 
         var failure: (any Error)?
         do {
@@ -125,26 +139,6 @@ struct Daemon {
         logger.info("queued stopped")
         if let failure { throw .service("\(failure)") }
     }
-}
-
-/// Everything the command line and environment decided, validated once before anything is opened.
-struct DaemonConfiguration: Sendable {
-    var databasePath: String
-    var queueOptions: QueueOptions
-    var sinkSpec: String
-    var apiKeyFile: String?
-    var brazeMaxObjects: Int?
-    /// How long an identity call holds its users after Braze answered it (`BrazeSink.settleDelay`).
-    var settleDelay: Duration = BrazeSink.defaultSettleDelay
-    var maxRequestsPerSecond: Int?
-    var socketPath: String
-    var drainOptions: DrainOptions
-    var drainOnStart: Bool
-    var drainInterval: Duration?
-    var shutdownTimeout: Duration
-    var logLevel: Logger.Level
-    /// Recorded in the queue file at start, for every writer (`QueueAdmin.recordLimits`).
-    var limits: QueueLimits
 }
 
 /// The daemon's start with the limits (issue 30): it records the ones it was given in the queue file, so that every
@@ -177,6 +171,40 @@ enum DaemonLimits {
             logger.warning(
                 "dropped the oldest records to keep the queue within its size limit (--when-full drop-oldest)",
                 metadata: ["count": "\(enforcement.dropped)", "max_queue_bytes": "\(limits.maxQueueBytes)"])
+        }
+    }
+}
+
+extension Daemon {
+    /// Builds the sink named by `--sink`: `jsonl:PATH` and `null` (EventQueueDelivery's), or `braze:BASE_URL`, whose
+    /// key comes from `--api-key-file`, else the systemd credential `braze-api-key` (`$CREDENTIALS_DIRECTORY`), else
+    /// `$BRAZE_API_KEY`, and is never logged. Returns the sink and, for Braze, how to read its rate-limit state.
+    func makeSink(
+        observer: any BrazeRequestObserver, logger: Logger
+    ) throws(DaemonFailure) -> (sink: any Sink, rateStatus: (@Sendable () async -> BrazeRateStatus)?) {
+        if sinkSpec.hasPrefix("braze:") {
+            let baseURL = String(sinkSpec.dropFirst("braze:".count))
+            let key: BrazeAPIKey
+            do {
+                try BrazeSink.validate(baseURL: baseURL)
+                key = try BrazeAPIKey.resolve(apiKeyFile: apiKeyFile, environment: ProcessInfo.processInfo.environment)
+            } catch {
+                throw .configuration("\(error)")
+            }
+            let sink = BrazeSink(
+                baseURL: baseURL, apiKey: key, maxObjectsPerRequest: brazeMaxObjects,
+                maxInFlight: drainOptions.maxInFlight,
+                maxRequestsPerSecond: maxRequestsPerSecond, settleDelay: settleDelay, observer: observer, logger: logger
+            )
+            logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
+            return (sink, { await sink.rateStatus() })
+        }
+        do {
+            let sink = try SinkSpec(parsing: sinkSpec).makeSink()
+            logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
+            return (sink, nil)
+        } catch {
+            throw .configuration(error.description + ", or braze:BASE_URL")
         }
     }
 }

@@ -84,9 +84,3 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
         writeStandardError("queued: error: " + String(message.map { $0 == "\n" ? " " : $0 }) + "\n")
     }
 }
-
-/// Writes `text` to stderr as it is, in one write(2).
-func writeStandardError(_ text: String) {
-    var text = text
-    text.withUTF8 { bytes in _ = write(STDERR_FILENO, bytes.baseAddress, bytes.count) }
-}

@@ -15,7 +15,6 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let delivered = Metrics.Counter(label: "eventqueue_records_delivered_total")
     private let retried = Metrics.Counter(label: "eventqueue_records_retried_total")
     private let dead = Metrics.Counter(label: "eventqueue_records_dead_total")
-    /// Brought up to the highest record id ever assigned (read from the file at scrape time).
     private let enqueued = RisingCounter(label: "eventqueue_records_enqueued_total")
     private let passes = Dictionary(
         uniqueKeysWithValues: DrainResult.allCases.map {
@@ -181,10 +180,6 @@ final class DaemonMetrics: BrazeRequestObserver {
     /// Brings the enqueued counter up to the highest id ever assigned (read from the file at scrape time).
     func recordHighestID(_ highest: Int64) {
         enqueued.advance(to: highest)
-    }
-
-    func render() -> String {
-        registry.emitToString()
     }
 
     private static func nanoseconds(_ duration: Duration) -> Int64 {

@@ -4,10 +4,6 @@ import EventQueueCommandLine
 import EventQueueDelivery
 import Logging
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The delivery daemon: sleeps until a launch (SIGUSR1, `queuectl drain`, the control socket, a timer), then
 /// drains the queue into the sink.
 @main
@@ -20,9 +16,7 @@ struct Queued: AsyncParsableCommand {
             --drain-interval. Launches during a pass are coalesced into one more pass after it.
 
             \(QueueEnvironment.databaseHelp)
-            The control socket is --socket, else $EVENTQUEUE_SOCKET, else $RUNTIME_DIRECTORY/control.sock, else \
-            EVENTQUEUE_SOCKET in that file, else /run/eventqueue/control.sock for root, else ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. \
-            With systemd socket activation (LISTEN_FDS) the passed socket is served instead.
+            \(QueueEnvironment.socketHelp) With systemd socket activation (LISTEN_FDS) the passed socket is served instead.
             Control socket (HTTP/1.1): POST /launch, POST /launch?wait=true (NDJSON progress and summary), \
             GET /status, GET /metrics (Prometheus), POST /forget?external_id=u1 (one user, as `queuectl forget`; \
             &braze_delete=true also at Braze). A socket directory another user owns or can write to is refused.
@@ -100,22 +94,10 @@ struct Queued: AsyncParsableCommand {
             """)
     var maxAgeSeconds: Int64?
 
-    /// Like ArgumentParser's `main`, except that a usage error is one line on stderr, as the daemon's other errors
-    /// and `queuectl`'s are (docs/OPERATING.md); `--help` and `--version` print as usual.
+    /// A usage error is one line on stderr, as the daemon's other errors and `queuectl`'s are (docs/OPERATING.md).
     static func main() async {
-        do {
-            var command = try parseAsRoot()
-            if var daemon = command as? AsyncParsableCommand {
-                try await daemon.run()
-            } else {
-                try command.run()
-            }
-        } catch {
-            let code = exitCode(for: error)
-            if code == .success { exit(withError: error) }
-            let message = self.message(for: error)
+        await runReportingErrors(nil) { message in
             if !message.isEmpty { DaemonFailure.writeErrorLine(message + " (see `queued --help`)") }
-            Glibc.exit(code.rawValue)
         }
     }
 
@@ -142,22 +124,16 @@ struct Queued: AsyncParsableCommand {
 
     func run() async throws {
         if let note = flags.leaseNote(tool: "queued") { writeStandardError(note) }
-        let configuration: DaemonConfiguration
-        do {
-            configuration = try makeConfiguration()
-        } catch {
-            throw error.exit()
-        }
-        LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: configuration.logLevel) }
-        let logger = Logger(label: "queued")
-        do {
-            try await Daemon(configuration: configuration, logger: logger).run()
+        do throws(DaemonFailure) {
+            let daemon = try makeDaemon()
+            LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: daemon.logLevel) }
+            try await daemon.run()
         } catch {
             throw error.exit()
         }
     }
 
-    private func makeConfiguration() throws(DaemonFailure) -> DaemonConfiguration {
+    private func makeDaemon() throws(DaemonFailure) -> Daemon {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw .configuration(
                 "--log-level \"\(logLevel)\" is not a level: use trace, debug, info, notice, warning, error or critical"
@@ -173,7 +149,7 @@ struct Queued: AsyncParsableCommand {
         } catch {
             throw .configuration(error.description)
         }
-        return DaemonConfiguration(
+        return Daemon(
             databasePath: QueueEnvironment.databasePath(explicit: db),
             queueOptions: queueOptions,
             sinkSpec: sink,

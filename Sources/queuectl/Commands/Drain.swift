@@ -9,14 +9,11 @@ struct Drain: AsyncParsableCommand {
         commandName: "drain",
         abstract: "Ask the queued daemon to drain (or, with --local, deliver in this process).",
         discussion: """
-            Without --local the launch goes to the daemon's control socket: --socket, else $EVENTQUEUE_SOCKET, \
-            else $RUNTIME_DIRECTORY/control.sock, else EVENTQUEUE_SOCKET in /etc/eventqueue/eventqueue.conf, else \
-            /run/eventqueue/control.sock for root, else \
-            ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock. Without --wait it exits 0 once the \
-            daemon accepted the launch; with --wait it shows progress on stderr and the pass summary on stdout. \
-            --wait stops waiting and exits 11, with the reason, when the daemon reports the sink unavailable (after \
-            its next probe, if due within --timeout) or a rate-limit wait of more than a minute, and after \
-            --timeout seconds (default 900); the daemon's \
+            Without --local the launch goes to the daemon's control socket. \(QueueEnvironment.socketHelp) \
+            Without --wait it exits 0 once the daemon accepted the launch; with --wait it shows progress on stderr \
+            and the pass summary on stdout. --wait stops waiting and exits 11, with the reason, when the daemon \
+            reports the sink unavailable (after its next probe, if due within --timeout) or a rate-limit wait of more \
+            than a minute, and after --timeout seconds (default 900); the daemon's \
             pass goes on. --local against a sink that fails exits 11 with the reason once the sink is unavailable.
 
             """

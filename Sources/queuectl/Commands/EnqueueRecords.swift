@@ -57,17 +57,13 @@ struct EnqueuePurchase: RecordSubcommand {
 
     @ParentCommand var parent: Enqueue
 
-    /// `--price` that is not a number is a malformed flag value: a usage error (64), like `--prop` without `=`.
-    static func number(_ price: String) throws -> JSONNumber {
+    func run() throws {
+        // Not a number: a malformed flag value, a usage error (64) like `--prop` without `=`.
         guard let number = JSONNumber(text: price) else {
             throw ValidationError("--price must be a number (got \"\(price)\")")
         }
-        return number
-    }
-
-    func run() throws {
         let record = Record.purchase(
-            productID: productID, currency: currency, price: try Self.number(price), quantity: quantity,
+            productID: productID, currency: currency, price: number, quantity: quantity,
             user: try user.identity(),
             properties: try properties.object(), time: properties.time, idempotencyKey: try properties.idempotencyKey)
         try enqueueOne(record, queue: queue)

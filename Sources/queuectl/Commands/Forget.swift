@@ -91,7 +91,8 @@ struct Forget: ParsableCommand {
         var users: [UserIdentity] = []
         while let (line, text) = try input.next() {
             guard !text.allSatisfy(\.isWhitespace) else { continue }
-            guard let member = (try? JSONValue.parse(text))?.objectValue, let user = UserIdentity.fromMember(member)
+            guard let member = (try? JSONValue.parse(text))?.objectValue, member.count == 1,
+                let user = UserIdentity(filing: member)
             else {
                 throw fail(
                     "\(ndjson):\(line): not one identity (an object with one of external_id, braze_id, email, "

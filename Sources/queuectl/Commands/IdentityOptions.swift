@@ -8,8 +8,7 @@ import EventQueue
 /// sends the record to another Braze user. With exactly one colon there is one reading; anything else must be
 /// spelled with the two separate options, which hold any text.
 struct IdentityOptions: ParsableArguments {
-    // Each flag collects every value given, so that a repeated flag is refused instead of the last one silently
-    // winning (`--external-id u1 --external-id u2` erased u2 and exited 0, issue 39 #4).
+    // Each flag collects every value given, so that a repeated flag is refused (`singleValue`'s why).
     @Option(name: .customLong("external-id"), parsing: .singleValue, help: "The user's external id.")
     var externalID: [String] = []
     @Option(name: .customLong("braze-id"), parsing: .singleValue, help: "The user's Braze id.")
@@ -58,30 +57,21 @@ struct IdentityOptions: ParsableArguments {
         alias: [String], aliasName: [String], aliasLabel: [String]
     ) throws -> UserIdentity? {
         let (nameFlag, labelFlag) = (prefix + "alias-name", prefix + "alias-label")
-        var given: [(flag: String, value: String)] = []
-        for (flag, values) in [
-            ("external-id", externalID), ("braze-id", brazeID), ("email", email), ("phone", phone),
-            ("alias", alias), ("alias-name", aliasName), ("alias-label", aliasLabel),
-        ] {
-            for value in values { given.append((prefix + flag, value)) }
-        }
         let pairedAlias = aliasName.count == 1 && aliasLabel.count == 1
+        let flags =
+            [("external-id", externalID), ("braze-id", brazeID), ("email", email), ("phone", phone), ("alias", alias)]
+            + (pairedAlias ? [] : [("alias-name", aliasName), ("alias-label", aliasLabel)])
         // The names are spelled out only for the error: this runs on every `queuectl enqueue`.
-        if given.count - (pairedAlias ? 1 : 0) > 1 {
+        if flags.reduce(pairedAlias ? 1 : 0, { $0 + $1.1.count }) > 1 {
             let named =
-                given.filter { !pairedAlias || ($0.flag != nameFlag && $0.flag != labelFlag) }
-                .map { "\($0.flag) \(quoted($0.value))" }
-                + (pairedAlias
-                    ? [
-                        "\(nameFlag) \(quoted(aliasName[0])) \(labelFlag) "
-                            + quoted(aliasLabel[0])
-                    ] : [])
-            let flags = ["external-id", "braze-id", "email", "phone", "alias"].filter {
+                flags.flatMap { flag, values in values.map { "\(prefix + flag) \(quoted($0))" } }
+                + (pairedAlias ? ["\(nameFlag) \(quoted(aliasName[0])) \(labelFlag) \(quoted(aliasLabel[0]))"] : [])
+            let choices = ["external-id", "braze-id", "email", "phone", "alias"].filter {
                 $0 != "braze-id" || prefix == "--"
             }
             throw ValidationError(
                 "two users named: \(named[0]) and \(named[1])\(named.count > 2 ? " (and \(named.count - 2) more)" : ""); "
-                    + "name exactly one user with one of \(flags.map { prefix + $0 }.joined(separator: ", ")) "
+                    + "name exactly one user with one of \(choices.map { prefix + $0 }.joined(separator: ", ")) "
                     + "(nothing was changed)")
         }
         if let externalID = externalID.first { return .externalID(externalID) }

@@ -50,14 +50,8 @@ struct KeysPrune: ParsableCommand {
         guard let unit = text.last, text.count >= 2 else { return nil }
         let digits = text.dropLast()
         guard digits.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int64(digits) else { return nil }
-        let scale: Int64
-        switch unit {
-        case "s": scale = 1000
-        case "m": scale = 60 * 1000
-        case "h": scale = 3600 * 1000
-        case "d": scale = 24 * 3600 * 1000
-        default: return nil
-        }
+        let scales: [Character: Int64] = ["s": 1000, "m": 60 * 1000, "h": 3600 * 1000, "d": 24 * 3600 * 1000]
+        guard let scale = scales[unit] else { return nil }
         let (product, overflow) = value.multipliedReportingOverflow(by: scale)
         return overflow ? nil : product
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import EventQueue
 import EventQueueDelivery
+import EventQueueCommandLine
 
 /// `queuectl migrate [--dry-run]`: the admin's way to move an existing file to this release's schema (writers
 /// never do; the daemon does at start).

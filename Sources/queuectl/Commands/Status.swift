@@ -37,27 +37,24 @@ struct Status: ParsableCommand {
     @OptionGroup var queue: QueueOptionGroup
 
     func run() throws {
-        let admin = try queue.openAdmin()
-        defer { admin.close() }
         let now = WallClock.nowMilliseconds()
-        let stats = try withQueue { () throws(QueueError) in
-            try admin.stats(now: now, includingKeys: true, includingErasures: true)
+        let (stats, path, line) = try queue.withAdmin { admin in
+            (try admin.stats(now: now, includingKeys: true, includingErasures: true), admin.path, admin.writeLine)
         }
         // The daemon's `daemon.sink` (its availability and `rate_limit`), when a daemon serves this very file.
-        let daemonSink = Self.servingDaemon(socket: socket, queuePath: admin.path)?.status["daemon"]?.objectValue?[
+        let daemonSink = Self.servingDaemon(socket: socket, queuePath: path)?.status["daemon"]?.objectValue?[
             "sink"]?.objectValue
         let rate = daemonSink?["rate_limit"].flatMap { $0 == .null ? nil : $0 }
         let sink = daemonSink.flatMap(Self.availability)
-        let line = admin.writeLine
         if json {
-            var object = ReportJSON.stats(stats, path: admin.path, line: line)
+            var object = ReportJSON.stats(stats, path: path, line: line)
             object["rate_limit"] = rate ?? .null
             object["sink"] = sink.map(JSONValue.object) ?? .null
             writeStandardOutput(JSONValue.object(object).serialized + "\n")
             return
         }
         var lines = [
-            "queue:          \(admin.path)",
+            "queue:          \(path)",
             "schema version: \(stats.schemaVersion)",
             "pending:        \(stats.pending)",
             "leased:         \(stats.leased)",
@@ -159,11 +156,9 @@ struct Status: ParsableCommand {
         if seconds < 7200 { return "\(Int((seconds / 60).rounded())) min" }
         return "\(Int((seconds / 3600).rounded())) h"
     }
-}
 
-/// `queuectl status`'s lines for the limits (issue 30): the size against the limit, the max age, and what the queue
-/// gave up (`dropped`, for good: every writer process and the daemon, since the file was created).
-extension Status {
+    /// The lines for the limits: the size against the limit, the max age, and what the queue gave up (`dropped`,
+    /// for good: every writer process and the daemon, since the file was created).
     static func limitLines(_ stats: QueueStats) -> [String] {
         let limits = stats.limits ?? QueueLimits()
         var size = "\(stats.queueBytes) bytes in use"
