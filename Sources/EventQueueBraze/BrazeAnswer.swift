@@ -73,10 +73,9 @@ enum BrazeAnswer: Sendable, Hashable {
         {
             return ExternalText.escaped(String(ExternalText.redacted(message).prefix(500)))
         }
-        let text = String(decoding: body.prefix(200), as: UTF8.self)
+        guard !body.isEmpty else { return "(no body)" }
         // Redact the whole body, not the cut: a cut may split the key and leave its first half.
-        let whole = ExternalText.redacted(String(decoding: body, as: UTF8.self))
-        return text.isEmpty ? "(no body)" : ExternalText.escaped(String(whole.prefix(200)))
+        return ExternalText.escaped(String(ExternalText.redacted(String(decoding: body, as: UTF8.self)).prefix(200)))
     }
 
     /// The `errors` array of a 2xx response; entries that name no object are ignored.

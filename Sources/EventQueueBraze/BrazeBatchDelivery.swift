@@ -60,12 +60,10 @@ struct BrazeBatchDelivery {
             await send(request)
         }
         guard halt == nil, let stopRetry else { return }
-        for request in requests {
-            for record in request where outcomes[record.id] == nil {
-                let reason = heldUsers.contains(record.userKey) ? Self.waitingReason : "not sent: \(stopRetry.reason)"
-                outcomes[record.id] = .retry(
-                    reason: reason, afterMilliseconds: stopRetry.afterMilliseconds, cause: stopRetry.cause)
-            }
+        for record in requests.joined() where outcomes[record.id] == nil {
+            let reason = heldUsers.contains(record.userKey) ? Self.waitingReason : "not sent: \(stopRetry.reason)"
+            outcomes[record.id] = .retry(
+                reason: reason, afterMilliseconds: stopRetry.afterMilliseconds, cause: stopRetry.cause)
         }
     }
 

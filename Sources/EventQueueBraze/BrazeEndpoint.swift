@@ -101,14 +101,12 @@ final class BrazeEndpoint: Sendable {
             metadata["status"] = "\(status ?? 0)"
             let level: Logger.Level = body.path == BrazeRequestBody.trackPath ? .debug : .info
             logger.log(level: level, "braze request answered", metadata: metadata)
-        case .badRequest(let status, let message):
+        case .badRequest(let status, let message), .misconfigured(let status, let message):
             metadata["status"] = "\(status)"
             metadata["message"] = "\(message)"
-            logger.warning("braze refused a request; bisecting", metadata: metadata)
-        case .misconfigured(let status, let message):
-            metadata["status"] = "\(status)"
-            metadata["message"] = "\(message)"
-            logger.warning("braze refused the key or URL", metadata: metadata)
+            let bad = if case .badRequest = answer { true } else { false }
+            logger.warning(
+                bad ? "braze refused a request; bisecting" : "braze refused the key or URL", metadata: metadata)
         case .rateLimited(let after):
             // A round is logged once by the governor; each 429 only at debug level.
             metadata["retry_after_ms"] = "\(after.map { "\($0)" } ?? "none")"

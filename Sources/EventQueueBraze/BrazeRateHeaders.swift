@@ -12,20 +12,14 @@ package struct BrazeRateHeaders: Sendable, Hashable {
     /// Values out of any plausible range (negative, or a reset past year 33658) are ignored: the headers are
     /// outside input.
     init(_ headers: [(name: String, value: String)]) {
-        if let limit = Self.integer("x-ratelimit-limit", in: headers), limit > 0, limit <= Int64(Int32.max) {
-            self.limit = Int(limit)
+        func read(_ name: String, _ plausible: ClosedRange<Int64>) -> Int64? {
+            let number = Self.value(name, in: headers).flatMap { Int64($0.filter { $0 != " " && $0 != "\t" }) }
+            return number.flatMap { plausible.contains($0) ? $0 : nil }
         }
-        if let remaining = Self.integer("x-ratelimit-remaining", in: headers), remaining >= 0,
-            remaining <= Int64(Int32.max)
-        {
-            self.remaining = Int(remaining)
-        }
-        if let reset = Self.integer("x-ratelimit-reset", in: headers), reset > 0, reset < 1_000_000_000_000 {
-            resetAtMilliseconds = reset * 1000
-        }
-        if let seconds = Self.integer("retry-after", in: headers), seconds >= 0, seconds < 1_000_000_000 {
-            retryAfterMilliseconds = seconds * 1000
-        }
+        limit = read("x-ratelimit-limit", 1...Int64(Int32.max)).map { Int($0) }
+        remaining = read("x-ratelimit-remaining", 0...Int64(Int32.max)).map { Int($0) }
+        resetAtMilliseconds = read("x-ratelimit-reset", 1...999_999_999_999).map { $0 * 1000 }
+        retryAfterMilliseconds = read("retry-after", 0...999_999_999).map { $0 * 1000 }
     }
 
     /// How long Braze asked us to wait, relative to `nowMilliseconds`: `Retry-After` when present, else the reset
@@ -38,9 +32,5 @@ package struct BrazeRateHeaders: Sendable, Hashable {
     /// The value of header `name` (lowercase), looked up case-insensitively.
     static func value(_ name: String, in headers: [(name: String, value: String)]) -> String? {
         headers.first { $0.name.lowercased() == name }?.value
-    }
-
-    private static func integer(_ name: String, in headers: [(name: String, value: String)]) -> Int64? {
-        value(name, in: headers).flatMap { Int64($0.filter { $0 != " " && $0 != "\t" }) }
     }
 }

@@ -126,28 +126,25 @@ extension LeasedDelivery {
     static func send(
         _ batch: [OutgoingRecord], to sink: any Sink, inFlight: InFlightLeases, clock: any DrainClock, logger: Logger
     ) async -> DeliveryReport {
+        guard !batch.isEmpty else { return DeliveryReport() }
         // An identity call waits out its users' unanswered requests as an erasure does: Braze may still apply a
         // timed-out track request of the alias after the identify merged it away. The rest goes first.
         let calls = batch.filter { $0.erasure == nil && $0.kind.isIdentityCall }
         if !calls.isEmpty, let until = inFlight.heldUntil(calls.flatMap(\.namedUsers), now: clock.monotonic()) {
             let held = Set(calls.map(\.id))
             let rest = batch.filter { !held.contains($0.id) }
-            var report =
-                rest.isEmpty
-                ? DeliveryReport() : await send(rest, to: sink, inFlight: inFlight, clock: clock, logger: logger)
+            let report = await send(rest, to: sink, inFlight: inFlight, clock: clock, logger: logger)
             if let stopped = stopped(report, held: calls.map(\.id)) { return stopped }
-            let message: Logger.Message =
-                "holding an identity call until Braze can no longer apply an unanswered request of its users"
-            guard await hold(until: until, message, count: calls.count, clock: clock, logger: logger) else {
-                return report  // cancelled: handed back unsent
-            }
-            report.append(await sink.deliver(calls))
-            return report
+            return await handOver(
+                calls.count, after: report, holdingUntil: until,
+                "holding an identity call until Braze can no longer apply an unanswered request of its users",
+                clock: clock, logger: logger
+            ) { await sink.deliver(calls) }
         }
         let erasures = batch.compactMap(\.erasure)
         guard !erasures.isEmpty else { return await sink.deliver(batch) }
         let records = batch.filter { $0.erasure == nil }
-        var report = records.isEmpty ? DeliveryReport() : await sink.deliver(records)
+        let report = records.isEmpty ? DeliveryReport() : await sink.deliver(records)
         if let stopped = stopped(report, held: erasures.map(\.id)) { return stopped }
         let waitsFor = erasures.flatMap(\.waitsFor)
         if waitsFor.contains(where: inFlight.isInFlight) {
@@ -164,13 +161,11 @@ extension LeasedDelivery {
         for erasure in erasures where erasure.waitsFor.contains(where: foreign) {
             until = max(until, now + inFlight.foreignLeaseWait(erasure, nowMilliseconds: clock.wallMilliseconds()))
         }
-        let message: Logger.Message =
-            "holding an erasure until Braze can no longer apply an unanswered request of the user"
-        guard await hold(until: until, message, count: erasures.count, clock: clock, logger: logger) else {
-            return report  // cancelled: handed back unsent
-        }
-        report.append(await sink.erase(erasures))
-        return report
+        return await handOver(
+            erasures.count, after: report, holdingUntil: until,
+            "holding an erasure until Braze can no longer apply an unanswered request of the user", clock: clock,
+            logger: logger
+        ) { await sink.erase(erasures) }
     }
 
     /// The report of what was sent first, when the sink stopped there: the held rows cost no attempt.
@@ -183,19 +178,24 @@ extension LeasedDelivery {
         return report
     }
 
-    /// Sleeps until `until` (monotonic) if that is later than now, saying why; false when cancelled.
-    private static func hold(
-        until: Duration, _ message: Logger.Message, count: Int, clock: any DrainClock, logger: Logger
-    ) async -> Bool {
+    /// Adds what `send` reports for the `count` held rows to `report`, once `until` (monotonic) has passed,
+    /// saying why it waits; cancelled while waiting, they are handed back unsent.
+    private static func handOver(
+        _ count: Int, after report: DeliveryReport, holdingUntil until: Duration, _ message: Logger.Message,
+        clock: any DrainClock, logger: Logger, _ send: () async -> DeliveryReport
+    ) async -> DeliveryReport {
         let left = until - clock.monotonic()
-        guard left > .zero else { return true }
-        logger.info(message, metadata: ["count": "\(count)", "wait_ms": "\(left.wholeMilliseconds)"])
-        do {
-            try await clock.sleep(for: left)
-            return true
-        } catch {
-            return false
+        if left > .zero {
+            logger.info(message, metadata: ["count": "\(count)", "wait_ms": "\(left.wholeMilliseconds)"])
+            do {
+                try await clock.sleep(for: left)
+            } catch {
+                return report
+            }
         }
+        var report = report
+        report.append(await send())
+        return report
     }
 }
 
@@ -209,14 +209,6 @@ extension InFlightLeases {
         let (left, overflow) = end.subtractingReportingOverflow(nowMilliseconds)
         let leaseLeft = overflow ? (end > 0 ? longest : 0) : min(max(0, left), longest)
         return .milliseconds(leaseLeft) + unansweredHold
-    }
-}
-
-extension LeasedDelivery.Finished {
-    /// Erasures of this batch the sink reported done (for the pass's `erased` count).
-    func erased(_ settlement: Settlement) -> Int {
-        let delivered = Set(settlement.delivered)
-        return delivery.records.reduce(0) { $0 + ($1.erasure != nil && delivered.contains($1.id) ? 1 : 0) }
     }
 }
 

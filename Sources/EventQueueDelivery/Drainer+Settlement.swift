@@ -92,7 +92,8 @@ extension Drainer {
             records: finished.delivery.records, report: finished.report, cancelled: finished.cancelled)
         let lease = finished.delivery.claim.lease
         if !settlement.delivered.isEmpty { pass.pendingAcks.append((settlement.delivered, lease)) }
-        pass.summary.erased += finished.erased(settlement)
+        let delivered = Set(settlement.delivered)
+        pass.summary.erased += finished.delivery.records.count { $0.erasure != nil && delivered.contains($0.id) }
         pass.unreported += 1
         if !settlement.rejected.isEmpty || !settlement.retries.isEmpty || !settlement.released.isEmpty {
             let attempts = Dictionary(

@@ -212,7 +212,7 @@ public struct Drainer: Sendable {
                             try await settle(result, pass: &pass)
                         } catch {
                             // Settled below with the deliveries still in flight.
-                            finished.put(contentsOf: results[(index + 1)...])
+                            for result in results[(index + 1)...] { finished.put(result) }
                             throw error
                         }
                     }

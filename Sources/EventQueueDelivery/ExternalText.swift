@@ -39,26 +39,18 @@ public enum ExternalText {
     /// visible `\n` / `\r`.
     public static func escaped(_ text: String, newlinesAsSpace: Bool = false) -> String {
         guard text.unicodeScalars.contains(where: needsEscape) else { return text }
-        var result = String.UnicodeScalarView()
-        for scalar in text.unicodeScalars {
-            guard needsEscape(scalar) else {
-                result.append(scalar)
-                continue
-            }
-            let replacement: String
+        return text.unicodeScalars.map { scalar -> String in
+            guard needsEscape(scalar) else { return String(scalar) }
             switch scalar {
-            case "\n": replacement = newlinesAsSpace ? " " : "\\n"
-            case "\r": replacement = newlinesAsSpace ? " " : "\\r"
-            case "\t": replacement = "\\t"
+            case "\n": return newlinesAsSpace ? " " : "\\n"
+            case "\r": return newlinesAsSpace ? " " : "\\r"
+            case "\t": return "\\t"
             default:
                 let hex = String(scalar.value, radix: 16, uppercase: true)
-                replacement =
-                    scalar.value < 0x100
+                return scalar.value < 0x100
                     ? "\\x" + String(repeating: "0", count: 2 - hex.count) + hex : "\\u{" + hex + "}"
             }
-            result.append(contentsOf: replacement.unicodeScalars)
-        }
-        return String(result)
+        }.joined()
     }
 
     /// A transport error's description, its brackets balanced (SwiftNIO's `IOError` has one closing bracket too

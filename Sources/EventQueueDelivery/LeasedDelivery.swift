@@ -95,10 +95,6 @@ final class FinishedDeliveries: Sendable {
         results.withLock { $0.append(finished) }
     }
 
-    func put(contentsOf finished: some Collection<LeasedDelivery.Finished>) {
-        results.withLock { $0.append(contentsOf: finished) }
-    }
-
     /// Every result put since the last call, in the order they came back.
     func takeAll() -> [LeasedDelivery.Finished] {
         results.withLock { results in

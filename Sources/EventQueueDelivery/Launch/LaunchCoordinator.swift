@@ -159,11 +159,7 @@ public actor LaunchCoordinator {
     }
 
     private func report(_ event: PassEvent) {
-        if case .progress(let summary) = event {
-            recordsInFlight = summary.inFlight
-        } else {
-            recordsInFlight = 0
-        }
+        recordsInFlight = if case .progress(let summary) = event { summary.inFlight } else { 0 }
         observer.recordsInFlight(recordsInFlight)
         for follower in followersOfThisPass { follower.yield(event) }
     }

@@ -109,16 +109,13 @@ public final class JSONLinesSink: Sink {
                 continuation.resume(returning: self.writeAndSync(bytes))
             }
         }
+        let reason = failure.map { "\(name): \($0.message)" }
         var outcomes: [Int64: DeliveryOutcome] = [:]
-        if let failure {
-            let reason = "\(name): \(failure.message)"
-            for id in ids { outcomes[id] = .retry(reason: reason, cause: .destination) }
-            return DeliveryReport(
-                outcomes: outcomes,
-                halt: SinkHalt(kind: .unavailable, reason: reason + " (the records are kept; no attempt was counted)"))
+        for id in ids { outcomes[id] = reason.map { .retry(reason: $0, cause: .destination) } ?? .delivered }
+        let halt = reason.map {
+            SinkHalt(kind: .unavailable, reason: $0 + " (the records are kept; no attempt was counted)")
         }
-        for id in ids { outcomes[id] = .delivered }
-        return DeliveryReport(outcomes: outcomes)
+        return DeliveryReport(outcomes: outcomes, halt: halt)
     }
 
     /// Writes `bytes` and fsyncs, on the sink's queue; on failure the file is left as it was.

@@ -8,8 +8,9 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// Creates a number from JSON number text; `nil` when `text` is not a JSON number or is not finite as a
     /// `Double` (JSON has no `NaN` or infinity, and Braze cannot store them).
     public init?(text: String) {
-        guard JSONNumber.isValidLiteral(text), let value = Double(text), value.isFinite else { return nil }
-        self.text = text
+        // The parser's number rule (grammar, and finite as a `Double`), with nothing around the number.
+        guard case .number(let number)? = try? JSONValue.parse(text), number.text == text else { return nil }
+        self = number
     }
 
     /// An integer, written exactly.
@@ -25,11 +26,7 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
     /// Creates a number from a finite `Double`; `nil` for `NaN` and infinities.
     public init?(_ value: Double) {
         guard value.isFinite else { return nil }
-        if value == value.rounded(), abs(value) < 1e15 {
-            self.text = String(Int64(value))
-        } else {
-            self.text = "\(value)"
-        }
+        text = if value == value.rounded(), abs(value) < 1e15 { String(Int64(value)) } else { "\(value)" }
     }
 
     /// The value as a `Double` (always finite: enforced at construction).
@@ -45,32 +42,4 @@ public struct JSONNumber: Sendable, Hashable, CustomStringConvertible {
 
     /// The number's JSON text, as stored and sent.
     public var description: String { text }
-
-    /// Checks the JSON number grammar: `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
-    static func isValidLiteral(_ text: String) -> Bool {
-        var bytes = text.utf8.makeIterator()
-        var current = bytes.next()
-        func advance() { current = bytes.next() }
-        func isDigit(_ byte: UInt8?) -> Bool { byte.map { $0 >= 0x30 && $0 <= 0x39 } ?? false }
-        if current == UInt8(ascii: "-") { advance() }
-        if current == UInt8(ascii: "0") {
-            advance()
-        } else if isDigit(current) {
-            while isDigit(current) { advance() }
-        } else {
-            return false
-        }
-        if current == UInt8(ascii: ".") {
-            advance()
-            guard isDigit(current) else { return false }
-            while isDigit(current) { advance() }
-        }
-        if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
-            advance()
-            if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { advance() }
-            guard isDigit(current) else { return false }
-            while isDigit(current) { advance() }
-        }
-        return current == nil
-    }
 }

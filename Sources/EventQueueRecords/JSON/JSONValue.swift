@@ -29,28 +29,16 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// The string payload, when this is a string.
-    public var stringValue: String? {
-        if case .string(let value) = self { return value }
-        return nil
-    }
+    public var stringValue: String? { if case .string(let value) = self { value } else { nil } }
 
     /// The object payload, when this is an object.
-    public var objectValue: JSONObject? {
-        if case .object(let value) = self { return value }
-        return nil
-    }
+    public var objectValue: JSONObject? { if case .object(let value) = self { value } else { nil } }
 
     /// The array payload, when this is an array.
-    public var arrayValue: [JSONValue]? {
-        if case .array(let value) = self { return value }
-        return nil
-    }
+    public var arrayValue: [JSONValue]? { if case .array(let value) = self { value } else { nil } }
 
     /// The number payload, when this is a number.
-    public var numberValue: JSONNumber? {
-        if case .number(let value) = self { return value }
-        return nil
-    }
+    public var numberValue: JSONNumber? { if case .number(let value) = self { value } else { nil } }
 }
 
 extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,

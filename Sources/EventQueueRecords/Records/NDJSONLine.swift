@@ -1,4 +1,4 @@
-/// How NDJSON input is cut into records (`queuectl enqueue --ndjson`, the fuzz target and its oracle). Lines end
+/// How NDJSON input is cut into records (`queuectl enqueue --ndjson`, the fuzz target's oracle). Lines end
 /// at `\n` (a `\r` before it is dropped; the last needs none). A blank line is skipped but counted, so line
 /// numbers are an editor's. A line must be UTF-8.
 package enum NDJSONLine: Sendable, Hashable {
@@ -27,11 +27,5 @@ package enum NDJSONLine: Sendable, Hashable {
         } else {
             self = .invalidUTF8(Array(content))
         }
-    }
-
-    /// The lines of a whole document held in memory, blank ones included (line `n` is at index `n - 1`). A
-    /// document that ends with `\n` has an empty last line, which is blank.
-    package static func lines(of document: some Collection<UInt8>) -> [NDJSONLine] {
-        Array(document).split(separator: newline, omittingEmptySubsequences: false).map { NDJSONLine(bytes: $0) }
     }
 }

@@ -82,28 +82,20 @@ extension RecordValidator {
 
     /// A string in a checked format (or null, unsetting a profile field, when `nullable`); `rule` describes it.
     static func checkFormatted(
-        _ field: String, _ value: JSONValue, rule: String, nullable: Bool = true, isValid: (String) -> Bool
+        _ field: String, _ value: JSONValue, rule: @autoclosure () -> String, nullable: Bool = true,
+        isValid: (String) -> Bool
     ) throws(ValidationError) {
         if nullable, case .null = value { return }
         guard case .string(let text) = value else {
-            throw ValidationError(field: field, rule: "\(rule) (got \(value.typeName))")
+            throw ValidationError(field: field, rule: "\(rule()) (got \(value.typeName))")
         }
-        guard isValid(text) else { throw ValidationError(field: field, rule: "\(rule) (got \(quoted(text)))") }
+        guard isValid(text) else { throw ValidationError(field: field, rule: "\(rule()) (got \(quoted(text)))") }
     }
 
     /// A string from a fixed set, or null.
     static func checkEnumeration(_ field: String, _ value: JSONValue, allowed: [String]) throws(ValidationError) {
-        let got: String
-        switch value {
-        case .null: return
-        case .string(let string):
-            if allowed.contains(string) { return }
-            got = quoted(string)
-        default:
-            got = value.typeName
-        }
-        throw ValidationError(
-            field: field, rule: "must be one of \(allowed.joined(separator: ", ")) or null (got \(got))")
+        try checkFormatted(
+            field, value, rule: "must be one of \(allowed.joined(separator: ", ")) or null", isValid: allowed.contains)
     }
 
     /// "UTC", or `/`-separated segments of `[A-Za-z0-9_+-]`, the first starting with an uppercase letter.
@@ -140,11 +132,7 @@ extension RecordValidator {
         case .string(let string):
             try checkLength(string, field: key, allowEmpty: true)
         case .array(let items):
-            do throws(ValidationError) {
-                try checkStringArray(items)
-            } catch {
-                throw error.under(key)
-            }
+            try checkStringArray(items, at: key)
         case .object(let object):
             if let operation = object.members.first(where: { Key($0.key).isOperation }) {
                 try checkOperation(operation, in: object, attribute: key)
@@ -179,27 +167,23 @@ extension RecordValidator {
             throw ValidationError(
                 field: attribute + "." + name, rule: "must be an array of strings (got \(operation.value.typeName))")
         }
-        do throws(ValidationError) {
-            try checkStringArray(items)
-        } catch {
-            throw error.under(attribute + "." + name)
-        }
+        try checkStringArray(items, at: attribute + "." + name)
     }
 
-    /// A custom attribute array, or the array of an `add` or `remove` operation (relative paths, as in
-    /// `checkNested`).
-    static func checkStringArray(_ items: [JSONValue]) throws(ValidationError) {
+    /// A custom attribute array, or the array of an `add` or `remove` operation, at `path` (built only for an
+    /// error).
+    static func checkStringArray(_ items: [JSONValue], at path: @autoclosure () -> String) throws(ValidationError) {
         guard items.count <= maxArrayItems else {
-            throw ValidationError(field: "", rule: "must have at most \(maxArrayItems) items (got \(items.count))")
+            throw ValidationError(field: path(), rule: "must have at most \(maxArrayItems) items (got \(items.count))")
         }
         for index in items.indices {
             guard case .string(let string) = items[index] else {
                 throw ValidationError(
-                    field: "[\(index)]",
+                    field: "\(path())[\(index)]",
                     rule: "must be a string (got \(items[index].typeName)): attribute arrays hold only strings")
             }
             if string.utf8.count > maxStringLength {
-                try checkLength(string, field: "[\(index)]", allowEmpty: true)
+                try checkLength(string, field: "\(path())[\(index)]", allowEmpty: true)
             }
         }
     }

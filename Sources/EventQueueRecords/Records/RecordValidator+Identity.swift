@@ -124,10 +124,8 @@ extension RecordValidator {
                 if byte == UInt8(ascii: ".") { domainDots += 1 }
             }
         }
-        if nonASCII {
-            for scalar in email.unicodeScalars where scalar.properties.isWhitespace || isControl(scalar) {
-                throw whitespace
-            }
+        if nonASCII, email.unicodeScalars.contains(where: { $0.properties.isWhitespace || isControl($0) }) {
+            throw whitespace
         }
         guard atCount == 1 else {
             throw ValidationError(field: field, rule: "must be an email address with exactly one @ (found \(atCount))")

@@ -36,13 +36,8 @@ extension RecordValidator {
     /// The first control character of a key or identifier, described (`U+0000`), or nil: a consumer that reads
     /// keys as C strings would see `external_id\u0000` as a second `external_id`.
     static func controlCharacter(in string: String) -> String? {
-        hasControlCharacter(string) ? firstControlCharacter(string) : nil
-    }
-
-    /// The first control character in `string`, described for an error message, or nil.
-    static func firstControlCharacter(_ string: String) -> String? {
-        for scalar in string.unicodeScalars where isControl(scalar) { return describe(scalar) }
-        return nil
+        guard hasControlCharacter(string) else { return nil }
+        return string.unicodeScalars.first(where: isControl).map(describe)
     }
 
     /// `U+000A` for a control or whitespace character, the character in quotes otherwise.
@@ -56,26 +51,15 @@ extension RecordValidator {
 
     /// A value quoted for an error message: at most 40 characters, control characters escaped.
     static func quoted(_ string: String) -> String {
-        var result = "\""
-        var count = 0
-        for scalar in string.unicodeScalars {
-            if count == 40 {
-                result += "…\" (\(scalarCount(string)) characters)"
-                return result
-            }
-            count += 1
+        let shown = string.unicodeScalars.prefix(40).map { scalar -> String in
             switch scalar {
-            case "\"": result += "\\\""
-            case "\\": result += "\\\\"
-            default:
-                if isControl(scalar) {
-                    result += escaped(scalar)
-                } else {
-                    result.unicodeScalars.append(scalar)
-                }
+            case "\"": "\\\""
+            case "\\": "\\\\"
+            default: isControl(scalar) ? escaped(scalar) : String(scalar)
             }
         }
-        return result + "\""
+        let count = scalarCount(string)
+        return "\"" + shown.joined() + (count > 40 ? "…\" (\(count) characters)" : "\"")
     }
 
     static func notAField(_ key: String, of object: String) -> ValidationError {

@@ -21,11 +21,8 @@ package enum StoredPayload {
 
         /// The problem in words (what `dead retry` records when a dead letter is still invalid).
         package var description: String {
-            switch self {
-            case .notJSON(let reason): return "payload is not valid JSON: \(reason)"
-            case .notAnObject: return "payload must be a JSON object"
-            case .invalid(let error): return error.description
-            }
+            if case .invalid(let error) = self { return error.description }
+            return "payload " + validationError.rule
         }
     }
 

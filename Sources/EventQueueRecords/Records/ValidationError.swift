@@ -38,14 +38,7 @@ public struct ValidationError: Error, Sendable, Hashable, CustomStringConvertibl
     /// escape sequence or NUL would rewrite or truncate what the operator sees.
     package static func printable(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: RecordValidator.isControl) else { return text }
-        var result = ""
-        for scalar in text.unicodeScalars {
-            if RecordValidator.isControl(scalar) {
-                result += RecordValidator.escaped(scalar)
-            } else {
-                result.unicodeScalars.append(scalar)
-            }
-        }
-        return result
+        return text.unicodeScalars.map { RecordValidator.isControl($0) ? RecordValidator.escaped($0) : String($0) }
+            .joined()
     }
 }

@@ -28,8 +28,11 @@ public enum ISO8601 {
                 position += digits
             }
             if year < 0 { put(UInt8(ascii: "-")) }
-            var yearDigits = 4
-            while yearDigits < 19 && year.magnitude >= power(ofTen: yearDigits) { yearDigits += 1 }
+            var (yearDigits, bound): (Int, UInt64) = (4, 10_000)
+            while yearDigits < 19 && year.magnitude >= bound {
+                yearDigits += 1
+                bound *= 10
+            }
             put(year.magnitude, digits: yearDigits)
             put(UInt8(ascii: "-"))
             put(UInt64(month), digits: 2)
@@ -47,12 +50,6 @@ public enum ISO8601 {
             put(UInt8(ascii: "Z"))
             return position
         }
-    }
-
-    private static func power(ofTen exponent: Int) -> UInt64 {
-        var result: UInt64 = 1
-        for _ in 0..<exponent { result *= 10 }
-        return result
     }
 
     /// Parses a timestamp to Unix milliseconds, or returns `nil` when it is not a valid one.

@@ -182,3 +182,18 @@ struct JSONValueGenerator {
         #expect(generator.numbersRejected == 0)
     }
 }
+
+@Suite struct JSONNumberTextTests {
+    @Test(arguments: ["0", "-0", "7", "1.5", "-12.25", "1e3", "1E+3", "-0.0e-5", "1e-400", "1.7976931348623157e308"])
+    func acceptsAFiniteJSONNumber(_ text: String) {
+        #expect(JSONNumber(text: text)?.text == text)
+    }
+
+    @Test(arguments: [
+        "", " 1", "1 ", "01", "+1", "1.", ".5", "1e", "1e+", "-", "NaN", "Infinity", "1e999", "-1e999", "0x1",
+        "1_000", "1,5", "\"1\"", "[1]",
+    ])
+    func refusesAnythingElse(_ text: String) {
+        #expect(JSONNumber(text: text) == nil)
+    }
+}

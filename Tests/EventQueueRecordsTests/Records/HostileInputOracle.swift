@@ -258,3 +258,12 @@ enum HostileInputOracle {
         return "\(bytes.count) bytes [" + shown.joined(separator: " ") + (bytes.count > 64 ? " …]" : "]")
     }
 }
+
+extension NDJSONLine {
+    /// The lines of a whole document held in memory, blank ones included (line `n` is at index `n - 1`), cut at
+    /// `NDJSONLine.newline` as queuectl cuts its input. A document that ends with `\n` has an empty last line,
+    /// which is blank.
+    static func lines(of document: some Collection<UInt8>) -> [NDJSONLine] {
+        Array(document).split(separator: newline, omittingEmptySubsequences: false).map { NDJSONLine(bytes: $0) }
+    }
+}
