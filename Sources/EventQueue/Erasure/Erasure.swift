@@ -70,10 +70,8 @@ public struct Erasure: Sendable, Hashable {
         switch object["after"] {
         case nil, .null?: break
         case .array(let tokens)?:
-            for token in tokens {
-                guard let text = token.stringValue else { return nil }
-                after.append(text)
-            }
+            after = tokens.compactMap(\.stringValue)
+            guard after.count == tokens.count else { return nil }
         default: return nil
         }
         self.init(

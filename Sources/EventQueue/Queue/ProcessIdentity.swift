@@ -23,7 +23,6 @@ enum ProcessIdentity {
         return UInt64(fields[19])
     }
 
-    /// This process's start time, read once.
     static let ownStartTime: UInt64? = startTime(of: getpid())
 
     /// Whether the process `owner` names (a consumer id, `host:pid:random[@start]`) is running on this host:

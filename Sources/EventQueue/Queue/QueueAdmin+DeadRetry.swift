@@ -5,32 +5,25 @@ extension QueueAdmin {
     public func retryDeadChecked(ids: [Int64]?) throws(QueueError) -> DeadRetryReport {
         let connection = file.connection
         return try connection.write("retrying dead letters") { () throws(QueueError) in
-            let select = try connection.statement(
+            let checked = try connection.rows(
                 """
                 SELECT id, kind, payload, created_at_ms, erasure FROM records
                 WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1))) ORDER BY id
-                """, operation: "retrying dead letters", ids.map(RecordStateSQL.jsonArray))
-            var valid: [Int64] = []
-            var invalid: [(id: Int64, reason: String)] = []
-            while try select.step() {
-                let id = select.int64(0)
+                """, operation: "retrying dead letters", ids.map(RecordStateSQL.jsonArray)
+            ) { select -> (id: Int64, reason: String?) in
                 let kind = select.text(1).flatMap(RecordKind.init(rawValue:)) ?? .event
-                let reason: String?
-                if let payload = select.validatedText(2) {
-                    reason =
-                        select.isNull(4)
+                guard let payload = select.validatedText(2) else {
+                    return (select.int64(0), "payload is not valid UTF-8")
+                }
+                return (
+                    select.int64(0),
+                    select.isNull(4)
                         ? Self.problem(payload: payload, kind: kind, createdAt: select.int64(3))
                         : Self.erasureProblem(payload: payload, column: select.validatedText(4))
-                } else {
-                    reason = "payload is not valid UTF-8"
-                }
-                if let reason {
-                    invalid.append((id, reason))
-                } else {
-                    valid.append(id)
-                }
+                )
             }
-            select.reset()
+            let valid = checked.filter { $0.reason == nil }.map(\.id)
+            let invalid = checked.compactMap { row in row.reason.map { (id: row.id, reason: $0) } }
             for id in valid {
                 try connection.run(RecordStateSQL.retryDead, operation: "retrying dead letters", id)
             }

@@ -126,13 +126,12 @@ extension QueueAdmin {
                 let cutoff = try QueueClock.checkpoint(
                     atOrBefore: QueueClock.difference(clockNow, maxAge), connection)
             else { return nil }
-            let stale = try connection.statement(
+            let stale = try connection.scalarInt(
                 QueueClockSQL.stale, operation: "reading the queue clock", cutoff.elapsed)
-            defer { stale.reset() }
-            let expirable = try connection.statement(
-                RecordStateSQL.firstExpirable, operation: "finding records past the max age", cutoff.maxID)
-            defer { expirable.reset() }
-            return (cutoff, try stale.step() && stale.int64(0) > 0, try expirable.step())
+            let expirable = try connection.firstRow(
+                RecordStateSQL.firstExpirable, operation: "finding records past the max age", cutoff.maxID
+            ) { _ in true }
+            return (cutoff, stale > 0, expirable ?? false)
         }
         guard let found else { return 0 }
         if found.stale {
@@ -146,12 +145,10 @@ extension QueueAdmin {
         var after: Int64 = 0
         while true {
             let ids = try connection.write("expiring records past the max age") { () throws(QueueError) -> [Int64] in
-                let statement = try connection.statement(
+                let ids = try connection.rows(
                     RecordStateSQL.expire, operation: "expiring records past the max age", after, found.cutoff.maxID,
-                    now, Self.expiryChunk, age, maxAgeSeconds)
-                defer { statement.reset() }
-                var ids: [Int64] = []
-                while try statement.step() { ids.append(statement.int64(0)) }
+                    now, Self.expiryChunk, age, maxAgeSeconds
+                ) { $0.int64(0) }
                 try QueueDrops.add(ids.count, cause: .expired, connection)
                 return ids
             }

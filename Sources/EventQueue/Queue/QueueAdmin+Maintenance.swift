@@ -13,12 +13,10 @@ extension QueueAdmin {
         let connection = file.connection
         let walBefore = Self.fileSize(path + "-wal")
         let databaseBefore = Self.fileSize(path)
-        // Both key tables; a key dated beyond the clock horizon is dated now first, so that it expires at all.
         let pruned = try connection.write("forgetting old idempotency keys") { () throws(QueueError) in
             try RememberedKeys.prune(connection, before: now - Self.deliveredKeyRetentionMilliseconds, now: now)
         }
         file.unscrubbedDeletions += pruned.count
-        // Scrubbed when the live rows can be rebuilt within the bound; otherwise pages are freed in steps.
         let vacuumed = try QueueScrub.vacuumAfterPass(file, busyMilliseconds: Self.checkpointBusyTimeoutMilliseconds)
         if !vacuumed { try vacuumInSteps() }
         let complete = try truncateWAL()

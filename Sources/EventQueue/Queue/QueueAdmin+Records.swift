@@ -11,31 +11,26 @@ extension QueueAdmin {
         let connection = file.connection
         let operation = "reading queue statistics"
         var stats = try connection.read(operation) { () throws(QueueError) in
-            let live = try connection.statement(
+            // Beyond the horizon (?2) is a clock that went back: such a record is due now, not later (see claim).
+            let live = try connection.firstRow(
                 """
                 SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'leased'),
                        min(CASE state WHEN 'pending' THEN next_attempt_at_ms ELSE lease_expires_at_ms END)
                            FILTER (WHERE (CASE state WHEN 'pending' THEN next_attempt_at_ms
                                            ELSE lease_expires_at_ms END) BETWEEN ?1 + 1 AND ?2)
                 FROM records INDEXED BY records_live WHERE state != 'dead'
-                """, operation: operation, now, ClockHorizon.latestPlausible(after: now))
-            // Beyond the horizon (?2) is a clock that went back: such a record is due now, not later (see claim).
-            _ = try live.step()
-            let pending = Int(live.int64(0))
-            let leased = Int(live.int64(1))
-            let nextRetry = live.optionalInt64(2)
-            live.reset()
+                """, operation: operation, now, ClockHorizon.latestPlausible(after: now)
+            ) { (pending: Int($0.int64(0)), leased: Int($0.int64(1)), nextRetry: $0.optionalInt64(2)) }
             let dead = try connection.scalarInt(
                 "SELECT count(*) FROM records INDEXED BY records_dead WHERE state = 'dead'", operation: operation)
-            let oldest = try connection.statement(
-                "SELECT created_at_ms FROM records WHERE state = 'pending' ORDER BY id LIMIT 1", operation: operation)
-            let oldestCreated = try oldest.step() ? oldest.int64(0) : nil
-            oldest.reset()
+            let oldestCreated = try connection.firstRow(
+                "SELECT created_at_ms FROM records WHERE state = 'pending' ORDER BY id LIMIT 1", operation: operation
+            ) { $0.int64(0) }
             var stats = QueueStats(
-                pending: pending, leased: leased, dead: Int(dead),
+                pending: live?.pending ?? 0, leased: live?.leased ?? 0, dead: Int(dead),
                 // In floating point: a stored time is another user's input, and `now - created` could overflow.
                 oldestPendingAgeSeconds: oldestCreated.map { max(0, (Double(now) - Double($0)) / 1000) },
-                nextRetryAtMilliseconds: nextRetry, databaseBytes: 0, walBytes: 0,
+                nextRetryAtMilliseconds: live?.nextRetry, databaseBytes: 0, walBytes: 0,
                 schemaVersion: 0)
             stats.queueBytes = try SpaceKeeper.usedBytes(connection).used
             if file.hasLimits {
@@ -78,11 +73,9 @@ extension QueueAdmin {
         let connection = file.connection
         let operation = "purging dead letters"
         let purged = try connection.write(operation) { () throws(QueueError) in
-            let statement = try connection.statement(
-                RecordStateSQL.purgeDead, operation: operation, ids.map(RecordStateSQL.jsonArray))
-            var changed: [Int64] = []
-            while try statement.step() { changed.append(statement.int64(0)) }
-            return changed.sorted()
+            try connection.rows(RecordStateSQL.purgeDead, operation: operation, ids.map(RecordStateSQL.jsonArray)) {
+                $0.int64(0)
+            }.sorted()
         }
         file.unscrubbedDeletions += purged.count
         return purged
@@ -90,29 +83,25 @@ extension QueueAdmin {
 
     /// The records matching `condition`, in id order, at most `limit` of them.
     private func list(where condition: String, limit: Int, operation: String) throws(QueueError) -> [QueuedRecord] {
-        let statement = try file.connection.statement(
+        try file.connection.rows(
             """
             SELECT id, kind, state, payload, attempts, created_at_ms, next_attempt_at_ms, last_error, dead_at_ms,
                 erasure
             FROM records WHERE \(condition) ORDER BY id LIMIT ?1
-            """, operation: operation, max(0, limit))
-        defer { statement.reset() }
-        var records: [QueuedRecord] = []
-        while try statement.step() {
-            records.append(
-                QueuedRecord(
-                    id: statement.int64(0),
-                    kind: RecordKind(rawValue: statement.text(1) ?? "") ?? .event,
-                    state: QueuedRecord.State(rawValue: statement.text(2) ?? "") ?? .pending,
-                    payload: statement.text(3) ?? "",
-                    attempts: Int(statement.int64(4)),
-                    createdAtMilliseconds: statement.int64(5),
-                    nextAttemptAtMilliseconds: statement.int64(6),
-                    lastError: statement.text(7),
-                    deadAtMilliseconds: statement.optionalInt64(8),
-                    erasure: statement.text(9).flatMap(Erasure.init(json:))))
+            """, operation: operation, max(0, limit)
+        ) { statement in
+            QueuedRecord(
+                id: statement.int64(0),
+                kind: RecordKind(rawValue: statement.text(1) ?? "") ?? .event,
+                state: QueuedRecord.State(rawValue: statement.text(2) ?? "") ?? .pending,
+                payload: statement.text(3) ?? "",
+                attempts: Int(statement.int64(4)),
+                createdAtMilliseconds: statement.int64(5),
+                nextAttemptAtMilliseconds: statement.int64(6),
+                lastError: statement.text(7),
+                deadAtMilliseconds: statement.optionalInt64(8),
+                erasure: statement.text(9).flatMap(Erasure.init(json:)))
         }
-        return records
     }
 
     static func fileSize(_ path: String) -> Int64 {
@@ -125,10 +114,7 @@ extension QueueAdmin {
 extension QueueAdmin {
     /// The highest record id ever assigned (never reused; 0 before the first): "records enqueued" from the file.
     public func highestAssignedID() throws(QueueError) -> Int64 {
-        let statement = try file.connection.statement(
+        try file.connection.scalarInt(
             "SELECT seq FROM sqlite_sequence WHERE name = 'records'", operation: "reading the record sequence")
-        defer { statement.reset() }
-        guard try statement.step() else { return 0 }
-        return statement.int64(0)
     }
 }

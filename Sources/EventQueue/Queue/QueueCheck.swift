@@ -102,7 +102,6 @@ public enum QueueCheck {
         if version == 0 {
             report.problems.append("the file has no EventQueue schema (user_version 0)")
         } else if version < Migrations.latestVersion {
-            // Writers write into it as it is; only a consumer moves an existing file forward.
             report.warnings.append(
                 "schema version \(version) is older than \(Migrations.latestVersion); the daemon migrates it at "
                     + "start, or run `queuectl migrate`")
@@ -114,11 +113,9 @@ public enum QueueCheck {
         let vacuumNames = [0: "none", 1: "full", 2: "incremental"]
         report.facts.append(.init(name: "auto_vacuum", value: vacuumNames[Int(autoVacuum)] ?? String(autoVacuum)))
         if autoVacuum != 2 { report.problems.append("auto_vacuum is not incremental; deleted records never shrink") }
-        for (name, sql) in [
-            ("page_size", "PRAGMA page_size"), ("page_count", "PRAGMA page_count"),
-            ("freelist_count", "PRAGMA freelist_count"),
-        ] {
-            report.facts.append(.init(name: name, value: String(try connection.scalarInt(sql, operation: name))))
+        for name in ["page_size", "page_count", "freelist_count"] {
+            report.facts.append(
+                .init(name: name, value: String(try connection.scalarInt("PRAGMA " + name, operation: name))))
         }
         if comparable {
             // The whole schema, as the daemon compares it (QueueSchema.verify): every difference named.
@@ -133,18 +130,15 @@ public enum QueueCheck {
         }
         // Before anything reads the rows: a damaged page is named here, not met as SQLITE_CORRUPT by a scan below
         // (which of those reads the table rather than an index is the query planner's choice).
-        let integrity = try connection.statement("PRAGMA integrity_check(20)", operation: "checking integrity")
-        var messages: [String] = []
-        while try integrity.step() { messages.append(integrity.text(0) ?? "") }
-        integrity.reset()
+        let messages = try connection.rows("PRAGMA integrity_check(20)", operation: "checking integrity") {
+            $0.text(0) ?? ""
+        }
         report.facts.append(.init(name: "integrity", value: messages == ["ok"] ? "ok" : "failed"))
         guard messages == ["ok"] else {
             report.problems.append(contentsOf: messages.map { "integrity: " + $0 })
             return
         }
         if version >= 1 {
-            // Rows a foreign writer stored with values out of range (its checks off): not damage, but worth
-            // knowing; the consumer dead-letters each one at claim with the reason (StoredRow).
             let outOfRange = try connection.scalarInt(
                 """
                 SELECT count(*) FROM records WHERE id NOT BETWEEN 1 AND \(StoredRow.idRange.upperBound)
@@ -157,7 +151,6 @@ public enum QueueCheck {
                     "\(outOfRange) record(s) have an id, attempts or time out of range (written by a foreign writer "
                         + "with its checks off); the daemon dead-letters them with the reason")
             }
-            // Keys dated beyond the clock horizon would never expire; the next maintenance dates them now.
             let keys = try RememberedKeys.measure(connection)
             report.facts.append(.init(name: "remembered_keys", value: String(keys.count)))
             report.facts.append(.init(name: "remembered_key_bytes", value: String(keys.bytes)))
@@ -176,20 +169,20 @@ public enum QueueCheck {
     private static func reportLevels(_ connection: Connection, version: Int, into report: inout CheckReport)
         throws(QueueError)
     {
-        guard let levels = try SchemaContract.levels(connection) else {
-            report.facts.append(.init(name: "write_level", value: "1"))
-            report.facts.append(.init(name: "read_level", value: "1"))
-            report.facts.append(.init(name: "writers", value: "EventQueue 1.0.0 and later"))
-            report.facts.append(
-                .init(name: "consumers", value: "EventQueue 1.0.0 and later (the daemon migrates it at start)"))
-            return
+        var facts = [
+            ("write_level", "1"), ("read_level", "1"), ("writers", "EventQueue 1.0.0 and later"),
+            ("consumers", "EventQueue 1.0.0 and later (the daemon migrates it at start)"),
+        ]
+        if let levels = try SchemaContract.levels(connection) {
+            let writers = try SchemaContract.firstRelease(connection, role: .writer, level: levels.writeLevel)
+            let consumers = try SchemaContract.firstRelease(connection, role: .consumer, level: levels.readLevel)
+            facts = [
+                ("write_level", String(levels.writeLevel)), ("read_level", String(levels.readLevel)),
+                ("writers", "EventQueue \(writers ?? levels.release) and later"),
+                ("consumers", "EventQueue \(consumers ?? levels.release) and later"),
+            ]
         }
-        let writers = try SchemaContract.firstRelease(connection, role: .writer, level: levels.writeLevel)
-        let consumers = try SchemaContract.firstRelease(connection, role: .consumer, level: levels.readLevel)
-        report.facts.append(.init(name: "write_level", value: String(levels.writeLevel)))
-        report.facts.append(.init(name: "read_level", value: String(levels.readLevel)))
-        report.facts.append(.init(name: "writers", value: "EventQueue \(writers ?? levels.release) and later"))
-        report.facts.append(.init(name: "consumers", value: "EventQueue \(consumers ?? levels.release) and later"))
+        report.facts += facts.map { CheckReport.Fact(name: $0.0, value: $0.1) }
     }
 
     /// A file a newer release migrated: usable when its levels allow, else a problem naming the side to upgrade.

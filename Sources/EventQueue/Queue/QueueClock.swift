@@ -73,12 +73,11 @@ struct QueueClock: Hashable {
     }
 
     static func read(_ connection: Connection) throws(QueueError) -> QueueClock? {
-        let statement = try connection.statement(QueueClockSQL.read, operation: "reading the queue clock")
-        defer { statement.reset() }
-        guard try statement.step() else { return nil }
-        return QueueClock(
-            elapsed: max(0, statement.int64(0)), bootID: statement.text(1) ?? "",
-            bootMilliseconds: statement.int64(2), wallMilliseconds: statement.int64(3))
+        try connection.firstRow(QueueClockSQL.read, operation: "reading the queue clock") {
+            QueueClock(
+                elapsed: max(0, $0.int64(0)), bootID: $0.text(1) ?? "", bootMilliseconds: $0.int64(2),
+                wallMilliseconds: $0.int64(3))
+        }
     }
 
     func write(_ connection: Connection) throws(QueueError) {
@@ -91,10 +90,9 @@ struct QueueClock: Hashable {
     static func ids(_ connection: Connection) throws(QueueError) -> (
         assigned: Int64, checkpointed: Int64, checkpointedAt: Int64?
     ) {
-        let statement = try connection.statement(QueueClockSQL.ids, operation: "reading the queue clock")
-        defer { statement.reset() }
-        guard try statement.step() else { return (0, 0, nil) }
-        return (statement.int64(0), statement.int64(1), statement.optionalInt64(2))
+        try connection.firstRow(QueueClockSQL.ids, operation: "reading the queue clock") {
+            ($0.int64(0), $0.int64(1), $0.optionalInt64(2))
+        } ?? (0, 0, nil)
     }
 
     /// The least queue time between two checkpoints: a minute, or a 1440th of `maxAge` when longer, so the table
@@ -105,10 +103,9 @@ struct QueueClock: Hashable {
     static func checkpoint(atOrBefore time: Int64, _ connection: Connection) throws(QueueError) -> (
         elapsed: Int64, maxID: Int64
     )? {
-        let statement = try connection.statement(QueueClockSQL.cutoff, operation: "reading the queue clock", time)
-        defer { statement.reset() }
-        guard try statement.step() else { return nil }
-        return (statement.int64(0), statement.int64(1))
+        try connection.firstRow(QueueClockSQL.cutoff, operation: "reading the queue clock", time) {
+            ($0.int64(0), $0.int64(1))
+        }
     }
 }
 

@@ -26,11 +26,10 @@ extension QueueConsumer {
     ) throws(QueueError) -> DrainLockHolder? {
         let connection = file.connection
         let leaseMilliseconds = ClockHorizon.clamp(leaseMilliseconds)
-        // The lock is a lease too: losing its renewal to a power cut costs nothing (see `claim`).
         return try connection.write("taking the drain lock", durable: false) { () throws(QueueError) in
             // A live process on this host keeps its lock whatever the clocks say: two passes must never run at once.
             if let holder = try readDrainLock(connection), holder.owner != consumerID,
-                Self.isLiveProcessOnThisHost(holder.owner)
+                ProcessIdentity.isRunning(owner: holder.owner) == true
             {
                 return holder.plausible(now: now)
             }
@@ -48,8 +47,8 @@ extension QueueConsumer {
             // A lock expiring beyond the horizon was written by a clock ahead of ours: a live holder on this host
             // keeps it (it renews within a third of its lease); any other holder loses it now.
             let implausible = holder.map { $0.expiresAtMilliseconds > ClockHorizon.latestPlausible(after: now) }
-            guard let holder, !Self.isDeadProcessOnThisHost(holder.owner),
-                !(implausible == true && !Self.isLiveProcessOnThisHost(holder.owner))
+            guard let holder, ProcessIdentity.isRunning(owner: holder.owner) != false,
+                !(implausible == true && ProcessIdentity.isRunning(owner: holder.owner) != true)
             else {
                 // The holder died on this machine, or its expiry is not believable: take over now.
                 try connection.run(
@@ -61,13 +60,10 @@ extension QueueConsumer {
         }
     }
 
-    /// The lock row, if any.
     private func readDrainLock(_ connection: Connection) throws(QueueError) -> DrainLockHolder? {
-        let read = try connection.statement(
-            "SELECT owner, expires_at_ms FROM drain_lock WHERE id = 1", operation: "reading the drain lock")
-        defer { read.reset() }
-        guard try read.step() else { return nil }
-        return DrainLockHolder(owner: read.text(0) ?? "?", expiresAtMilliseconds: read.int64(1))
+        try connection.firstRow(
+            "SELECT owner, expires_at_ms FROM drain_lock WHERE id = 1", operation: "reading the drain lock"
+        ) { DrainLockHolder(owner: $0.text(0) ?? "?", expiresAtMilliseconds: $0.int64(1)) }
     }
 
     /// Gives the drain lock up (only if this consumer holds it), so the next drainer need not wait for expiry.
@@ -77,15 +73,5 @@ extension QueueConsumer {
             try connection.run(
                 "DELETE FROM drain_lock WHERE id = 1 AND owner = ?1", operation: "releasing the drain lock", consumerID)
         }
-    }
-
-    /// True when `owner` (a consumer id) names a process on this host that no longer exists (`ProcessIdentity`).
-    static func isDeadProcessOnThisHost(_ owner: String) -> Bool {
-        ProcessIdentity.isRunning(owner: owner) == false
-    }
-
-    /// True when `owner` names a process on this host that is running.
-    static func isLiveProcessOnThisHost(_ owner: String) -> Bool {
-        ProcessIdentity.isRunning(owner: owner) == true
     }
 }

@@ -5,15 +5,9 @@ extension QueueConsumer {
     @discardableResult
     public func releaseLeasesOfDeadProcesses() throws(QueueError) -> Int {
         let connection = file.connection
-        let owners = try connection.statement(RecordStateSQL.leaseOwners, operation: "reading lease owners")
-        var dead: [String] = []
-        while try owners.step() {
-            guard let token = owners.text(0) else { continue }
-            // A lease token is `consumerID#sequence`.
-            let owner = String(token.prefix { $0 != "#" })
-            if Self.isDeadProcessOnThisHost(owner) { dead.append(token) }
-        }
-        owners.reset()
+        // A lease token is `consumerID#sequence`.
+        let dead = try connection.rows(RecordStateSQL.leaseOwners, operation: "reading lease owners") { $0.text(0) }
+            .compactMap { $0 }.filter { ProcessIdentity.isRunning(owner: String($0.prefix { $0 != "#" })) == false }
         guard !dead.isEmpty else { return 0 }
         return try connection.write("releasing the leases of a dead process") {
             () throws(QueueError) in

@@ -139,10 +139,12 @@ public final class QueueConsumer {
                     id: id, kind: recordKind, payload: payload, userKey: statement.validatedText(3) ?? "",
                     createdAtMilliseconds: createdAt, attempts: Int(attempts), erasure: erasure))
         }
-        if !poisoned.isEmpty {
-            try deadLetterPoisoned(poisoned, lease: lease, now: now)
-            deadLetteredAtClaim += poisoned.count
+        for (id, reason) in poisoned {
+            try file.connection.run(
+                RecordStateSQL.deadLetterOutOfRange, operation: "dead-lettering records with values out of range", id,
+                lease.token, now, "rejected at claim: " + reason)
         }
+        deadLetteredAtClaim += poisoned.count
         if !keyed {
             if keylessLeases.count >= Self.keylessLeaseLimit { keylessLeases.removeAll() }
             keylessLeases.insert(lease.token)
@@ -173,35 +175,21 @@ public final class QueueConsumer {
         return true
     }
 
-    /// Dead-letters claimed rows whose stored values are out of range, in the claim's transaction, with the reason.
-    private func deadLetterPoisoned(_ rows: [(id: Int64, reason: String)], lease: Lease, now: Int64) throws(QueueError)
-    {
-        for (id, reason) in rows {
-            try file.connection.run(
-                RecordStateSQL.deadLetterOutOfRange, operation: "dead-lettering records with values out of range", id,
-                lease.token, now, "rejected at claim: " + reason)
-        }
-    }
-
-    /// The ack statements; the caller holds the write transaction. Returns how many records were deleted.
+    /// The ack statements (the keys remembered first, unless the lease's rows carry none); the caller holds the
+    /// write transaction. Returns how many records were deleted.
     private func ackRows(_ ids: [Int64], lease: Lease, now: Int64) throws(QueueError) -> Int {
         let connection = file.connection
         let list = RecordStateSQL.jsonArray(ids)
         if keylessLeases.remove(lease.token) == nil {
-            try rememberKeys(list, lease: lease, now: now)
+            try connection.run(RecordStateSQL.rememberKeys, operation: "acking records", list, lease.token, now)
+            if file.hasUserKeys {
+                try connection.run(
+                    RecordStateSQL.rememberUserKeys, operation: "acking records", list, lease.token, now)
+            }
         }
         let deleted = try connection.run(RecordStateSQL.ack, operation: "acking records", list, lease.token)
         file.unscrubbedDeletions += deleted
         return deleted
-    }
-
-    /// Remembers the idempotency keys of the rows `list` still held under `lease`, in the caller's transaction.
-    private func rememberKeys(_ list: String, lease: Lease, now: Int64) throws(QueueError) {
-        try file.connection.run(RecordStateSQL.rememberKeys, operation: "acking records", list, lease.token, now)
-        if file.hasUserKeys {
-            try file.connection.run(
-                RecordStateSQL.rememberUserKeys, operation: "acking records", list, lease.token, now)
-        }
     }
 
     /// Returns records for a later retry at `retryAt` (Unix ms, at most `ClockHorizon` ahead of `now`). With
@@ -217,21 +205,13 @@ public final class QueueConsumer {
         let connection = file.connection
         return try connection.write("returning records for retry") { () throws(QueueError) in
             // Never park a record beyond the horizon (?5): a later time would read as a clock that went back.
-            let statement = try connection.statement(
+            let rows = try connection.rows(
                 RecordStateSQL.nack, operation: "returning records for retry", RecordStateSQL.jsonArray(ids),
                 lease.token, countsAsAttempt ? 1 : 0, max(1, maxAttempts),
-                min(retryAt, ClockHorizon.latestPlausible(after: now)), reason, now)
-            var result = NackResult()
-            while try statement.step() {
-                if statement.text(1) == "dead" {
-                    result.dead.append(statement.int64(0))
-                } else {
-                    result.retried.append(statement.int64(0))
-                }
-            }
-            result.dead.sort()
-            result.retried.sort()
-            return result
+                min(retryAt, ClockHorizon.latestPlausible(after: now)), reason, now
+            ) { (id: $0.int64(0), dead: $0.text(1) == "dead") }
+            return NackResult(
+                retried: rows.filter { !$0.dead }.map(\.id).sorted(), dead: rows.filter(\.dead).map(\.id).sorted())
         }
     }
 
@@ -251,7 +231,6 @@ public final class QueueConsumer {
         _ lease: inout Lease, ids: [Int64], leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Int {
         let expires = now + ClockHorizon.clamp(leaseMilliseconds)
-        // Not durable, as a claim: a renewal lost to a power cut only lets the lease end sooner.
         let held = try updateLeased(
             RecordStateSQL.renew, "renewing a lease", ids: ids, lease: lease, durable: false, expires)
         lease.expiresAtMilliseconds = expires
@@ -275,7 +254,6 @@ public final class QueueConsumer {
         return try connection.write(operation, durable: durable) { () throws(QueueError) in
             try connection.run(sql, operation: operation, values: [RecordStateSQL.jsonArray(ids), lease.token] + more)
         }
-
     }
 
     static func makeConsumerID() -> String {

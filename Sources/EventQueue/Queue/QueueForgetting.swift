@@ -1,18 +1,15 @@
 /// `QueueWriter.forget`: whole users per short transaction (records, remembered keys, and the erasure), then one
-/// scrub (`QueueScrub`). A record in flight goes too, so it is never delivered again nor retried: the drain loop's
-/// late ack or retry finds nothing, and its lease token goes into the erasure's `after`, so the deletion leaves
-/// only once that request has been answered.
+/// scrub (`QueueScrub`). A record in flight goes too: the drain loop's late ack or retry finds nothing, and its
+/// lease token goes into the erasure's `after`.
 enum QueueForgetting {
     static func forget(
         _ users: [UserIdentity], brazeDelete: Bool, file: QueueFile
     ) throws(QueueError) -> ForgetReport {
         if brazeDelete {
-            for user in users {
-                do {
-                    try RecordValidator.checkUser(user)
-                } catch {
-                    throw QueueError.invalidRecord(error)
-                }
+            do {
+                for user in users { try RecordValidator.checkUser(user) }
+            } catch {
+                throw QueueError.invalidRecord(error)
             }
         }
         // Before anything changes: a caller who may not delete users at Braze is refused with nothing forgotten.
@@ -69,17 +66,17 @@ enum QueueForgetting {
             var scan = Scan()
             scan.version = Int(try connection.scalarInt("PRAGMA user_version", operation: operation))
             scan.highestID = try connection.scalarInt("SELECT coalesce(max(id), 0) FROM records", operation: operation)
-            let select = try connection.statement(
+            let rows = try connection.rows(
                 """
                 SELECT user_key, id, \(scan.version >= QueueFile.limitsVersion ? "erasure IS NOT NULL" : "0")
                 FROM records WHERE user_key IN (SELECT value FROM json_each(?1))
-                """, operation: operation, JSONValue.array(users.map { .string($0.orderingKey) }).serialized)
-            defer { select.reset() }
-            while try select.step() {
-                if select.int64(2) != 0 {
+                """, operation: operation, JSONValue.array(users.map { .string($0.orderingKey) }).serialized
+            ) { (key: $0.text(0), id: $0.int64(1), isErasure: $0.int64(2) != 0) }
+            for row in rows {
+                if row.isErasure {
                     scan.erasures += 1
-                } else if let key = select.text(0) {
-                    scan.ids[key, default: []].append(select.int64(1))
+                } else if let key = row.key {
+                    scan.ids[key, default: []].append(row.id)
                 }
             }
             return scan
@@ -101,32 +98,32 @@ enum QueueForgetting {
         var tokens: [String] = []
         var leasedUntil: Int64?
         for tail in [false, true] {
-            let delete = try connection.statement(
+            let deleted = try connection.rows(
                 RecordStateSQL.forgetUser(hasErasures: hasErasures, tail: tail), operation: operation, userKey,
-                tail ? scan.highestID as any SQLValue : RecordStateSQL.jsonArray(ids))
-            while try delete.step() {
-                switch delete.text(0) {
+                tail ? scan.highestID as any SQLValue : RecordStateSQL.jsonArray(ids)
+            ) { (state: $0.text(0), token: $0.text(1), until: $0.int64(2)) }
+            for row in deleted {
+                switch row.state {
                 case "leased":
                     report.leased += 1
-                    if let token = delete.text(1), !tokens.contains(token) { tokens.append(token) }
-                    leasedUntil = max(leasedUntil ?? 0, delete.int64(2))
+                    if let token = row.token, !tokens.contains(token) { tokens.append(token) }
+                    leasedUntil = max(leasedUntil ?? 0, row.until)
                 case "dead": report.dead += 1
                 default: report.pending += 1
                 }
             }
-            delete.reset()
         }
         report.rememberedKeys += try forgetKeys(userKey, connection: connection, version: version)
         if let erasureKey {
-            let insert = try connection.statement(
-                "INSERT INTO records (kind, payload, erasure) VALUES ('attribute', ?1, ?2) RETURNING id",
-                operation: operation, Erasure.payload(for: user),
-                Erasure(type: Erasure.IdentifierType(user), after: tokens, leasedUntilMilliseconds: leasedUntil).json)
-            guard try insert.step() else {
+            guard
+                let id = try connection.firstRow(
+                    "INSERT INTO records (kind, payload, erasure) VALUES ('attribute', ?1, ?2) RETURNING id",
+                    operation: operation, Erasure.payload(for: user),
+                    Erasure(type: Erasure.IdentifierType(user), after: tokens, leasedUntilMilliseconds: leasedUntil)
+                        .json, row: { $0.int64(0) })
+            else {
                 throw QueueError.sqlite(code: 0, message: "the erasure's INSERT returned no id", operation: operation)
             }
-            let id = insert.int64(0)
-            insert.reset()
             // The grant binds the id SQLite just gave the row, so it is written in a second statement.
             let type = Erasure.IdentifierType(user)
             let grant = Erasure(

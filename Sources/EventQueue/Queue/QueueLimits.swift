@@ -99,25 +99,24 @@ extension QueueLimits {
     /// group member planted out of range are read as the safe ones: a negative size or age is no limit, an unknown
     /// policy is `refuse` (it gives nothing up).
     static func read(_ connection: Connection) throws(QueueError) -> (limits: QueueLimits, setAt: Int64)? {
-        let statement = try connection.statement(QueueLimitsSQL.read, operation: "reading the queue's limits")
-        defer { statement.reset() }
-        guard try statement.step() else { return nil }
-        let limits = QueueLimits(
-            maxQueueBytes: statement.int64(0), whenFull: WhenFull(rawValue: statement.text(1) ?? "") ?? .refuse,
-            maxAgeSeconds: statement.int64(2))
-        return (limits, statement.int64(3))
+        try connection.firstRow(QueueLimitsSQL.read, operation: "reading the queue's limits") {
+            let limits = QueueLimits(
+                maxQueueBytes: $0.int64(0), whenFull: WhenFull(rawValue: $0.text(1) ?? "") ?? .refuse,
+                maxAgeSeconds: $0.int64(2))
+            return (limits, $0.int64(3))
+        }
     }
 }
 
 extension QueueDrops {
     /// The counts in `queue_drops` (a missing row counts 0).
     static func read(_ connection: Connection) throws(QueueError) -> QueueDrops {
-        let statement = try connection.statement(QueueLimitsSQL.drops, operation: "reading what the queue gave up")
-        defer { statement.reset() }
         var drops = QueueDrops()
-        while try statement.step() {
-            let count = max(0, statement.int64(1))
-            switch statement.text(0) {
+        let rows = try connection.rows(QueueLimitsSQL.drops, operation: "reading what the queue gave up") {
+            ($0.text(0), max(0, $0.int64(1)))
+        }
+        for (cause, count) in rows {
+            switch cause {
             case "oldest": drops.oldest = count
             case "refused": drops.refused = count
             case "expired": drops.expired = count

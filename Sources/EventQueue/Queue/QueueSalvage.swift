@@ -54,8 +54,7 @@ public enum QueueSalvage {
             throw QueueError.cannotOpen(path: path, reason: String(cString: strerror(errno)))
         }
         guard QueuePath.mayBeSQLite(path) else { throw QueueError.notAQueueFile(path: path) }
-        var wal = stat()
-        let hasWAL = stat(path + "-wal", &wal) == 0 && wal.st_size > 0
+        let hasWAL = QueueAdmin.fileSize(path + "-wal") > 0
         let connection = try Connection(
             path: path, busyTimeoutMilliseconds: 5_000, readOnly: true,
             uriParameters: hasWAL ? "mode=ro" : "mode=ro&immutable=1")
@@ -73,8 +72,7 @@ public enum QueueSalvage {
     }
 
     private static func createExclusively(_ path: String) throws(QueueError) {
-        var info = stat()
-        if stat(path + "-wal", &info) == 0 {
+        if access(path + "-wal", F_OK) == 0 {
             throw QueueError.cannotOpen(
                 path: path, reason: "\(path)-wal exists; salvage writes only to a new file: choose another path")
         }

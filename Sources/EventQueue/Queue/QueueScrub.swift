@@ -62,7 +62,8 @@ enum QueueScrub {
         let connection = file.connection
         file.scrubMarkBeforeVacuum = markToken(file.path)
         let budget = lockBudgetNanoseconds(connection)
-        let live = try connection.liveBytes(operation: operation)
+        // Pages in use: what a `VACUUM` copies.
+        let live = max(0, try SpaceKeeper.usedBytes(connection, operation: operation).used)
         guard live <= Int64(budget / 1_000_000) * assumedBytesPerSecond / 1000,
             try connection.vacuum(
                 operation: operation, inMemory: live <= inMemoryLiveBytesLimit, budgetNanoseconds: budget)

@@ -6,14 +6,12 @@
 /// the migration (`user_key` ''), and its records an older writer queued with the global key. On an older file (a
 /// writer never migrates a served file) the key is global, as that schema defines.
 enum RecordInsert {
-    /// What an insert did.
     enum Outcome {
         /// A new row with this id.
         case inserted(Int64)
         /// The key already names this record: nothing was written.
         case alreadyKnown(Int64)
 
-        /// The record's id, new or existing.
         var id: Int64 {
             switch self {
             case .inserted(let id), .alreadyKnown(let id): return id
@@ -101,7 +99,7 @@ enum RecordInsert {
     private static func existingUserKeyedRecord(
         _ connection: Connection, key: String, scope: KeyScope
     ) throws(QueueError) -> Int64 {
-        let existing = try connection.statement(
+        let existing = try connection.firstRow(
             """
             SELECT id, record_digest FROM records WHERE user_key = ?2 AND user_idempotency_key = ?1
             UNION ALL SELECT id, record_digest FROM records WHERE idempotency_key = ?1 AND user_key = ?2
@@ -109,19 +107,18 @@ enum RecordInsert {
                 WHERE user_key = ?2 AND idempotency_key = ?1
             UNION ALL SELECT record_id, NULL FROM delivered_user_keys WHERE user_key = '' AND idempotency_key = ?1
             LIMIT 1
-            """, operation: "looking up an idempotency key", key, scope.userKey)
-        defer { existing.reset() }
-        guard try existing.step() else {
+            """, operation: "looking up an idempotency key", key, scope.userKey
+        ) { (id: $0.int64(0), digest: $0.optionalInt64(1)) }
+        guard let existing else {
             throw QueueError.corrupt(
                 path: connection.path,
                 detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\" of "
                     + "\(ValidationError.printable(String(scope.userKey.prefix(80)))) is in the index but in no record")
         }
-        let id = existing.int64(0)
-        if !IdempotencyKey.isSameRecord(storedDigest: existing.optionalInt64(1), as: scope) {
-            throw QueueError.idempotencyKeyReused(key: key, userKey: scope.userKey, existingID: id)
+        if !IdempotencyKey.isSameRecord(storedDigest: existing.digest, as: scope) {
+            throw QueueError.idempotencyKeyReused(key: key, userKey: scope.userKey, existingID: existing.id)
         }
-        return id
+        return existing.id
     }
 
     /// Schema 5 and older: the key is unique across users (the schema's own rule).
@@ -146,19 +143,19 @@ enum RecordInsert {
             return .inserted(id)
         }
         statement.reset()
-        let existing = try connection.statement(
+        let existing = try connection.firstRow(
             """
             SELECT id FROM records WHERE idempotency_key = ?1
             UNION ALL SELECT record_id FROM delivered_keys WHERE idempotency_key = ?1
             LIMIT 1
-            """, operation: "looking up an idempotency key", key)
-        defer { existing.reset() }
-        guard try existing.step() else {
+            """, operation: "looking up an idempotency key", key
+        ) { $0.int64(0) }
+        guard let existing else {
             throw QueueError.corrupt(
                 path: connection.path,
                 detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\" is in the index "
                     + "but in no record")
         }
-        return .alreadyKnown(existing.int64(0))
+        return .alreadyKnown(existing)
     }
 }

@@ -12,15 +12,12 @@
 ///   A lapsed lease is claimable again; one held by a dead process on this host is released at once
 ///   (`takeOverDeadProcess`).
 package enum RecordStateSQL {
-    /// The claim's walk (parameters ?3 to ?5): each claimable row's id and user, read without the payload, so
-    /// that one walk finds the rows of every batch an `ackAndClaim` hands out (`QueueConsumer.walkClaimable`);
-    /// `claimByIDs` then leases each batch's rows.
+    /// The claim's walk (parameters ?3 to ?5; `QueueConsumer.walkClaimable`): each claimable row's id and user,
+    /// read without the payload; `claimByIDs` then leases each batch's rows.
     /// Claimable: pending and due, or leased with an expired lease. Blocked: an earlier live record of the same
     /// user that is not claimable (waiting for a retry, or in flight). `records_live` walks live rows in id order;
-    /// the per-user probe names the condition of the partial index `records_user_order` (the rows that can block)
-    /// so that SQLite uses it, and a pending record costs that index nothing at enqueue and ack.
-    /// A due time or expiry beyond `?5` (now plus `ClockHorizon.longestWaitMilliseconds`) was written by a clock
-    /// ahead of ours: it counts as passed, so it neither parks nor blocks anything.
+    /// the per-user probe reads `records_user_order` (`userOrderIndexed`), which a pending record costs nothing.
+    /// A due time or expiry beyond `?5` (`ClockHorizon.latestPlausible`) counts as passed: it blocks nothing.
     /// A barrier (an erasure, or an identity call: `other_user_key` set) stands in the stream of every user it
     /// names: it is claimed only once no earlier live row of those users is left, and it holds back every later
     /// row of them, dead ones included until `dead retry` or `dead purge`, so a barrier and its users' other rows
@@ -203,15 +200,15 @@ package enum RecordStateSQL {
     }
 
     /// Salvage: a readable row copied in the state it had (a leased row is pending again), with its per-user key
-    /// and digest (schema 6 and later) and its erasure (schema 7 and later) when the new file has those columns.
-    static func salvageInsert(withUserKeys: Bool, withErasures: Bool = false) -> String {
-        let erasure = withUserKeys && withErasures
-        return """
-            INSERT INTO records (id, kind, payload, created_at_ms, idempotency_key, state, attempts,
-                next_attempt_at_ms, last_error, dead_at_ms\(withUserKeys ? ", user_idempotency_key, record_digest" : "")\(
-                    erasure ? ", erasure" : ""))
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10\(withUserKeys ? ", ?11, ?12" : "")\(erasure ? ", ?13" : ""))
-            """
+    /// and digest (schema 6 and later) and its erasure (schema 7 and later, so never without the keys) when the new
+    /// file has those columns.
+    static func salvageInsert(withUserKeys: Bool, withErasures: Bool) -> String {
+        """
+        INSERT INTO records (id, kind, payload, created_at_ms, idempotency_key, state, attempts,
+            next_attempt_at_ms, last_error, dead_at_ms\(withUserKeys ? ", user_idempotency_key, record_digest" : "")\(
+                withErasures ? ", erasure" : ""))
+        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10\(withUserKeys ? ", ?11, ?12" : "")\(withErasures ? ", ?13" : ""))
+        """
     }
 
     /// Ids as a JSON array, bound as one parameter and expanded with `json_each` in SQL: one statement per

@@ -10,13 +10,10 @@ public enum RememberedKeys {
         var count: Int64 = 0
         var bytes: Int64 = 0
         for table in try tables(connection) {
-            let statement = try connection.statement(
-                "SELECT count(*), coalesce(sum(\(keyBytes(table))), 0) FROM \(table)",
-                operation: "counting remembered idempotency keys")
-            defer { statement.reset() }
-            _ = try statement.step()
-            count += statement.int64(0)
-            bytes += estimatedBytes(rows: statement.int64(0), keyBytes: statement.int64(1))
+            let sql = "SELECT count(*), coalesce(sum(\(keyBytes(table))), 0) FROM \(table)"
+            let found = try connection.firstRow(sql, operation: "counting remembered idempotency keys", row: estimate)
+            count += found?.count ?? 0
+            bytes += found?.bytes ?? 0
         }
         return (Int(count), bytes)
     }
@@ -28,10 +25,10 @@ public enum RememberedKeys {
             : "length(CAST(idempotency_key AS BLOB))"
     }
 
-    /// The estimate of `measure` and `prune`: the key bytes twice (the table and its age index) plus
-    /// `rowOverheadBytes` a row.
-    private static func estimatedBytes(rows: Int64, keyBytes: Int64) -> Int64 {
-        2 * keyBytes + rowOverheadBytes * rows
+    /// The estimate of `measure` and `prune` from a row of `count(*)` and the key bytes' sum: the key bytes twice
+    /// (the table and its age index) plus `rowOverheadBytes` a row.
+    private static func estimate(_ row: Statement) -> (count: Int64, bytes: Int64) {
+        (row.int64(0), 2 * row.int64(1) + rowOverheadBytes * row.int64(0))
     }
 
     /// The key tables this file has (schema 6 added `delivered_user_keys`).
@@ -68,20 +65,18 @@ public enum RememberedKeys {
                     operation: "dating far-future idempotency keys now", ClockHorizon.latestPlausible(after: now), now)
             }
             // Dry run: a far-future row counts as dated now, as the clamp would make it.
-            let measure = try connection.statement(
+            let found = try connection.firstRow(
                 """
                 SELECT count(*), coalesce(sum(\(keyBytes(table))), 0) FROM \(table)
                 WHERE (CASE WHEN delivered_at_ms > ?2 THEN ?3 ELSE delivered_at_ms END) < ?1
-                """, operation: "counting old idempotency keys", cutoff, ClockHorizon.latestPlausible(after: now), now)
-            _ = try measure.step()
-            count += measure.int64(0)
-            bytes += estimatedBytes(rows: measure.int64(0), keyBytes: measure.int64(1))
-            measure.reset()
+                """, operation: "counting old idempotency keys", cutoff, ClockHorizon.latestPlausible(after: now), now,
+                row: estimate)
+            count += found?.count ?? 0
+            bytes += found?.bytes ?? 0
             if !dryRun {
                 try connection.run(
                     "DELETE FROM \(table) WHERE delivered_at_ms < ?1", operation: "forgetting old idempotency keys",
                     cutoff)
-
             }
         }
         return (Int(count), bytes)

@@ -37,7 +37,8 @@ struct SalvageCopier {
             + (readerHasUserKeys ? ", user_idempotency_key, record_digest" : ", NULL AS user_idempotency_key, NULL")
             + (readerHasErasures ? ", erasure" : ", NULL AS erasure")
     }
-    /// Whether the damaged file and the new one have `records.erasure` (schema 7 and later).
+    /// Whether the damaged file and the new one have `records.erasure` (schema 7 and later; the new one only with
+    /// the per-user keys).
     let readerHasErasures: Bool
     let writerHasErasures: Bool
     /// Whether the damaged file has `user_idempotency_key` (schema 6 and later), found out once.
@@ -72,7 +73,7 @@ struct SalvageCopier {
         // Ids below 1 exist only when a foreign writer chose them: start there, so that no row is passed over.
         var next = min(1, (try? reader.scalarInt("SELECT min(id) FROM records", operation: "reading records")) ?? 1)
         scan: while true {
-            switch try read(from: next, report: &report) {
+            switch try readRow(firstRowFrom, id: next, report: &report) {
             case .end:
                 break scan
             case .row(let id):
@@ -92,37 +93,27 @@ struct SalvageCopier {
         let (liveIDs, complete) = liveIndexIDs()
         report.indexComplete = complete
         for id in liveIDs where !tried.contains(id) {
-            if case .row(let found) = try readExactly(id, report: &report), found == id { continue }
+            let exactly = "SELECT \(columns) FROM records WHERE id = ?1"
+            if case .row(let found) = try readRow(exactly, id: id, report: &report), found == id { continue }
             report.unreadable += 1
             report.seen += 1
             if report.unreadableIDs.count < 1_000 { report.unreadableIDs.append(id) }
         }
     }
 
-    /// Reads the first row with an id of at least `id` and copies it; `.damaged` when SQLite cannot read it.
-    private mutating func read(from id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
-        try readRow(
-            "SELECT \(columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", id: id, report: &report)
-    }
+    private var firstRowFrom: String { "SELECT \(columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1" }
 
-    private mutating func readExactly(_ id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
-        try readRow("SELECT \(columns) FROM records WHERE id = ?1", id: id, report: &report)
-    }
-
+    /// Reads the row `sql` finds for `id` and copies it; `.damaged` when SQLite cannot read it.
     private mutating func readRow(_ sql: String, id: Int64, report: inout SalvageReport) throws(QueueError) -> Read {
         let statement: Statement
-        do {
-            statement = try reader.statement(sql, operation: "reading records", id)
-        } catch {
-            return .damaged
-        }
-        defer { statement.reset() }
         let found: Bool
         do {
+            statement = try reader.statement(sql, operation: "reading records", id)
             found = try statement.step()
         } catch {
             return .damaged
         }
+        defer { statement.reset() }
         guard found else { return .end }
         let rowID = statement.int64(0)
         // A damaged page can yield rows out of order; never step backwards.
@@ -159,14 +150,8 @@ struct SalvageCopier {
 
     /// Whether the first row at or after `id` can be read in full (or there is none).
     private func probeReadable(_ id: Int64) throws(QueueError) -> Bool {
-        guard
-            let statement = try? reader.statement(
-                "SELECT \(columns) FROM records WHERE id >= ?1 ORDER BY id LIMIT 1", operation: "reading records", id)
-        else { return false }
-        defer { statement.reset() }
         do {
-            guard try statement.step() else { return true }
-            return statement.int64(0) >= id
+            return try reader.firstRow(firstRowFrom, operation: "reading records", id) { $0.int64(0) >= id } ?? true
         } catch {
             return false
         }
@@ -197,10 +182,7 @@ struct SalvageCopier {
 
     /// Validates one row read from the old file and inserts it into the new one (or defers it for a new id).
     private mutating func copy(_ row: Statement, id: Int64, report: inout SalvageReport) throws(QueueError) {
-        func invalid(_ reason: String) {
-            report.invalid += 1
-            if report.invalidReasons.count < 100 { report.invalidReasons.append("id \(id): \(reason)") }
-        }
+        func invalid(_ reason: String) { Self.countInvalid("id \(id): \(reason)", in: &report) }
         guard let kindText = row.validatedText(1), let kind = RecordKind(rawValue: kindText) else {
             return invalid("kind is not event, attribute or purchase")
         }
@@ -220,7 +202,7 @@ struct SalvageCopier {
             else { return invalid("an erasure whose column or identifier cannot be read") }
             guard writerHasErasures else { return invalid("an erasure, which the new file cannot hold") }
             erasure = column
-        } else if !Self.isValid(payload, kind: kind, createdAt: createdAt) {
+        } else if case .failure = StoredPayload.check(payload, kind: kind, createdAtMilliseconds: createdAt) {
             return invalid("payload is not a valid \(kind.rawValue) for Braze")
         }
         /// A key column's value: `.some(nil)` when NULL, `nil` when it holds no valid key.
@@ -272,7 +254,7 @@ struct SalvageCopier {
             values.dead ? "dead" : "pending", values.attempts, values.nextAttemptAt, values.lastError, values.deadAt,
         ]
         if writerHasUserKeys { columns += [values.userKey, values.digest] }
-        if writerHasUserKeys, writerHasErasures { columns.append(values.erasure) }
+        if writerHasErasures { columns.append(values.erasure) }
         do {
             try writer.run(
                 RecordStateSQL.salvageInsert(withUserKeys: writerHasUserKeys, withErasures: writerHasErasures),
@@ -295,20 +277,17 @@ struct SalvageCopier {
                 report.renumbered += 1
                 if values.dead { report.recoveredDead += 1 } else { report.recoveredPending += 1 }
             case .idTaken, .refused:
-                report.invalid += 1
-                if report.invalidReasons.count < 100 {
-                    report.invalidReasons.append(
-                        "id \(oldID.map(String.init) ?? "?"): a duplicate idempotency key, or a value the schema refuses"
-                    )
-                }
+                Self.countInvalid(
+                    "id \(oldID.map(String.init) ?? "?"): a duplicate idempotency key, or a value the schema refuses",
+                    in: &report)
             }
         }
         deferred.removeAll()
     }
 
-    /// The payload parses to an object that passes Braze's rules (with `time` filled in as the consumer does).
-    private static func isValid(_ payload: String, kind: RecordKind, createdAt: Int64) -> Bool {
-        if case .success = StoredPayload.check(payload, kind: kind, createdAtMilliseconds: createdAt) { return true }
-        return false
+    /// Counts a row that is not a valid record, keeping the first 100 reasons (`line`: its id and what was wrong).
+    private static func countInvalid(_ line: String, in report: inout SalvageReport) {
+        report.invalid += 1
+        if report.invalidReasons.count < 100 { report.invalidReasons.append(line) }
     }
 }

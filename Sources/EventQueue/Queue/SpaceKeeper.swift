@@ -117,8 +117,9 @@ final class SpaceKeeper {
     }
 
     /// Pages in use times the page size, by cached `PRAGMA` statements (`pragma_page_count()` prepares every call).
-    static func usedBytes(_ connection: Connection) throws(QueueError) -> (used: Int64, pageSize: Int64, pages: Int64) {
-        let operation = "measuring the queue file"
+    static func usedBytes(
+        _ connection: Connection, operation: String = "measuring the queue file"
+    ) throws(QueueError) -> (used: Int64, pageSize: Int64, pages: Int64) {
         let pages = try connection.scalarInt("PRAGMA page_count", operation: operation)
         let free = try connection.scalarInt("PRAGMA freelist_count", operation: operation)
         let pageSize = try connection.scalarInt("PRAGMA page_size", operation: operation)
@@ -172,15 +173,10 @@ final class SpaceKeeper {
         _ connection: Connection, below id: Int64, atMost count: Int
     ) throws(QueueError) -> (dropped: Int, uncounted: Int) {
         let operation = "dropping the oldest records to make room"
-        let dead = try connection.statement(RecordStateSQL.dropOldestDead, operation: operation, count, id)
-        var dropped = 0
-        var expired = 0
-        while try dead.step() {
-            dropped += 1
-            if dead.int64(0) != 0 { expired += 1 }
+        let expired = try connection.rows(RecordStateSQL.dropOldestDead, operation: operation, count, id) {
+            $0.int64(0) != 0
         }
-        dead.reset()
-        if dropped > 0 { return (dropped, dropped - expired) }
+        if !expired.isEmpty { return (expired.count, expired.count(where: { !$0 })) }
         let pending = try connection.run(RecordStateSQL.dropOldestPending, operation: operation, count, id)
         return (pending, pending)
     }
@@ -190,9 +186,8 @@ final class SpaceKeeper {
         offeredAfterRefusal += 1
     }
 
-    /// Ends the transaction's limited part. Refused: rolls back to the savepoint (not even its drops stay), counts
-    /// refused every record left unstored (appended, offered after, and `notOffered`), and returns the refusal to
-    /// throw after the write door's commit.
+    /// Ends the transaction's limited part. Refused: rolls back to the savepoint (its drops too), counts every record
+    /// left unstored (appended, offered after, `notOffered`) refused, and returns the refusal (`LimitedWrite`).
     func finish(notOffered: Int = 0) throws(QueueError) -> QueueError? {
         guard let refusal else {
             if refusable { try connection.statement(Self.release, operation: "enqueueing").run() }

@@ -45,25 +45,14 @@ extension Connection {
     /// a `PASSIVE` one that copies the frames without the lock. Returns true once the WAL is empty.
     func truncateWAL(tryMilliseconds: Int, deadlineNanoseconds: UInt64, operation: String) throws(QueueError) -> Bool {
         _ = try scalarInt("PRAGMA wal_checkpoint(PASSIVE)", operation: operation)
-        let checkpoint = try statement("PRAGMA wal_checkpoint(TRUNCATE)", operation: operation)
         while true {
             let done = try withBusyTimeout(milliseconds: tryMilliseconds) { () throws(QueueError) -> Bool in
-                defer { checkpoint.reset() }
-                guard try checkpoint.step() else { return false }
-                return checkpoint.int64(0) == 0
+                try firstRow("PRAGMA wal_checkpoint(TRUNCATE)", operation: operation) { $0.int64(0) == 0 } ?? false
             }
             if done { return true }
             guard WallClock.monotonicNanoseconds() < deadlineNanoseconds else { return false }
             var pause = timespec(tv_sec: 0, tv_nsec: 20_000_000)
             nanosleep(&pause, nil)
         }
-    }
-
-    /// Pages in use (the file's pages less its free ones) times the page size: what a `VACUUM` copies.
-    func liveBytes(operation: String) throws(QueueError) -> Int64 {
-        let pages = try scalarInt("PRAGMA page_count", operation: operation)
-        let free = try scalarInt("PRAGMA freelist_count", operation: operation)
-        let size = try scalarInt("PRAGMA page_size", operation: operation)
-        return max(0, pages - free) * size
     }
 }

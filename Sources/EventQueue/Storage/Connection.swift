@@ -152,6 +152,26 @@ final class Connection {
         return changes
     }
 
+    /// Every row of `sql` (with `values` bound to `?1`, `?2`, ...), each as `row` reads it.
+    func rows<T>(
+        _ sql: String, operation: String, _ values: (any SQLValue)?..., row: (Statement) throws(QueueError) -> T
+    ) throws(QueueError) -> [T] {
+        let statement = try statement(sql, operation: operation, values: values)
+        defer { statement.reset() }
+        var rows: [T] = []
+        while try statement.step() { rows.append(try row(statement)) }
+        return rows
+    }
+
+    /// The first row of `sql` (with `values` bound) as `row` reads it, or `nil` when there is none.
+    func firstRow<T>(
+        _ sql: String, operation: String, _ values: (any SQLValue)?..., row: (Statement) throws(QueueError) -> T
+    ) throws(QueueError) -> T? {
+        let statement = try statement(sql, operation: operation, values: values)
+        defer { statement.reset() }
+        return try statement.step() ? try row(statement) : nil
+    }
+
     /// Reads one integer from a single-row query such as `PRAGMA user_version`.
     func scalarInt(_ sql: String, operation: String, _ values: (any SQLValue)?...) throws(QueueError) -> Int64 {
         let statement = try statement(sql, operation: operation, values: values)
@@ -160,7 +180,6 @@ final class Connection {
         return statement.int64(0)
     }
 
-    /// Whether the file has a table called `name`.
     func hasTable(_ name: String) throws(QueueError) -> Bool {
         let sql = "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = ?1"
         return try scalarInt(sql, operation: "reading the schema", name) > 0
@@ -246,7 +265,6 @@ final class Connection {
                 reason: "its schema refused the write (\(message)) during \(operation): EventQueue checks every value "
                     + "first, so someone with write access changed the schema; run queuectl check --db \(path)")
         case SQLITE_IOERR where code == SQLiteExtendedCode.ioErrorWrite || code == SQLiteExtendedCode.ioErrorFsync:
-            // ENOSPC surfaces as an I/O error on some paths; say so when the disk is the likely cause.
             return .sqlite(code: code, message: message + " (is the disk full?)", operation: operation)
         default:
             return .sqlite(code: code, message: message, operation: operation)

@@ -73,22 +73,14 @@ public enum Migrations {
     private static func recordAdditions(
         _ connection: Connection, of migration: Migration, before: [String: QueueSchema.Object]
     ) throws(QueueError) {
-        let created = try connection.statement(
-            "SELECT type, name, tbl_name, sql FROM sqlite_schema WHERE sql IS NOT NULL",
-            operation: "reading the schema migration \(migration.version) created")
-        var objects: [QueueSchema.Object] = []
-        while try created.step() {
-            let object = QueueSchema.Object(
-                type: created.text(0) ?? "", name: created.text(1) ?? "", tableName: created.text(2) ?? "",
-                sql: created.text(3))
-            if let previous = before[object.name] {
-                // An existing table whose CREATE statement changed: ALTER TABLE ... ADD COLUMN.
-                if object.type == "table", previous.sql != object.sql { objects.append(object) }
-            } else {
-                objects.append(object)
-            }
+        let objects = try QueueSchema.objects(
+            connection, operation: "reading the schema migration \(migration.version) created", normalizing: false
+        ).filter { object in
+            // New, or an existing table whose CREATE statement changed: ALTER TABLE ... ADD COLUMN.
+            guard object.sql != nil else { return false }
+            guard let previous = before[object.name] else { return true }
+            return object.type == "table" && previous.sql != object.sql
         }
-        created.reset()
         for object in objects {
             guard object.type == "table" || object.type == "index" else {
                 throw QueueError.sqlite(
@@ -120,12 +112,10 @@ public enum Migrations {
             }
         }
         guard !problems.isEmpty else { return }
-        let levels = try connection.statement(
+        let rows = try connection.rows(
             "SELECT version, write_level, read_level FROM schema_levels WHERE version <= ?1 ORDER BY version DESC LIMIT 2",
-            operation: "reading the schema levels", migration.version)
-        var rows: [(version: Int64, write: Int64, read: Int64)] = []
-        while try levels.step() { rows.append((levels.int64(0), levels.int64(1), levels.int64(2))) }
-        levels.reset()
+            operation: "reading the schema levels", migration.version
+        ) { (version: $0.int64(0), write: $0.int64(1), read: $0.int64(2)) }
         if rows.count == 2, rows[0].version == Int64(migration.version), rows[0].write > rows[1].write,
             rows[0].read > rows[1].read
         {

@@ -65,7 +65,6 @@ final class QueueFile {
     private func configure() throws(QueueError) {
         // Read first: a foreign file (SQLITE_NOTADB) and a newer schema are found before anything could write.
         let version = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
-        // A newer release's file is used as it is when its change kept this role's level, else refused.
         try SchemaContract.admit(connection, fileVersion: Int(version), role: role)
         if options.verifyIntegrityOnOpen, version > 0 {
             try verifyIntegrity()
@@ -98,8 +97,7 @@ final class QueueFile {
         hasUserKeys = schema >= Self.userKeysVersion
         hasLimits = schema >= Self.limitsVersion
         hasQueueClock = schema >= Self.queueClockVersion
-        // A planted trigger runs inside every statement on its table: the schema is checked before anything is
-        // written, and the level with it (a newer release may migrate the file while this connection is open).
+        // The schema (QueueSchema) and the level with it: a newer release may migrate the file while this is open.
         let (role, full) = (role, schemaCheck == .full)
         let check = { (connection: Connection) throws(QueueError) in
             try SchemaContract.admitAgain(connection, role: role)
@@ -110,7 +108,6 @@ final class QueueFile {
         try connection.read("checking the schema") { () throws(QueueError) in
             try check(connection)
         }
-        // The schema may change after this open: every transaction compares again when the cookie moved.
         connection.schemaGuard = (
             check, try connection.scalarInt("PRAGMA schema_version", operation: "reading the schema cookie")
         )
@@ -143,10 +140,9 @@ final class QueueFile {
         // dead-letters it with the reason (StoredRow). Refusing the file for it would stop all delivery.
         try connection.execute("PRAGMA ignore_check_constraints = ON", operation: "checking the file's integrity")
         defer { try? connection.execute("PRAGMA ignore_check_constraints = OFF", operation: "checking integrity") }
-        let check = try connection.statement("PRAGMA quick_check(5)", operation: "checking the file's integrity")
-        defer { check.reset() }
-        var messages: [String] = []
-        while try check.step() { messages.append(check.text(0) ?? "") }
+        let messages = try connection.rows("PRAGMA quick_check(5)", operation: "checking the file's integrity") {
+            $0.text(0) ?? ""
+        }
         guard messages != ["ok"] else { return }
         throw QueueError.corrupt(path: path, detail: "quick_check: " + messages.joined(separator: "; "))
     }

@@ -8,7 +8,6 @@
 /// symlink's target with the umask's mode, and its locks do not cover two hard links of one file; every writer in
 /// the group can create or replace the queue file.
 enum QueuePath {
-    /// What was found at the path.
     enum State: Equatable {
         /// Nothing there: the queue will be created (mode 0660).
         case missing
@@ -45,8 +44,8 @@ enum QueuePath {
         guard type == S_IFREG else {
             throw QueueError.unsafeQueueFile(
                 path: path,
-                reason: "it is \(describe(type)), not a regular file; point --db at a queue file (a new one is created "
-                    + "where nothing exists)")
+                reason: "it is \(typeNames[type] ?? "a special file"), not a regular file; point --db at a queue "
+                    + "file (a new one is created where nothing exists)")
         }
         guard info.st_nlink <= 1 || allowingLinks else {
             throw QueueError.unsafeQueueFile(
@@ -110,16 +109,11 @@ enum QueuePath {
         if info.st_mode & 0o7777 != 0o660 { fchmod(fd, 0o660) }
     }
 
-    private static func describe(_ type: mode_t) -> String {
-        switch type {
-        case S_IFDIR: return "a directory"
-        case S_IFCHR: return "a character device"
-        case S_IFBLK: return "a block device"
-        case S_IFIFO: return "a FIFO (named pipe)"
-        case S_IFSOCK: return "a socket"
-        default: return "a special file"
-        }
-    }
+    private static let typeNames: [mode_t: String] = [
+        S_IFDIR: "a directory", S_IFCHR: "a character device", S_IFBLK: "a block device",
+        S_IFIFO: "a FIFO (named pipe)",
+        S_IFSOCK: "a socket",
+    ]
 
     private static func target(of path: String) -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

@@ -31,17 +31,17 @@ public enum QueueSchema {
     static func actual(
         _ connection: Connection, operation: String = "reading the schema", normalizing: Bool = true
     ) throws(QueueError) -> [String: Object] {
-        let statement = try connection.statement(
-            "SELECT type, name, tbl_name, sql FROM sqlite_schema", operation: operation)
-        defer { statement.reset() }
-        var objects: [String: Object] = [:]
-        while try statement.step() {
-            let object = Object(
-                type: statement.text(0) ?? "", name: statement.text(1) ?? "", tableName: statement.text(2) ?? "",
-                sql: normalizing ? statement.text(3).map(normalized) : statement.text(3))
-            objects[object.name] = object
+        let found = try objects(connection, operation: operation, normalizing: normalizing)
+        return Dictionary(found.map { ($0.name, $0) }, uniquingKeysWith: { $1 })
+    }
+
+    /// The rows of `sqlite_schema`, in its order.
+    static func objects(_ connection: Connection, operation: String, normalizing: Bool) throws(QueueError) -> [Object] {
+        try connection.rows("SELECT type, name, tbl_name, sql FROM sqlite_schema", operation: operation) {
+            Object(
+                type: $0.text(0) ?? "", name: $0.text(1) ?? "", tableName: $0.text(2) ?? "",
+                sql: normalizing ? $0.text(3).map(normalized) : $0.text(3))
         }
-        return objects
     }
 
     /// Every difference between `actual` and `expected`, one sentence each, in name order. `sqlite_sequence`
@@ -59,24 +59,21 @@ public enum QueueSchema {
             case (nil, let wanted?):
                 if name == "sqlite_sequence" { continue }
                 found.append("\(wanted.type) \(shown(name)) is missing")
-            case (let present?, nil):
-                if name.hasPrefix("sqlite_stat") { continue }
+            case (let present?, let wanted):
+                if present == wanted || (wanted == nil && name.hasPrefix("sqlite_stat")) { continue }
                 if let reason = intolerable[name] {
                     found.append(reason)
                     continue
                 }
+                // A recorded addition, or a table a newer migration changed additively (a column added), exactly
+                // as it recorded it.
                 if SchemaContract.Addition.tolerates(present, in: tolerated) { continue }
-                found.append(
-                    "\(shown(present.type)) \(shown(name)) on \(shown(present.tableName)) was not created by EventQueue"
-                        + (present.sql.map { ": " + shown($0) } ?? ""))
-            case (let present?, let wanted?):
-                if present == wanted { continue }
-                if let reason = intolerable[name] {
-                    found.append(reason)
+                guard let wanted else {
+                    found.append(
+                        "\(shown(present.type)) \(shown(name)) on \(shown(present.tableName)) was not created by "
+                            + "EventQueue" + (present.sql.map { ": " + shown($0) } ?? ""))
                     continue
                 }
-                // A table a newer migration changed additively (a column added), exactly as it recorded it.
-                if SchemaContract.Addition.tolerates(present, in: tolerated) { continue }
                 if name == "sqlite_sequence", present.type == wanted.type { continue }
                 found.append(
                     "\(wanted.type) \(shown(name)) differs from the one EventQueue creates: found "
@@ -121,21 +118,23 @@ public enum QueueSchema {
         return (found, intolerable.count == found.count)
     }
 
-    /// The writers' comparison: no trigger or view, and exactly the expected names with their types, read from the
-    /// migrations' text rather than built, in one statement over `sqlite_schema`. In a newer file a recorded
+    /// The writers' comparison: no trigger or view, and exactly the expected names with their types (listed at
+    /// build time from the migrations' text, not built), in one statement over `sqlite_schema`. In a newer file a recorded
     /// object is accepted when this binary may tolerate its definition (`SchemaContract.intolerance`); one under
     /// one of this binary's own names sends it to the full comparison.
     static func verifyNames(_ connection: Connection, version: Int) throws(QueueError) {
         let fileVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))
         let known = min(max(fileVersion, 1), version)
-        let expected = known == Migrations.latestVersion ? latestNames : expectedNames(version: known)
+        let expected = Migrations.objectNames[min(known, Migrations.latestVersion)] ?? [:]
         let tolerated = fileVersion > version ? try SchemaContract.additions(connection, after: version) : [:]
         if tolerated.keys.contains(where: { expected[$0] != nil }) {
             try verify(connection, version: version)
             return
         }
-        let ours = expected.reduce(into: [String: Object]()) { objects, entry in
-            objects[entry.key] = Object(type: entry.value, name: entry.key, tableName: "", sql: nil)
+        // This binary's objects, which a newer file's recorded additions are judged against.
+        var ours: [String: Object] = [:]
+        for (name, type) in expected where !tolerated.isEmpty {
+            ours[name] = Object(type: type, name: name, tableName: "", sql: nil)
         }
         let statement = try connection.statement(
             "SELECT type, name, tbl_name, sql FROM sqlite_schema", operation: "reading the schema")
@@ -172,36 +171,6 @@ public enum QueueSchema {
         if found.isEmpty, intolerable.isEmpty { return }
         if found.isEmpty { throw try additionsRefusal(connection, intolerable) }
         throw refusal(connection.path, found + intolerable)
-    }
-
-    private static let latestNames = expectedNames(version: Migrations.latestVersion)
-
-    /// Names (and types) of the tables and indexes the migrations up to `version` create, read from their text.
-    static func expectedNames(version: Int) -> [String: String] {
-        var names: [String: String] = [:]
-        for migration in Migrations.embedded where migration.version <= version {
-            // Lines cut on the bytes, and only the lines that name an object split into words (this runs at a cold
-            // writer's open). In the order the statements run: migration 7 drops an index and creates it again.
-            for line in migration.sql.utf8.split(separator: UInt8(ascii: "\n")).map({ Substring($0) }) {
-                if line.hasPrefix("DROP ") {
-                    if let last = line.split(separator: " ").last { names[String(last.prefix { $0 != ";" })] = nil }
-                } else if line.hasPrefix("ALTER TABLE ") {
-                    let words = line.split(separator: " ")
-                    if words.count == 6, words[3] == "RENAME", words[4] == "TO", let type = names[String(words[2])] {
-                        names[String(words[2])] = nil
-                        names[String(words[5].prefix { $0 != ";" })] = type
-                    }
-                } else if line.drop(while: { $0 == " " }).hasPrefix("CREATE ") {
-                    let words = line.split(separator: " ", omittingEmptySubsequences: true)
-                    guard words.count >= 3 else { continue }
-                    let rest = words[1] == "UNIQUE" ? words.dropFirst(2) : words.dropFirst(1)
-                    guard let type = rest.first, type == "TABLE" || type == "INDEX", rest.count >= 2 else { continue }
-                    let name = rest[rest.index(after: rest.startIndex)]
-                    names[String(name.prefix { $0 != "(" })] = type.lowercased()
-                }
-            }
-        }
-        return names
     }
 
     private static func listed(_ found: [String]) -> String {

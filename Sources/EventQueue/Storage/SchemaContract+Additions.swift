@@ -73,34 +73,30 @@ extension SchemaContract {
         -> String?
     {
         let operation = "reading a recorded index"
-        let list = try connection.statement(
-            #"SELECT "unique", partial FROM pragma_index_list(?1) WHERE name = ?2"#, operation: operation, table, name)
-        guard try list.step() else {
-            list.reset()
-            return "cannot be read"
-        }
-        let (unique, partial) = (list.int64(0) != 0, list.int64(1) != 0)
-        list.reset()
+        guard
+            let (unique, partial) = try connection.firstRow(
+                #"SELECT "unique", partial FROM pragma_index_list(?1) WHERE name = ?2"#, operation: operation, table,
+                name, row: { ($0.int64(0) != 0, $0.int64(1) != 0) })
+        else { return "cannot be read" }
         if unique { return "is UNIQUE, so it can refuse a write that EventQueue's schema accepts" }
         if partial { return "is partial: SQLite evaluates its WHERE clause on every write of \(shown(table))" }
-        let keys = try connection.statement(
+        let keys = try connection.rows(
             """
             SELECT x.cid, x.coll, c.name, coalesce(c.hidden, 0) FROM pragma_index_xinfo(?1) AS x
                 LEFT JOIN pragma_table_xinfo(?2) AS c ON c.cid = x.cid
             WHERE x.key = 1
-            """, operation: operation, name, table)
-        defer { keys.reset() }
-        while try keys.step() {
-            let column = keys.text(2) ?? "?"
-            if keys.int64(0) == -2 {
+            """, operation: operation, name, table
+        ) { (cid: $0.int64(0), collation: $0.text(1), column: $0.text(2) ?? "?", hidden: $0.int64(3)) }
+        for key in keys {
+            if key.cid == -2 {
                 return "indexes an expression, which SQLite evaluates on every write of \(shown(table))"
             }
-            if let collation = keys.text(1), !builtInCollations.contains(collation.uppercased()) {
+            if let collation = key.collation, !builtInCollations.contains(collation.uppercased()) {
                 return "uses the collation \(shown(collation)), which is not one of SQLite's own"
             }
             // table_xinfo's hidden: 2 a VIRTUAL generated column, computed for the index on every write.
-            if keys.int64(3) == 2 {
-                return "indexes the generated column \(shown(column)), computed on every write of \(shown(table))"
+            if key.hidden == 2 {
+                return "indexes the generated column \(shown(key.column)), computed on every write of \(shown(table))"
             }
         }
         return nil
@@ -114,15 +110,11 @@ extension SchemaContract {
         let operation = "reading a recorded table"
         let type = try connection.scalarText("SELECT type FROM pragma_table_list(?1)", operation: operation, name)
         guard type == "table" else { return "is a \(type ?? "missing") table, not an ordinary one" }
-        let references = try connection.statement(
-            #"SELECT "table" FROM pragma_foreign_key_list(?1)"#, operation: operation, name)
-        defer { references.reset() }
-        while try references.step() {
-            if let table = references.text(0), ourTables.contains(table.lowercased()) {
-                return "references EventQueue's table \(shown(table)) with a foreign key"
-            }
-        }
-        return nil
+        let references = try connection.rows(
+            #"SELECT "table" FROM pragma_foreign_key_list(?1)"#, operation: operation, name
+        ) { $0.text(0) ?? "" }
+        guard let table = references.first(where: { ourTables.contains($0.lowercased()) }) else { return nil }
+        return "references EventQueue's table \(shown(table)) with a foreign key"
     }
 
     /// The release that carries schema `version`, from its `schema_levels` row.

@@ -42,14 +42,14 @@ public enum SchemaContract {
     /// The file's required levels, or `nil` for a file older than the contract (no `schema_levels` table).
     static func levels(_ connection: Connection) throws(QueueError) -> Levels? {
         guard try hasContractTables(connection) else { return nil }
-        let statement = try connection.statement(
+        return try connection.firstRow(
             "SELECT version, write_level, read_level, release FROM schema_levels ORDER BY version DESC LIMIT 1",
-            operation: "reading the schema levels")
-        defer { statement.reset() }
-        guard try statement.step() else { return nil }
-        return Levels(
-            version: Int(statement.int64(0)), writeLevel: Int(statement.int64(1)),
-            readLevel: Int(statement.int64(2)), release: statement.text(3) ?? "?")
+            operation: "reading the schema levels"
+        ) {
+            Levels(
+                version: Int($0.int64(0)), writeLevel: Int($0.int64(1)), readLevel: Int($0.int64(2)),
+                release: $0.text(3) ?? "?")
+        }
     }
 
     /// The first release whose `role` implements `level` (the oldest `schema_levels` row at or above it).
@@ -87,20 +87,17 @@ public enum SchemaContract {
     /// The tables and indexes that migrations after `version` recorded (`schema_additions`), by name.
     static func additions(_ connection: Connection, after version: Int) throws(QueueError) -> [String: Addition] {
         guard try hasContractTables(connection) else { return [:] }
-        let statement = try connection.statement(
+        let found = try connection.rows(
             "SELECT name, version, type, tbl_name, sql FROM schema_additions WHERE version > ?1",
-            operation: "reading the schema additions", version)
-        defer { statement.reset() }
-        var found: [String: Addition] = [:]
-        while try statement.step() {
-            let addition = Addition(
+            operation: "reading the schema additions", version
+        ) { statement in
+            Addition(
                 version: Int(statement.int64(1)),
                 object: QueueSchema.Object(
                     type: statement.text(2) ?? "", name: statement.text(0) ?? "", tableName: statement.text(3) ?? "",
                     sql: statement.text(4).map(QueueSchema.normalized)))
-            found[addition.object.name] = addition
         }
-        return found
+        return Dictionary(found.map { ($0.object.name, $0) }, uniquingKeysWith: { $1 })
     }
 
     /// One row of `schema_additions`: an object a newer migration created, as that migration's binary recorded it.

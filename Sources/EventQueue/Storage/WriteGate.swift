@@ -23,8 +23,8 @@ final class WriteGate {
     var walSyncs = 0
 
     private let queuePath: String
-    private var line: WriteTurn?
-    private var lineOpened = false
+    /// The line, opened at the first write that waits in it (nil: unusable, the writes go without it).
+    private lazy var line: WriteTurn? = WriteTurn.open(queuePath: queuePath)
     /// The line's turn while this connection holds it.
     private var heldTurn: WriteTurn?
     /// When the current write began waiting (in line, then for the lock): the timeout counts from there.
@@ -36,7 +36,6 @@ final class WriteGate {
     static let eagerAfterNanoseconds: UInt64 = 20_000_000
     /// The patient phase's steps, as in SQLite's default handler.
     static let patientSteps: [UInt64] = [1_000_000, 2_000_000, 5_000_000, 10_000_000]
-    /// The eager phase's step.
     static let eagerStep: UInt64 = 600_000
     /// The step of a connection that holds the writers' turn with writers behind it (alone in line, eager polling
     /// would only take the lock from the consumer between its claim and its ack).
@@ -56,7 +55,7 @@ final class WriteGate {
     func enter() {
         let start = WallClock.monotonicNanoseconds()
         writeStartedAt = start
-        guard waitsInLine, let line = openedLine() else { return }
+        guard waitsInLine, let line else { return }
         let (budget, overflow) = Int64(max(0, timeoutMilliseconds)).multipliedReportingOverflow(by: 1_000_000)
         if line.take(timeoutNanoseconds: overflow ? Int64.max : budget) { heldTurn = line }
     }
@@ -66,15 +65,6 @@ final class WriteGate {
         writeStartedAt = nil
         heldTurn?.give()
         heldTurn = nil
-    }
-
-    /// The line, opened at the first write that waits in it (nil: unusable, the writes go without it).
-    private func openedLine() -> WriteTurn? {
-        if !lineOpened {
-            lineOpened = true
-            line = WriteTurn.open(queuePath: queuePath)
-        }
-        return line
     }
 
     /// Called by SQLite with the number of earlier calls for the same lock attempt. Returns false to give up.

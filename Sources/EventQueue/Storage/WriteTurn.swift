@@ -27,7 +27,6 @@ final class WriteTurn {
         if turn.descriptor >= 0 { Glibc.close(turn.descriptor) }
     }
 
-    /// The path of the line's file beside the queue.
     static func path(forQueue path: String) -> String { path + "-turn" }
 
     /// Opens (creating with the queue file's mode and owner) and maps the line, or nil: write without it then.

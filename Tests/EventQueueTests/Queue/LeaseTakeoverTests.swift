@@ -46,8 +46,8 @@ import Testing
         let restarted = try QueueConsumer(path: path)
         defer { restarted.close() }
         #expect(try restarted.releaseLeasesOfDeadProcesses() == 2)
-        #expect(QueueConsumer.isLiveProcessOnThisHost("\(host):\(getpid()):x@\(start)"))
-        #expect(QueueConsumer.isDeadProcessOnThisHost("\(host):\(getpid()):x@\(start &+ 1)"))
-        #expect(!QueueConsumer.isDeadProcessOnThisHost("\(host):1:init"), "an id without a start time: pid only")
+        #expect(ProcessIdentity.isRunning(owner: "\(host):\(getpid()):x@\(start)") == true)
+        #expect(ProcessIdentity.isRunning(owner: "\(host):\(getpid()):x@\(start &+ 1)") == false)
+        #expect(ProcessIdentity.isRunning(owner: "\(host):1:init") != false, "an id without a start time: pid only")
     }
 }
