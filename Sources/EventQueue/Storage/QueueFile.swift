@@ -54,11 +54,22 @@ final class QueueFile {
         self.options = options
         self.schemaCheck = schemaCheck
         connection = try Connection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
-        do {
-            try configure()
-        } catch {
-            connection.close()
-            throw error
+        let started = WallClock.monotonicNanoseconds()
+        let budget = UInt64(max(0, min(options.busyTimeoutMilliseconds, Int(Int32.max)))) * 1_000_000
+        while true {
+            do throws(QueueError) {
+                try configure()
+                return
+            } catch .busy where WallClock.monotonicNanoseconds() &- started < budget {
+                // Some of SQLite's lock conflicts while openers of a new file create it and switch it to WAL
+                // answer SQLITE_BUSY without calling the busy handler (seen with 8 at once): every step of
+                // configure() can run again, so wait as the handler would have, up to the same timeout.
+                var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
+                nanosleep(&pause, nil)
+            } catch {
+                connection.close()
+                throw error
+            }
         }
     }
 
