@@ -130,19 +130,13 @@ public struct ErasureKey: Sendable, Hashable {
         guard digits.count % 2 == 0, digits.count <= 128 else { return nil }
         var bytes: [UInt8] = []
         for index in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
+            // One digit at a time: a pair such as "+f" would parse as a signed number.
+            guard let high = UInt8(String(UnicodeScalar(digits[index])), radix: 16),
+                let low = UInt8(String(UnicodeScalar(digits[index + 1])), radix: 16)
+            else { return nil }
             bytes.append(high << 4 | low)
         }
         return bytes
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
-        default: return nil
-        }
     }
 }
 

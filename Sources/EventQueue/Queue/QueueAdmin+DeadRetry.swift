@@ -39,17 +39,15 @@ extension QueueAdmin {
     /// Why an erasure would be dead-lettered again at delivery, or `nil`; never checked as a Braze record.
     static func erasureProblem(payload: String, column: String?) -> String? {
         guard let erasure = column.flatMap(Erasure.init(json:)) else { return Erasure.unreadableColumnReason }
-        switch erasure.user(payload: payload) {
-        case .success: return nil
-        case .failure(let problem): return "erasure not sendable: \(problem)"
-        }
+        if case .failure(let problem) = erasure.user(payload: payload) { return "erasure not sendable: \(problem)" }
+        return nil
     }
 
     /// Why a payload would be dead-lettered again at delivery, or `nil` when it would be sent.
     static func problem(payload: String, kind: RecordKind, createdAt: Int64) -> String? {
-        switch StoredPayload.check(payload, kind: kind, createdAtMilliseconds: createdAt) {
-        case .success: return nil
-        case .failure(let problem): return problem.description
+        if case .failure(let problem) = StoredPayload.check(payload, kind: kind, createdAtMilliseconds: createdAt) {
+            return problem.description
         }
+        return nil
     }
 }

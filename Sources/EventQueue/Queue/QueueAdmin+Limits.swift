@@ -83,10 +83,7 @@ extension QueueAdmin {
         var result = LimitEnforcement()
         guard let limits = try self.limits()?.limits else { return result }
         result.limits = limits
-        let sizeLimit = limits.maxQueueBytes > 0 ? limits.maxQueueBytes : nil
-        if file.walBudgetBytes != sizeLimit.map(SpaceKeeper.walBudget) {
-            try SpaceKeeper.applyWALBudget(file, limit: sizeLimit)
-        }
+        try SpaceKeeper.applyWALBudget(file, limit: limits.maxQueueBytes > 0 ? limits.maxQueueBytes : nil)
         if limits.maxAgeSeconds > 0 {
             result.expired = try expireOldRecords(maxAgeSeconds: limits.maxAgeSeconds, now: now, boot: boot)
         }

@@ -2,7 +2,7 @@ extension QueueAdmin {
     /// How long delivered idempotency keys are remembered.
     public static let deliveredKeyRetentionMilliseconds: Int64 = 7 * 24 * 3600 * 1000
 
-    /// How long the closing checkpoint waits for writers in progress (far below a writer's busy timeout).
+    /// How long one `TRUNCATE` checkpoint try waits (far below a writer's busy timeout: new writers wait behind it).
     static let checkpointBusyTimeoutMilliseconds = 100
 
     /// Returns space after a drain: forgets expired idempotency keys, frees the pages of deleted records (a scrubbing

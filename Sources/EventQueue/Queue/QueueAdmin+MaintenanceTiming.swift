@@ -49,9 +49,7 @@ extension QueueAdmin {
         file.upkeepDeferredSince = nil
         return try checkpointAndVacuum(now: now)
     }
-}
 
-extension QueueAdmin {
     /// Bytes of free pages, what a vacuum would return (read from the file's header).
     func freeBytes() throws(QueueError) -> Int64 {
         let size = try measure("measuring the free pages")

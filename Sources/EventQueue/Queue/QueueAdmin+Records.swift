@@ -81,7 +81,6 @@ extension QueueAdmin {
         return purged
     }
 
-    /// The records matching `condition`, in id order, at most `limit` of them.
     private func list(where condition: String, limit: Int, operation: String) throws(QueueError) -> [QueuedRecord] {
         try file.connection.rows(
             """
@@ -109,9 +108,7 @@ extension QueueAdmin {
         guard stat(path, &info) == 0 else { return 0 }
         return Int64(info.st_size)
     }
-}
 
-extension QueueAdmin {
     /// The highest record id ever assigned (never reused; 0 before the first): "records enqueued" from the file.
     public func highestAssignedID() throws(QueueError) -> Int64 {
         try file.connection.scalarInt(

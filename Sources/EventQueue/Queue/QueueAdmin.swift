@@ -10,7 +10,7 @@ public final class QueueAdmin {
 
     /// Opens the queue at `path` for administration, with the full schema check as for a consumer.
     public init(path: String, options: QueueOptions = QueueOptions()) throws(QueueError) {
-        file = try QueueFile(path: path, options: options, schemaCheck: .full)
+        file = try QueueFile(path: path, options: options, role: .consumer)
         ownsFile = true
     }
 

@@ -22,7 +22,6 @@ public final class QueueBatch {
     let connection: Connection
     let now: Int64
     let hasUserKeys: Bool
-    /// The size limit of this transaction (`SpaceKeeper`), or `nil` when none is recorded.
     var keeper: SpaceKeeper?
 
     init(connection: Connection, now: Int64, hasUserKeys: Bool) {
@@ -154,13 +153,7 @@ public final class QueueBatch {
         {
             throw refusal
         }
-        switch outcome {
-        case .inserted(let id):
-            if let deadReason { return .deadLettered(id: id, reason: deadReason) }
-            return .enqueued(id: id)
-        case .alreadyKnown(let id):
-            return .alreadyKnown(id: id)
-        }
+        return outcome
     }
 }
 
@@ -187,7 +180,7 @@ extension QueueWriter {
         let batch = QueueBatch(connection: connection, now: WallClock.nowMilliseconds(), hasUserKeys: file.hasUserKeys)
         return try connection.write(
             "enqueueing a batch",
-            rethrowing: { () throws -> LimitedWrite<T, any Error> in
+            rethrowing: { () throws -> Result<T, any Error> in
                 batch.keeper = try SpaceKeeper.begin(file)
                 let value: T
                 do {
@@ -195,13 +188,13 @@ extension QueueWriter {
                 } catch {
                     // A refusal ends the batch whatever error the body made of it: its count commits, then that error.
                     if countingRefusal, let keeper = batch.keeper, keeper.refusal != nil, try keeper.finish() != nil {
-                        return .refused(error)
+                        return .failure(error)
                     }
                     throw error
                 }
                 if let refusal = batch.keeper?.refusal, !countingRefusal { throw refusal }
-                if let refusal = try batch.keeper?.finish() { return .refused(refusal) }
-                return .stored(value)
+                if let refusal = try batch.keeper?.finish() { return .failure(refusal) }
+                return .success(value)
             }
         ).get()
     }

@@ -97,7 +97,7 @@ public enum QueueCheck {
         if version > Migrations.latestVersion {
             comparable = try inspectNewer(connection, version: version, into: &report)
         } else if version >= 1 {
-            try reportLevels(connection, version: version, into: &report)
+            try reportLevels(connection, into: &report)
         }
         if version == 0 {
             report.problems.append("the file has no EventQueue schema (user_version 0)")
@@ -119,7 +119,7 @@ public enum QueueCheck {
         }
         if comparable {
             // The whole schema, as the daemon compares it (QueueSchema.verify): every difference named.
-            let differences = try QueueSchema.differences(connection, version: Migrations.latestVersion)
+            let differences = try QueueSchema.compare(connection, version: Migrations.latestVersion).differences
             report.facts.append(.init(name: "schema", value: differences.isEmpty ? "ok" : "differs"))
             report.problems.append(contentsOf: differences.map { "schema: " + $0 })
             if version > Migrations.latestVersion, differences.isEmpty {
@@ -166,9 +166,7 @@ public enum QueueCheck {
 
     /// The file's levels and the releases that may write and consume it (facts `write_level`, `read_level`,
     /// `writers`, `consumers`). A file older than the contract is shared with EventQueue 1.0.0 too.
-    private static func reportLevels(_ connection: Connection, version: Int, into report: inout CheckReport)
-        throws(QueueError)
-    {
+    private static func reportLevels(_ connection: Connection, into report: inout CheckReport) throws(QueueError) {
         var facts = [
             ("write_level", "1"), ("read_level", "1"), ("writers", "EventQueue 1.0.0 and later"),
             ("consumers", "EventQueue 1.0.0 and later (the daemon migrates it at start)"),
@@ -195,19 +193,15 @@ public enum QueueCheck {
                 "schema version \(version) is newer than this binary's \(Migrations.latestVersion); upgrade EventQueue")
             return false
         }
-        try reportLevels(connection, version: version, into: &report)
-        var refused: [String] = []
+        try reportLevels(connection, into: &report)
+        let problems = report.problems.count
         for role in [QueueRole.writer, .consumer] {
             do {
                 try SchemaContract.admit(connection, fileVersion: version, role: role)
             } catch {
-                refused.append(error.description)
+                report.problems.append(error.description)
             }
         }
-        guard refused.isEmpty else {
-            report.problems.append(contentsOf: refused)
-            return false
-        }
-        return true
+        return report.problems.count == problems
     }
 }

@@ -4,13 +4,7 @@ public struct DrainLockHolder: Sendable, Hashable {
     public var owner: String
     /// When its lock lapses unless renewed (UTC Unix milliseconds).
     public var expiresAtMilliseconds: Int64
-}
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
-extension DrainLockHolder {
     /// The holder with its expiry kept plausible: callers schedule from it (Int64.max must not overflow "+ 100 ms").
     func plausible(now: Int64) -> DrainLockHolder {
         DrainLockHolder(

@@ -25,7 +25,7 @@ public final class QueueConsumer {
     /// Opens the queue at `path` as a consumer, with the full schema check. `consumerID` names it in leases and the
     /// drain lock (default: host, pid and a random part, so a restart here can release a dead one's leases).
     public init(path: String, options: QueueOptions = QueueOptions(), consumerID: String? = nil) throws(QueueError) {
-        file = try QueueFile(path: path, options: options, schemaCheck: .full)
+        file = try QueueFile(path: path, options: options, role: .consumer)
         self.consumerID = consumerID ?? QueueConsumer.makeConsumerID()
         // A claim walks the live rows and probes each user's index: with SQLite's default 2 MB page cache a big
         // backlog's pages are read again from the OS on every claim. One consumer per process: 32 MB at most.
@@ -45,9 +45,8 @@ public final class QueueConsumer {
         limit: Int, leaseMilliseconds: Int64, now: Int64 = WallClock.nowMilliseconds()
     ) throws(QueueError) -> Claim {
         let lease = nextLease(leaseMilliseconds: leaseMilliseconds, now: now)
-        let connection = file.connection
         // Not durable: a claim lost to a power cut only makes its records claimable again; the ack syncs it.
-        let records = try connection.write("claiming records", durable: false) {
+        let records = try file.connection.write("claiming records", durable: false) {
             () throws(QueueError) -> [ClaimedRecord] in
             guard let ids = try walkClaimable(claims: 1, limit: limit, now: now).first else { return [] }
             return try claimRows(ids, lease: lease, now: now)

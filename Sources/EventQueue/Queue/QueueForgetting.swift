@@ -115,21 +115,18 @@ enum QueueForgetting {
         }
         report.rememberedKeys += try forgetKeys(userKey, connection: connection, version: version)
         if let erasureKey {
+            var erasure = Erasure(
+                type: Erasure.IdentifierType(user), after: tokens, leasedUntilMilliseconds: leasedUntil)
             guard
                 let id = try connection.firstRow(
                     "INSERT INTO records (kind, payload, erasure) VALUES ('attribute', ?1, ?2) RETURNING id",
-                    operation: operation, Erasure.payload(for: user),
-                    Erasure(type: Erasure.IdentifierType(user), after: tokens, leasedUntilMilliseconds: leasedUntil)
-                        .json, row: { $0.int64(0) })
+                    operation: operation, Erasure.payload(for: user), erasure.json, row: { $0.int64(0) })
             else {
                 throw QueueError.sqlite(code: 0, message: "the erasure's INSERT returned no id", operation: operation)
             }
             // The grant binds the id SQLite just gave the row, so it is written in a second statement.
-            let type = Erasure.IdentifierType(user)
-            let grant = Erasure(
-                type: type, after: tokens, grant: erasureKey.grant(id: id, type: type, userKey: userKey),
-                leasedUntilMilliseconds: leasedUntil)
-            try connection.run("UPDATE records SET erasure = ?1 WHERE id = ?2", operation: operation, grant.json, id)
+            erasure.grant = erasureKey.grant(id: id, type: erasure.type, userKey: userKey)
+            try connection.run("UPDATE records SET erasure = ?1 WHERE id = ?2", operation: operation, erasure.json, id)
             report.erasureIDs.append(id)
             report.waitsFor += tokens.filter { !report.waitsFor.contains($0) }
         }

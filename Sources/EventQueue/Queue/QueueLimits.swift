@@ -61,7 +61,6 @@ public struct QueueDrops: Sendable, Hashable {
     public var isZero: Bool { self == QueueDrops() }
 }
 
-/// The statements that read and write `queue_limits` and `queue_drops`, in one place.
 enum QueueLimitsSQL {
     /// The writer's one read per transaction: the size limit and the policy.
     static let readSizeLimit = "SELECT max_queue_bytes, when_full FROM queue_limits WHERE id = 1"

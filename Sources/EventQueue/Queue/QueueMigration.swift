@@ -32,7 +32,7 @@ public enum QueueMigration {
     /// Applies the pending migrations, each in its own transaction as at the daemon's start; returns what it did.
     public static func run(path: String, options: QueueOptions = QueueOptions()) throws(QueueError) -> Plan {
         let planned = try plan(path: path, options: options)
-        let file = try QueueFile(path: path, options: options, schemaCheck: .full)
+        let file = try QueueFile(path: path, options: options, role: .consumer)
         file.close()
         return planned
     }

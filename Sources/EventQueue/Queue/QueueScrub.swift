@@ -18,8 +18,6 @@ enum QueueScrub {
     static let assumedBytesPerSecond: Int64 = 40 * 1024 * 1024
     /// Up to this much live data the vacuum's rebuilt copy is kept in memory; above it, in a temporary file.
     static let inMemoryLiveBytesLimit: Int64 = 64 * 1024 * 1024
-    /// How long one `TRUNCATE` try waits for readers (far below a writer's busy timeout: new writers wait behind it).
-    static let checkpointTryMilliseconds = 100
     /// How long `forget` keeps trying to empty the WAL before it reports that it could not.
     static let forgetCheckpointDeadlineNanoseconds: UInt64 = 10_000_000_000
 
@@ -33,7 +31,7 @@ enum QueueScrub {
         let started = WallClock.monotonicNanoseconds()
         let vacuumed = try vacuumWithinBound(file, operation: "scrubbing deleted records")
         let truncated = try file.connection.truncateWAL(
-            tryMilliseconds: checkpointTryMilliseconds,
+            tryMilliseconds: QueueAdmin.checkpointBusyTimeoutMilliseconds,
             deadlineNanoseconds: started &+ forgetCheckpointDeadlineNanoseconds,
             operation: "scrubbing deleted records")
         if vacuumed && truncated { clearMark(file) }
@@ -77,7 +75,6 @@ enum QueueScrub {
     /// removes only a mark unchanged since its `VACUUM` began, told by each forget's own token.
     static func markPath(_ queuePath: String) -> String { queuePath + "-scrub-owed" }
 
-    /// Makes the mark, or makes it new.
     static func markOwed(_ queuePath: String) throws(QueueError) {
         let path = markPath(queuePath)
         let token = "\(WallClock.nowMilliseconds()) \(getpid()) \(WallClock.monotonicNanoseconds())\n"
@@ -104,7 +101,6 @@ enum QueueScrub {
         unlink(markPath(file.path))
     }
 
-    /// The mark's token, `nil` without a mark.
     static func markToken(_ queuePath: String) -> String? {
         let fd = open(markPath(queuePath), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard fd >= 0 else { return nil }

@@ -27,14 +27,14 @@ public final class QueueWriter {
         try file.checkFreeSpaceReserve()
         // One transaction for a keyed insert's two statements: a purge between them cannot leave it without an id.
         let file = self.file
-        return try file.connection.write("enqueueing") { () throws(QueueError) -> LimitedWrite<Int64, QueueError> in
+        return try file.connection.write("enqueueing") { () throws(QueueError) -> Result<Int64, QueueError> in
             guard let keeper = try SpaceKeeper.begin(file, expecting: (1, encoded.payload.count)) else {
-                return .stored(try insert(encoded).id)
+                return .success(try insert(encoded).id)
             }
             let outcome = try insert(encoded)
             if outcome.isNew { _ = try keeper.admit(newRow: outcome.id, payloadBytes: encoded.payload.count) }
-            if let refusal = try keeper.finish() { return .refused(refusal) }
-            return .stored(outcome.id)
+            if let refusal = try keeper.finish() { return .failure(refusal) }
+            return .success(outcome.id)
         }.get()
     }
 
@@ -73,7 +73,7 @@ public final class QueueWriter {
         try file.checkFreeSpaceReserve()
         let file = self.file
         return try file.connection.write("enqueueing a batch") {
-            () throws(QueueError) -> LimitedWrite<[Int64], QueueError> in
+            () throws(QueueError) -> Result<[Int64], QueueError> in
             let payloadBytes = encoded.reduce(0) { $0 + $1.payload.count }
             let keeper = try SpaceKeeper.begin(file, expecting: (encoded.count, payloadBytes))
             var ids: [Int64] = []
@@ -87,8 +87,8 @@ public final class QueueWriter {
                     break
                 }
             }
-            if let refusal = try keeper?.finish(notOffered: encoded.count - ids.count) { return .refused(refusal) }
-            return .stored(ids)
+            if let refusal = try keeper?.finish(notOffered: encoded.count - ids.count) { return .failure(refusal) }
+            return .success(ids)
         }.get()
     }
 
@@ -97,7 +97,7 @@ public final class QueueWriter {
         file.close()
     }
 
-    private func insert(_ record: EncodedRecord) throws(QueueError) -> RecordInsert.Outcome {
+    private func insert(_ record: EncodedRecord) throws(QueueError) -> BatchOutcome {
         try RecordInsert.insert(
             file.connection, hasUserKeys: file.hasUserKeys, kind: record.kind, payload: record.payload,
             createdAt: record.createdAtMilliseconds, key: record.idempotencyKey, scope: record.keyScope)

@@ -6,30 +6,11 @@
 /// the migration (`user_key` ''), and its records an older writer queued with the global key. On an older file (a
 /// writer never migrates a served file) the key is global, as that schema defines.
 enum RecordInsert {
-    enum Outcome {
-        /// A new row with this id.
-        case inserted(Int64)
-        /// The key already names this record: nothing was written.
-        case alreadyKnown(Int64)
-
-        var id: Int64 {
-            switch self {
-            case .inserted(let id), .alreadyKnown(let id): return id
-            }
-        }
-
-        /// Whether a row was written (the size limit measures only then).
-        var isNew: Bool {
-            if case .inserted = self { return true }
-            return false
-        }
-    }
-
     /// Inserts one row (pending, or dead with `deadReason`), in the caller's transaction (a keyed one is two steps).
     static func insert(
         _ connection: Connection, hasUserKeys: Bool, kind: RecordKind, payload: [UInt8], createdAt: Int64,
         key: String?, scope: KeyScope?, deadReason: String? = nil
-    ) throws(QueueError) -> Outcome {
+    ) throws(QueueError) -> BatchOutcome {
         guard let key else {
             if deadReason == nil {
                 // The hot path: one short statement.
@@ -39,12 +20,12 @@ enum RecordInsert {
                 insert.bindText(2, utf8: payload)
                 insert.bind(3, createdAt)
                 try insert.run()
-                return .inserted(connection.lastInsertRowID)
+                return .enqueued(id: connection.lastInsertRowID)
             }
             let statement = try connection.statement(Self.deadLetterSQL, operation: "enqueueing a dead letter")
             bindRow(statement, kind: kind, payload: payload, createdAt: createdAt, deadReason: deadReason)
             try statement.run()
-            return .inserted(connection.lastInsertRowID)
+            return inserted(connection.lastInsertRowID, deadReason)
         }
         guard hasUserKeys, let scope else {
             return try insertGlobal(
@@ -59,10 +40,15 @@ enum RecordInsert {
         if try statement.step() {
             let id = statement.int64(0)
             try statement.run()
-            return .inserted(id)
+            return inserted(id, deadReason)
         }
         statement.reset()
-        return .alreadyKnown(try existingUserKeyedRecord(connection, key: key, scope: scope))
+        return .alreadyKnown(id: try existingUserKeyedRecord(connection, key: key, scope: scope))
+    }
+
+    /// A row just inserted: a dead letter with `deadReason`, else pending.
+    private static func inserted(_ id: Int64, _ deadReason: String?) -> BatchOutcome {
+        deadReason.map { .deadLettered(id: id, reason: $0) } ?? .enqueued(id: id)
     }
 
     /// ?1 kind, ?2 payload, ?3 created at, ?5 dead reason (NULL: pending).
@@ -125,7 +111,7 @@ enum RecordInsert {
     private static func insertGlobal(
         _ connection: Connection, kind: RecordKind, payload: [UInt8], createdAt: Int64, key: String,
         deadReason: String?
-    ) throws(QueueError) -> Outcome {
+    ) throws(QueueError) -> BatchOutcome {
         let statement = try connection.statement(
             """
             INSERT INTO records (kind, payload, created_at_ms, idempotency_key, state, last_error, dead_at_ms)
@@ -140,7 +126,7 @@ enum RecordInsert {
         if try statement.step() {
             let id = statement.int64(0)
             try statement.run()
-            return .inserted(id)
+            return inserted(id, deadReason)
         }
         statement.reset()
         let existing = try connection.firstRow(
@@ -156,6 +142,14 @@ enum RecordInsert {
                 detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\" is in the index "
                     + "but in no record")
         }
-        return .alreadyKnown(existing)
+        return .alreadyKnown(id: existing)
+    }
+}
+
+extension BatchOutcome {
+    /// Whether a row was written (the size limit measures only then).
+    var isNew: Bool {
+        if case .alreadyKnown = self { return false }
+        return true
     }
 }

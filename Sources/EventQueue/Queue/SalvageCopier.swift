@@ -10,7 +10,6 @@ struct SalvageCopier {
     /// Rows to insert with a new id once every row that keeps its id is in (and the id counter carried over).
     var deferred: [Values] = []
 
-    /// One row's validated values, ready to insert.
     struct Values {
         var id: Int64?
         var kind: RecordKind
@@ -53,9 +52,7 @@ struct SalvageCopier {
     }
 
     enum Read {
-        case row(Int64)
-        case end
-        case damaged
+        case row(Int64), end, damaged
     }
 
     init(reader: Connection, writer: Connection, now: Int64, maxAttempts: Int64) {
@@ -80,7 +77,7 @@ struct SalvageCopier {
                 guard id < Int64.max else { break scan }
                 next = id + 1
             case .damaged:
-                let resume = try nextReadable(after: next, report: &report)
+                let resume = try nextReadable(after: next)
                 // Unreadable to the end: the range ends at the highest id ever assigned, when that is known.
                 let end = resume.map { $0 - 1 } ?? max(next, highestAssignedID() ?? Int64.max)
                 report.damagedRanges.append(next...end)
@@ -126,7 +123,7 @@ struct SalvageCopier {
 
     /// The smallest id after `start` from which a read succeeds (or finds the end), by doubling then bisecting.
     /// `nil` when nothing after `start` can be read.
-    private mutating func nextReadable(after start: Int64, report: inout SalvageReport) throws(QueueError) -> Int64? {
+    private func nextReadable(after start: Int64) throws(QueueError) -> Int64? {
         var bad = start
         var step: Int64 = 1
         var good: Int64?

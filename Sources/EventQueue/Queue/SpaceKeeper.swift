@@ -8,7 +8,7 @@
 /// appended since could have used up the room left, so a transaction far below the limit measures once.
 ///
 /// A transaction that might not fit opens a savepoint; a refusal rolls back to it and counts the refused records,
-/// so the write door commits the count alone, and the caller throws `queueFull` after the commit (`LimitedWrite`).
+/// so the write door commits the count alone, and the caller throws `queueFull` after the commit (a `Result`).
 final class SpaceKeeper {
     let connection: Connection
     let maxBytes: Int64
@@ -62,10 +62,10 @@ final class SpaceKeeper {
         let maxBytes = try statement.step() ? statement.int64(0) : 0
         guard maxBytes > 0 else {
             statement.reset()
-            if file.walBudgetBytes != nil { try applyWALBudget(file, limit: nil) }
+            try applyWALBudget(file, limit: nil)
             return nil
         }
-        if file.walBudgetBytes != walBudget(limit: maxBytes) { try applyWALBudget(file, limit: maxBytes) }
+        try applyWALBudget(file, limit: maxBytes)
         // An unknown policy (planted with checks off) refuses: it gives nothing up.
         let policy = QueueLimits.WhenFull(rawValue: statement.text(1) ?? "") ?? .refuse
         statement.reset()
@@ -82,7 +82,6 @@ final class SpaceKeeper {
             pageSize: pageSize)
     }
 
-    /// Pages in use now, inside the transaction (`page_count - freelist_count`).
     static func usedPages(_ connection: Connection) throws(QueueError) -> Int64 {
         let operation = "measuring the queue file"
         return try connection.scalarInt("PRAGMA page_count", operation: operation)
@@ -98,6 +97,7 @@ final class SpaceKeeper {
     /// Sets `wal_autocheckpoint` and `journal_size_limit` for `limit` (or the defaults without one), once per
     /// change of limit.
     static func applyWALBudget(_ file: QueueFile, limit: Int64?) throws(QueueError) {
+        guard file.walBudgetBytes != limit.map(walBudget) else { return }
         let connection = file.connection
         let operation = "sizing the write-ahead log for the size limit"
         guard let limit else {
@@ -181,13 +181,12 @@ final class SpaceKeeper {
         return (pending, pending)
     }
 
-    /// Records offered after the refusal, without a row (`QueueBatch`): counted refused with the others.
     func offeredAfterTheRefusal() {
         offeredAfterRefusal += 1
     }
 
     /// Ends the transaction's limited part. Refused: rolls back to the savepoint (its drops too), counts every record
-    /// left unstored (appended, offered after, `notOffered`) refused, and returns the refusal (`LimitedWrite`).
+    /// left unstored (appended, offered after, `notOffered`) refused, and returns the refusal.
     func finish(notOffered: Int = 0) throws(QueueError) -> QueueError? {
         guard let refusal else {
             if refusable { try connection.statement(Self.release, operation: "enqueueing").run() }
@@ -217,19 +216,5 @@ struct DropPace {
     mutating func record(dropped count: Int, freed bytes: Int64) {
         dropped += count
         freed += max(0, bytes)
-    }
-}
-
-/// What a write transaction under the size limit came to: a refusal is a value inside the write door, so the
-/// door commits its count, and the caller throws after.
-enum LimitedWrite<Value, Failure: Error> {
-    case stored(Value)
-    case refused(Failure)
-
-    func get() throws(Failure) -> Value {
-        switch self {
-        case .stored(let value): return value
-        case .refused(let error): throw error
-        }
     }
 }

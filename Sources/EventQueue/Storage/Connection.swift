@@ -172,7 +172,6 @@ final class Connection {
         return try statement.step() ? try row(statement) : nil
     }
 
-    /// Reads one integer from a single-row query such as `PRAGMA user_version`.
     func scalarInt(_ sql: String, operation: String, _ values: (any SQLValue)?...) throws(QueueError) -> Int64 {
         let statement = try statement(sql, operation: operation, values: values)
         defer { statement.reset() }
@@ -185,7 +184,6 @@ final class Connection {
         return try scalarInt(sql, operation: "reading the schema", name) > 0
     }
 
-    /// Reads one text value from a single-row query such as `PRAGMA journal_mode`.
     func scalarText(_ sql: String, operation: String, _ values: (any SQLValue)?...) throws(QueueError) -> String? {
         let statement = try statement(sql, operation: operation, values: values)
         defer { statement.reset() }

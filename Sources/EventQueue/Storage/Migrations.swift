@@ -50,18 +50,16 @@ public enum Migrations {
             try connection.write("creating the schema") { () throws(QueueError) in
                 for migration in steps { try apply(migration) }
             }
+            // A new file: move the schema out of the WAL at once, so that the file's size and its WAL's mean
+            // what they say. Never waits: a busy file is checkpointed later by whoever closes it last.
+            _ = try? connection.withBusyTimeout(milliseconds: 0) { () throws(QueueError) in
+                try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the new schema")
+            }
         } else {
             for migration in steps {
                 try connection.write("migrating to schema version \(migration.version)") {
                     () throws(QueueError) in try apply(migration)
                 }
-            }
-        }
-        if current == 0 {
-            // A new file: move the schema out of the WAL at once, so that the file's size and its WAL's mean
-            // what they say. Never waits: a busy file is checkpointed later by whoever closes it last.
-            _ = try? connection.withBusyTimeout(milliseconds: 0) { () throws(QueueError) in
-                try connection.execute("PRAGMA wal_checkpoint(TRUNCATE)", operation: "checkpointing the new schema")
             }
         }
     }

@@ -11,15 +11,10 @@ final class QueueFile {
     let options: QueueOptions
     var path: String { connection.path }
 
-    /// How much of the schema an open compares with the one the migrations create (see `QueueSchema`).
-    enum SchemaCheck {
-        /// Names and types, and no trigger or view: one statement, for writers.
-        case names
-        /// Every object's definition: for the daemon and every consumer.
-        case full
-    }
-
-    let schemaCheck: SchemaCheck
+    /// How much of the schema an open compares with the one the migrations create (`QueueSchema`): a writer, names
+    /// and types and no trigger or view (one statement); a consumer (the daemon, an admin), every object's definition.
+    /// Consumers alone migrate an existing file.
+    let role: QueueRole
     /// Since when the upkeep after a pass has waited for writers to pause (`QueueAdmin.maintainAfterPass`).
     var upkeepDeferredSince: UInt64?
     /// Rows this connection deleted since its last `VACUUM`, whose bytes the upkeep scrubs. Unknown at open (an
@@ -47,12 +42,10 @@ final class QueueFile {
 
     /// What the queue had given up when the daemon last looked (`QueueAdmin.dropsSinceLastLook`).
     var dropsSeen: QueueDrops?
-    /// Writers check names; consumers check everything (and are the ones that migrate an existing file).
-    var role: QueueRole { schemaCheck == .full ? .consumer : .writer }
 
-    init(path: String, options: QueueOptions, schemaCheck: SchemaCheck = .names) throws(QueueError) {
+    init(path: String, options: QueueOptions, role: QueueRole = .writer) throws(QueueError) {
         self.options = options
-        self.schemaCheck = schemaCheck
+        self.role = role
         connection = try Connection(path: path, busyTimeoutMilliseconds: options.busyTimeoutMilliseconds)
         let started = WallClock.monotonicNanoseconds()
         let budget = UInt64(max(0, min(options.busyTimeoutMilliseconds, Int(Int32.max)))) * 1_000_000
@@ -99,7 +92,7 @@ final class QueueFile {
         // in memory: on disk each would be a temp file created, written and unlinked per batch.
         try connection.execute("PRAGMA temp_store = MEMORY", operation: "keeping temporary data in memory")
         var schema = Int(version)
-        if version == 0 || (version < Migrations.latestVersion && schemaCheck == .full) {
+        if version == 0 || (version < Migrations.latestVersion && role == .consumer) {
             // An existing file is moved forward only by a consumer, so that an app's newer writer never moves a
             // served file past what its daemon consumes.
             try Migrations.migrate(connection)
@@ -109,9 +102,10 @@ final class QueueFile {
         hasLimits = schema >= Self.limitsVersion
         hasQueueClock = schema >= Self.queueClockVersion
         // The schema (QueueSchema) and the level with it: a newer release may migrate the file while this is open.
-        let (role, full) = (role, schemaCheck == .full)
+        let (role, full) = (role, role == .consumer)
         let check = { (connection: Connection) throws(QueueError) in
-            try SchemaContract.admitAgain(connection, role: role)
+            let version = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
+            try SchemaContract.admit(connection, fileVersion: Int(version), role: role)
             let verify = full ? QueueSchema.verify : QueueSchema.verifyNames
             try verify(connection, Migrations.latestVersion)
         }
@@ -122,7 +116,7 @@ final class QueueFile {
         connection.schemaGuard = (
             check, try connection.scalarInt("PRAGMA schema_version", operation: "reading the schema cookie")
         )
-        if schemaCheck == .full {
+        if role == .consumer {
             // Consumers and admins delete records: SQLite zeroes what they delete (Debian's build does by default,
             // another may not), so no deleted cell or freed page keeps a record's bytes (QueueScrub).
             try connection.execute("PRAGMA secure_delete = ON", operation: "turning on secure deletion")
@@ -158,16 +152,13 @@ final class QueueFile {
         throw QueueError.corrupt(path: path, detail: "quick_check: " + messages.joined(separator: "; "))
     }
 
-    /// Free bytes available to this process on the queue's filesystem, or `nil` when unknown.
-    func freeBytes() -> Int64? {
-        var stats = statvfs()
-        guard statvfs(QueuePath.directoryName(of: path), &stats) == 0 else { return nil }
-        return Int64(stats.f_bavail) * Int64(stats.f_frsize)
-    }
-
     /// Refuses new records while free space is below the reserve, leaving room for acks and checkpoints.
     func checkFreeSpaceReserve() throws(QueueError) {
-        guard options.minimumFreeBytes > 0, let free = freeBytes(), free < options.minimumFreeBytes else { return }
+        guard options.minimumFreeBytes > 0 else { return }
+        var stats = statvfs()
+        guard statvfs(QueuePath.directoryName(of: path), &stats) == 0 else { return }
+        let free = Int64(stats.f_bavail) * Int64(stats.f_frsize)
+        guard free < options.minimumFreeBytes else { return }
         throw QueueError.diskFull(
             path: path,
             detail: "\(free) bytes free, below the \(options.minimumFreeBytes)-byte reserve kept for draining "

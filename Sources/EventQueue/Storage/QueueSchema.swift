@@ -94,13 +94,9 @@ public enum QueueSchema {
         throw try onlyRecorded ? additionsRefusal(connection, found) : refusal(connection.path, found)
     }
 
-    /// The differences `verify` and `queuectl check` report for a binary of schema `version`.
-    static func differences(_ connection: Connection, version: Int) throws(QueueError) -> [String] {
-        try compare(connection, version: version).differences
-    }
-
-    /// Every difference, and whether all of them are recorded additions this binary does not tolerate.
-    private static func compare(_ connection: Connection, version: Int) throws(QueueError) -> (
+    /// Every difference `verify` and `queuectl check` report for a binary of schema `version`, and whether all of
+    /// them are recorded additions this binary does not tolerate.
+    static func compare(_ connection: Connection, version: Int) throws(QueueError) -> (
         differences: [String], onlyRecorded: Bool
     ) {
         let fileVersion = Int(try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version"))

@@ -13,10 +13,7 @@ extension SchemaContract {
     ) throws(QueueError) -> [String: String] {
         var found: [String: String] = [:]
         for (name, present) in actual where present != expected[name] {
-            if let sentence = try intolerance(of: present, additions: additions, ours: expected, connection: connection)
-            {
-                found[name] = sentence
-            }
+            found[name] = try intolerance(of: present, additions: additions, ours: expected, connection: connection)
         }
         return found
     }

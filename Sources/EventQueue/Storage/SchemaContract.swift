@@ -78,12 +78,6 @@ public enum SchemaContract {
             release: try firstRelease(connection, role: role, level: required))
     }
 
-    /// `admit` for a connection already open, reading the file's version again (the schema cookie moved).
-    static func admitAgain(_ connection: Connection, role: QueueRole) throws(QueueError) {
-        let version = try connection.scalarInt("PRAGMA user_version", operation: "reading the schema version")
-        try admit(connection, fileVersion: Int(version), role: role)
-    }
-
     /// The tables and indexes that migrations after `version` recorded (`schema_additions`), by name.
     static func additions(_ connection: Connection, after version: Int) throws(QueueError) -> [String: Addition] {
         guard try hasContractTables(connection) else { return [:] }

@@ -57,7 +57,6 @@ final class Statement {
         }
     }
 
-    /// Advances; `true` when a row is available, `false` when done.
     func step() throws(QueueError) -> Bool {
         let rc = sqlite3_step(raw)
         switch rc {
@@ -72,7 +71,6 @@ final class Statement {
         }
     }
 
-    /// Steps to completion, ignoring rows.
     func run() throws(QueueError) {
         while try step() {}
         sqlite3_reset(raw)
