@@ -2,25 +2,26 @@ import AsyncHTTPClient
 import EventQueueDelivery
 import Foundation
 
-/// The checks and the display form of a Braze base URL (`--sink braze:BASE_URL`).
-///
-/// Parsed at start with the parser that builds the requests, so a malformed URL is a configuration error (exit
-/// 78), not a retry loop. A password in it is a secret, never shown (`user:[redacted]@host`).
-enum BrazeBaseURL {
-    /// Throws unless `baseURL` is an absolute `http(s)://` URL with a host, a port (if any) from 1 to 65535, no
-    /// query or fragment, and `baseURL/users/track` is a URL the HTTP client accepts. The port is checked first:
-    /// SwiftNIO traps on a port above 65535.
-    static func check(_ baseURL: String) throws(BrazeConfigurationError) {
+extension BrazeSink {
+    /// Checks `baseURL` at startup, with the parser that builds the requests, so a malformed URL is a
+    /// configuration error (exit 78), not a retry loop: an absolute `http(s)://` URL with a host, a port (if any)
+    /// from 1 to 65535, no query or fragment, and `baseURL/users/track` a URL the HTTP client accepts. The port is
+    /// checked first: SwiftNIO traps on a port above 65535.
+    public static func validate(baseURL: String) throws(BrazeConfigurationError) {
         let schemes = ["https://", "http://"]
         guard let scheme = schemes.first(where: { baseURL.lowercased().hasPrefix($0) }),
             baseURL.count > scheme.count,
             !baseURL.contains(where: { $0.isWhitespace || $0 == "?" || $0 == "#" }),
             let components = URLComponents(string: baseURL), let host = components.host, !host.isEmpty,
-            portIsValid(in: String(baseURL.dropFirst(scheme.count))),
+            BrazeBaseURL.portIsValid(in: String(baseURL.dropFirst(scheme.count))),
             (try? HTTPClient.Request(url: baseURL + "/users/track")) != nil
-        else { throw .invalidBaseURL(displayed(baseURL)) }
+        else { throw .invalidBaseURL(BrazeBaseURL.displayed(baseURL)) }
     }
+}
 
+/// The port check and the display form of a Braze base URL (`--sink braze:BASE_URL`): a password in it is a
+/// secret, never shown (`user:[redacted]@host`).
+enum BrazeBaseURL {
     /// The authority's port, when there is one, is 1 to 65535 digits-only (after `user:password@` and a bracketed
     /// IPv6 host).
     static func portIsValid(in rest: String) -> Bool {

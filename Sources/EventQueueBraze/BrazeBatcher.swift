@@ -17,7 +17,6 @@ public struct BrazeBatcher: Sendable, Hashable {
     /// The largest request body, in bytes: Braze's 4 MB, counted as 4,000,000 (the stricter reading).
     public var maxRequestBytes: Int
 
-    /// Braze's documented body limit.
     public static let maxRequestBytes = 4_000_000
 
     public init(

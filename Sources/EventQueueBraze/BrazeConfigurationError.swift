@@ -4,19 +4,12 @@
 
 /// Why the Braze sink cannot be configured. Messages say what to do, and never include the key.
 public enum BrazeConfigurationError: Error, Hashable, CustomStringConvertible {
-    /// No source had a key.
     case missingKey
-    /// A key file (or credential) exists but cannot be read.
     case unreadableKeyFile(source: String, reason: String)
-    /// The source holds nothing but whitespace.
     case emptyKey(source: String)
-    /// The key contains whitespace or control characters inside, or the file is far too large to be a key.
     case malformedKey(source: String)
-    /// The base URL is not an absolute `http(s)://` URL.
     case invalidBaseURL(String)
-    /// The key file is a FIFO, a device, a directory: anything but a regular file.
     case notARegularKeyFile(source: String)
-    /// The key file can be read by every user of the machine.
     case keyFileReadableByOthers(source: String, path: String, mode: mode_t)
 
     public var description: String {

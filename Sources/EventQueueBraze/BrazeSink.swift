@@ -21,7 +21,6 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     private let logger: Logger
     /// See `Sink.maxConcurrentDeliveries`: the drain loop's `--max-in-flight` is the cap.
     public let maxConcurrentDeliveries: Int
-    /// How long an identity call's rows stay leased after Braze answered it (`call`).
     let settleDelay: Duration
 
     /// The default `settleDelay`: ten times the 10-100 ms Braze usually takes to apply a call.
@@ -73,11 +72,6 @@ public final class BrazeSink: Sink, CustomStringConvertible, CustomReflectable {
     /// How `/users/track` is paced now, for `/metrics` and `GET /status`.
     public func rateStatus() async -> BrazeRateStatus {
         await track.governor.snapshot
-    }
-
-    /// Checks that `baseURL` is an absolute `http(s)://` URL, so a typo is reported at startup.
-    public static func validate(baseURL: String) throws(BrazeConfigurationError) {
-        try BrazeBaseURL.check(baseURL)
     }
 
     public var description: String { "BrazeSink(\(name))" }

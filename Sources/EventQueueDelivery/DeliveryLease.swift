@@ -34,7 +34,6 @@ public final class DeliveryLease: Sendable {
         state.withLock { $0.unanswered = true }
     }
 
-    /// Whether `noteUnansweredRequest` was called.
     public var hadUnansweredRequest: Bool { state.withLock { $0.unanswered } }
 
     /// A renewal that kept every record of the delivery moves the end later (never earlier).

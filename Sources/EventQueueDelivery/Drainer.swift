@@ -121,7 +121,6 @@ public struct Drainer: Sendable {
         /// When the last claim ran: the next retry is counted from it (from "now", a record that came due after
         /// the claim would be neither claimed nor due later, and no pass would be scheduled for it).
         var lastClaimAt: Int64?
-        /// Deliveries handed to the sink and not settled yet.
         var deliveriesInFlight = 0
         /// The last claim found nothing; claim again only once a batch settles (its users may be free now).
         var exhausted = false

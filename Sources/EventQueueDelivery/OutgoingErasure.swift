@@ -5,7 +5,6 @@ import EventQueue
 public struct OutgoingErasure: Sendable, Hashable {
     /// The erasure's record id: outcomes are reported under it, as for a record.
     public var id: Int64
-    /// The user to delete.
     public var user: UserIdentity
     /// Failed attempts before this one.
     public var attempts: Int

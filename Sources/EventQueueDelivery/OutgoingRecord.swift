@@ -4,7 +4,6 @@ import EventQueue
 public struct OutgoingRecord: Sendable, Hashable {
     public var id: Int64
     public var kind: RecordKind
-    /// The Braze object to send.
     public var object: JSONObject {
         didSet { storedJSON = nil }
     }

@@ -11,7 +11,6 @@ struct Settlement: Sendable {
     var retries: [RetryGroup: [Int64]] = [:]
     /// Handed back untouched, claimable at once (a cancelled delivery, a misconfigured sink).
     var released: [Int64] = []
-    /// The sink asked the pass to stop.
     var halt: SinkHalt?
 
     struct RetryGroup: Hashable, Sendable {

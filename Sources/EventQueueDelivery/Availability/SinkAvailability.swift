@@ -12,7 +12,6 @@ public struct SinkAvailability: Sendable {
         /// Transient failures in a row after which the sink is unavailable. 3: a lone 5xx is retried at once at
         /// no cost, while an outage stops the pass after a handful of requests, not the whole backlog.
         public var failuresBeforeUnavailable: Int
-        /// The wait before the first probe.
         public var firstProbeDelay: Duration
         /// The longest wait between two probes (before jitter).
         public var longestProbeDelay: Duration
@@ -55,7 +54,6 @@ public struct SinkAvailability: Sendable {
         public var failure: String?
         /// The sink declared itself down (`SinkHalt.Kind.unavailable`): unavailable at once.
         public var declaredDown: Bool
-        /// The delivery was the probe.
         public var probe: Bool
 
         public init(answered: Bool, failure: String? = nil, declaredDown: Bool = false, probe: Bool = false) {
@@ -81,7 +79,6 @@ public struct SinkAvailability: Sendable {
         public var probesTotal: Int
         /// Transient failures in a row (reset by any answer).
         public var failuresInARow: Int
-        /// A probe is in flight.
         public var probing: Bool
     }
 
@@ -198,10 +195,10 @@ public struct SinkAvailability: Sendable {
     /// The wait after `failed` failed probes, before jitter: `firstProbeDelay` doubled per failed probe, capped at
     /// `longestProbeDelay` (5, 10, 20, 40, 60, 60 s … by default).
     public func backoff(afterFailedProbes failed: Int) -> Duration {
-        let first = policy.firstProbeDelay.wholeMilliseconds
-        let longest = policy.longestProbeDelay.wholeMilliseconds
-        let (scaled, overflow) = first.multipliedReportingOverflow(by: Int64(1) << min(max(failed, 0), 40))
-        return .milliseconds(overflow ? longest : min(longest, scaled))
+        let probes = Backoff(
+            baseMilliseconds: policy.firstProbeDelay.wholeMilliseconds,
+            capMilliseconds: policy.longestProbeDelay.wholeMilliseconds)
+        return .milliseconds(probes.ceiling(attempt: min(failed, 40) + 1))
     }
 
     private mutating func schedule(after wait: Duration, at now: Moment) {

@@ -184,9 +184,8 @@ public actor LaunchCoordinator {
         case .anotherDrainerRunning:
             if let holder = summary.lockHolder {
                 // Saturating: the expiry was read from the queue file.
-                schedule(
-                    at: holder.expiresAtMilliseconds.addingReportingOverflow(100).overflow
-                        ? Int64.max : holder.expiresAtMilliseconds + 100)
+                let (after, overflow) = holder.expiresAtMilliseconds.addingReportingOverflow(100)
+                schedule(at: overflow ? .max : after)
             }
         case .allDelivered, .someDead, .recordsRemain:
             if let next = summary.remaining?.nextRetryAtMilliseconds { schedule(at: next) }

@@ -35,11 +35,10 @@ extension JSONObject {
 struct JSONWriter: ~Copyable {
     private var base: UnsafeMutablePointer<UInt8>
     private var count = 0
-    private var capacity: Int
+    private var capacity = 256
 
-    init(capacity: Int = 256) {
-        self.capacity = Swift.max(capacity, 16)
-        base = .allocate(capacity: self.capacity)
+    init() {
+        base = .allocate(capacity: capacity)
     }
 
     deinit {

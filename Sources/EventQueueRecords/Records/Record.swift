@@ -1,7 +1,6 @@
-/// One analytics record: a Braze object of one kind, exactly as it will be sent.
+/// One analytics record: a Braze object of one kind (identifier included), exactly as the API will receive it.
 ///
-/// The Braze object itself (identifier included), so what a writer enqueues is what the API receives. Build one
-/// with the factory methods or from an NDJSON line; it is checked against Braze's rules at enqueue.
+/// Build one with the factory methods or from an NDJSON line; it is checked against Braze's rules at enqueue.
 public struct Record: Sendable, Hashable {
     /// Which of Braze's arrays the object goes into.
     public var kind: RecordKind
@@ -11,8 +10,7 @@ public struct Record: Sendable, Hashable {
     /// writer can retry after an ambiguous failure without creating a duplicate.
     public var idempotencyKey: String?
 
-    /// A record from a Braze object built by hand (the factory methods cover the common cases); it is checked
-    /// against Braze's rules only when it is enqueued.
+    /// A record from a Braze object built by hand (the factory methods cover the common cases).
     public init(kind: RecordKind, object: JSONObject, idempotencyKey: String? = nil) {
         self.kind = kind
         self.object = object

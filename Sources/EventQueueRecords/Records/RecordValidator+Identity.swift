@@ -4,16 +4,12 @@ extension RecordValidator {
     static let noUser = ValidationError(
         field: "record", rule: "must name a user with one of external_id, braze_id, user_alias, email or phone")
 
-    static func isIdentifier(_ key: String) -> Bool {
-        Key(key).isIdentifier
-    }
-
     /// The user of an event or purchase: exactly one identifier must be present.
     static func soleUser(of object: JSONObject) throws(ValidationError) -> UserIdentity {
         let members = object.members
         var found = -1
-        for index in members.indices where isIdentifier(members[index].key) {
-            guard found < 0 else { throw moreThanOneUser(members.lazy.map(\.key).filter(isIdentifier)) }
+        for index in members.indices where Key(members[index].key).isIdentifier {
+            guard found < 0 else { throw moreThanOneUser(members.lazy.map(\.key).filter { Key($0).isIdentifier }) }
             found = index
         }
         guard found >= 0 else { throw noUser }

@@ -19,8 +19,10 @@ extension RecordValidator {
                     throw ValidationError(field: side, rule: "must be an object naming one user")
                 }
                 otherObject = inner
-            } else if isIdentifier(member.key) {
-                guard user == nil else { throw moreThanOneUser(object.members.lazy.map(\.key).filter(isIdentifier)) }
+            } else if Key(member.key).isIdentifier {
+                guard user == nil else {
+                    throw moreThanOneUser(object.members.lazy.map(\.key).filter { Key($0).isIdentifier })
+                }
                 user = try identity(member)
             } else {
                 throw ValidationError(field: member.key, rule: "is not a field of \(kind.rawValue)")
@@ -33,7 +35,7 @@ extension RecordValidator {
         let other: UserIdentity
         do throws(ValidationError) {
             other = try soleUser(of: otherObject)
-            if let extra = otherObject.members.first(where: { !isIdentifier($0.key) }) {
+            if let extra = otherObject.members.first(where: { !Key($0.key).isIdentifier }) {
                 throw ValidationError(field: extra.key, rule: "is not a field of an identifier")
             }
         } catch {

@@ -3,8 +3,7 @@
 /// or Foundation, and no allocation unless it reports an error or must serialize a large object to measure it.
 ///
 /// "Characters" in the rules and messages means Unicode scalars ("é" as `e` plus a combining accent is two).
-/// Errors name the field as a dotted path (`properties.song`, `favorite_colors[3]`) or `record`, with the rule
-/// phrased to read after it; the first rule broken is reported: the user, each member in order, missing fields.
+/// The first rule broken is reported (`ValidationError`): the user, each member in order, missing fields.
 public enum RecordValidator {
     /// Checks a Braze object of the given kind; returns the one user it names. Throws the first rule broken.
     ///

@@ -10,7 +10,8 @@ public enum ISO8601 {
     /// One fixed shape keeps timestamps sortable as text. Years outside 0000–9999 get as many digits as needed
     /// (and a `-` when negative); `parse` does not accept them.
     public static func format(unixMilliseconds: Int64) -> String {
-        let (days, millisecondOfDay) = floorDivide(unixMilliseconds, by: millisecondsPerDay)
+        var (days, millisecondOfDay) = unixMilliseconds.quotientAndRemainder(dividingBy: millisecondsPerDay)
+        if millisecondOfDay < 0 { (days, millisecondOfDay) = (days - 1, millisecondOfDay + millisecondsPerDay) }
         let (year, month, day) = civil(fromDays: days)
         // At most 1 sign + 19 year digits + 20 = 40 bytes.
         return String(unsafeUninitializedCapacity: 40) { buffer in
@@ -177,13 +178,9 @@ public enum ISO8601 {
 
     // MARK: Calendar math (proleptic Gregorian, Howard Hinnant's days-from-civil algorithms)
 
-    static func isLeapYear(_ year: Int64) -> Bool {
-        year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-    }
-
     static func daysIn(month: Int64, year: Int64) -> Int64 {
         switch month {
-        case 2: return isLeapYear(year) ? 29 : 28
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
         case 4, 6, 9, 11: return 30
         default: return 31
         }
@@ -210,11 +207,5 @@ public enum ISO8601 {
         let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
         let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
         return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
-    }
-
-    private static func floorDivide(_ value: Int64, by divisor: Int64) -> (quotient: Int64, remainder: Int64) {
-        let quotient = value / divisor
-        let remainder = value % divisor
-        return remainder < 0 ? (quotient - 1, remainder + divisor) : (quotient, remainder)
     }
 }
