@@ -46,7 +46,6 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         }
     }
 
-    /// The tools that exit with a status.
     public enum Tool: String, CaseIterable, Sendable {
         case queuectl
         case queued
@@ -92,7 +91,6 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         }
     }
 
-    /// The tools that can exit with this status.
     public var tools: [Tool] {
         switch self {
         case .success, .usage, .cannotCreate, .ioError, .busy, .badQueueFileOrConfiguration:
@@ -106,7 +104,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     /// (the table's name `queuectl`'s commands too).
     public static func helpText(for tool: Tool) -> String {
         guard tool == .queued else { return helpText(listing: allCases.filter { $0.tools.contains(tool) }) }
-        return helpText([
+        let queued: KeyValuePairs<ExitStatus, String> = [
             .success: "stopped cleanly on SIGTERM or SIGINT",
             .usage: "usage: an unknown flag or argument, or a value that does not parse or is out of its range",
             .internalError: "an internal failure (the log has the details)",
@@ -114,12 +112,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
             .ioError: "disk full or I/O error", .busy: "queue busy, retry",
             .badQueueFileOrConfiguration:
                 "not a queue file, corrupt, or a newer schema (the file is never modified), or a bad configuration",
-        ])
-    }
-
-    /// The `Exit status:` paragraph of a command's `--help`: each status it exits with, in its own words.
-    public static func helpText(_ statuses: KeyValuePairs<ExitStatus, String>) -> String {
-        "Exit status: " + statuses.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: "; ") + "."
+        ]
+        return "Exit status: " + queued.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: "; ") + "."
     }
 
     /// The same for some of the statuses (a subcommand's own).
@@ -129,8 +123,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
 }
 
 extension DrainResult {
-    /// The exit status `queuectl drain` reports for a pass's result (from the one table, `ExitStatus`): the
-    /// drain loop decides the result, the command line decides what a shell sees.
+    /// The exit status `queuectl drain` reports for a pass's result: the drain loop decides the result, the command
+    /// line decides what a shell sees.
     public var exitStatus: ExitStatus {
         switch self {
         case .allDelivered: return .success

@@ -5,7 +5,6 @@ import EventQueue
 /// percent-encoded. Anything else (an unknown or repeated parameter, two users, a bad escape) is refused, never
 /// guessed: a wrong reading would erase another user.
 public struct ForgetRequest: Sendable, Hashable {
-    /// The user to forget.
     public var user: UserIdentity
     /// Whether to queue Braze's `POST /users/delete` for the user.
     public var brazeDelete: Bool

@@ -1,9 +1,7 @@
 /// Reads one HTTP/1.1 response from bytes as they arrive: the head, then the body whole (`Content-Length`),
 /// chunked (`Transfer-Encoding: chunked`, what the daemon streams `POST /launch?wait=true` progress in), or up to
-/// the end of the connection. Just what `queuectl drain` needs from its own daemon's control socket, without an
-/// HTTP client library: a writer's `queuectl enqueue` then loads no networking code at all.
+/// the end of the connection: just what `queuectl drain` needs (`UnixHTTPClient` says why not a library).
 public struct HTTPResponseParser: Sendable {
-    /// The status line and headers.
     public struct Head: Sendable, Equatable {
         public var status: Int
         /// Names lowercased, in the order received.
@@ -49,10 +47,7 @@ public struct HTTPResponseParser: Sendable {
     public init() {}
 
     /// True once the whole response was read.
-    public var isComplete: Bool {
-        if case .done = state { return true }
-        return false
-    }
+    public var isComplete: Bool { if case .done = state { true } else { false } }
 
     /// Feeds the next bytes; returns what they completed, in order.
     public mutating func feed(_ bytes: some Collection<UInt8>) throws(Malformed) -> [Event] {

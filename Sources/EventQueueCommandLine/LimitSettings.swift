@@ -1,6 +1,6 @@
 import EventQueue
 
-/// The daemon's limits (issue 30) from its flags, else its environment, else the system configuration file, else
+/// The daemon's limits from its flags, else its environment, else the system configuration file, else
 /// the defaults: the order the queue's own path follows (`QueueEnvironment`), so an installation sets them once in
 /// `/etc/eventqueue/eventqueue.conf`, which the unit also loads (`EnvironmentFile=`), and a daemon started by hand
 /// on that installation reads the same file.

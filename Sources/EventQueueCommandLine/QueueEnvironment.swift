@@ -29,10 +29,8 @@ public enum QueueEnvironment {
         ${XDG_RUNTIME_DIR:-/tmp/eventqueue-$UID}/eventqueue/control.sock.
         """
 
-    /// Resolves the queue path: the explicit one, else `EVENTQUEUE_DB`, else the default (whose directory is
-    /// created, since nobody chose it by hand). An explicit path's directory must already exist.
-    ///
-    /// `createDirectory: false` is for commands that only inspect a queue: they must never create anything.
+    /// The queue path, in `databaseHelp`'s order. `createDirectory: false` is for commands that only inspect a
+    /// queue: they must never create anything.
     public static func databasePath(explicit: String?, createDirectory: Bool = true) -> String {
         resolve(
             explicit ?? variable("EVENTQUEUE_DB"), "queue.db", systemd: "STATE_DIRECTORY",
@@ -41,8 +39,7 @@ public enum QueueEnvironment {
             createDirectory: createDirectory)
     }
 
-    /// Resolves the control socket path the same way for the daemon and `queuectl`: the explicit one, else
-    /// `EVENTQUEUE_SOCKET`, else the default (whose directory is created unless `createDirectory` is false).
+    /// The control socket's path, in `socketHelp`'s order.
     public static func socketPath(explicit: String?, createDirectory: Bool = true) -> String {
         resolve(
             explicit ?? variable("EVENTQUEUE_SOCKET"), "control.sock", systemd: "RUNTIME_DIRECTORY",
@@ -50,11 +47,11 @@ public enum QueueEnvironment {
             user: variable("XDG_RUNTIME_DIR") ?? "/tmp/eventqueue-\(getuid())", createDirectory: createDirectory)
     }
 
-    /// The one lookup of both paths (the order of the type's comment): `chosen` (the flag, else the environment
-    /// variable), else `name` in systemd's directory for the unit (`$systemd` may list several, separated by
-    /// colons; the first is ours), else the system installation's path, else `name` under `root` for root, else
-    /// under `user`'s `eventqueue/`. Only a default's directory is created, and never the system installation's:
-    /// the package's tmpfiles.d entry owns it.
+    /// The one lookup of both paths: `chosen` (the flag, else the environment variable), else `name` in systemd's
+    /// directory for the unit (`$systemd` may list several, separated by colons; the first is ours), else the system
+    /// installation's path, else `name` under `root` for root, else under `user`'s `eventqueue/`. Only a default's
+    /// directory is created (nobody chose it by hand; an explicit path's must exist), and never the system
+    /// installation's: the package's tmpfiles.d entry owns it.
     private static func resolve(
         _ chosen: String?, _ name: String, systemd: String, installed: @autoclosure () -> String?, root: String,
         user: @autoclosure () -> String, createDirectory: Bool
@@ -77,24 +74,20 @@ public enum QueueEnvironment {
     ) throws(ConfigurationError) -> QueueOptions {
         var options = QueueOptions()
         let busyTimeouts = OptionRange.busyTimeoutMilliseconds, freeBytes = OptionRange.minimumFreeBytes
-        if let value = try ConfigurationError.parse(
-            "EVENTQUEUE_BUSY_TIMEOUT_MS", variable("EVENTQUEUE_BUSY_TIMEOUT_MS"),
-            expected: "milliseconds, 0 to \(busyTimeouts.upperBound)", { Int($0).flatMap(busyTimeouts.ifContains) })
-        {
-            options.busyTimeoutMilliseconds = value
+        func value<T>(_ name: String, _ expected: String, _ parse: (String) -> T?) throws(ConfigurationError) -> T? {
+            try ConfigurationError.parse(name, variable(name), expected: expected, parse)
         }
-        if let value = try ConfigurationError.parse(
-            "EVENTQUEUE_DURABILITY", variable("EVENTQUEUE_DURABILITY"), expected: "full or normal",
-            QueueOptions.Durability.init(rawValue:))
-        {
-            options.durability = value
-        }
-        if let value = try ConfigurationError.parse(
-            "EVENTQUEUE_MIN_FREE_BYTES", variable("EVENTQUEUE_MIN_FREE_BYTES"),
-            expected: "bytes, 0 to \(freeBytes.upperBound)", { Int64($0).flatMap(freeBytes.ifContains) })
-        {
-            options.minimumFreeBytes = value
-        }
+        options.busyTimeoutMilliseconds =
+            try value("EVENTQUEUE_BUSY_TIMEOUT_MS", "milliseconds, 0 to \(busyTimeouts.upperBound)") {
+                Int($0).flatMap(busyTimeouts.ifContains)
+            } ?? options.busyTimeoutMilliseconds
+        options.durability =
+            try value("EVENTQUEUE_DURABILITY", "full or normal", QueueOptions.Durability.init(rawValue:))
+            ?? options.durability
+        options.minimumFreeBytes =
+            try value("EVENTQUEUE_MIN_FREE_BYTES", "bytes, 0 to \(freeBytes.upperBound)") {
+                Int64($0).flatMap(freeBytes.ifContains)
+            } ?? options.minimumFreeBytes
         if let busyTimeoutMilliseconds { options.busyTimeoutMilliseconds = busyTimeoutMilliseconds }
         if let durability { options.durability = durability }
         return options

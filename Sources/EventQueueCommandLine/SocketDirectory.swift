@@ -3,7 +3,7 @@
 #endif
 
 /// Whether the directory of a control socket can be trusted: nobody but its owners can put a socket there or
-/// move ours aside (issue 13, item 1).
+/// move ours aside.
 ///
 /// The attack: for a non-root daemon the default socket lives under `/tmp/eventqueue-$UID/eventqueue/`. Another
 /// user can create that directory first (mode 0777, or a symlink into their home); the daemon then binds its

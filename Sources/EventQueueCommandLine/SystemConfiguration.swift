@@ -41,10 +41,8 @@ public struct SystemConfiguration: Sendable, Hashable {
         self.values = values
     }
 
-    /// The queue file of the system installation.
     public var databasePath: String? { values["EVENTQUEUE_DB"].flatMap { $0.isEmpty ? nil : $0 } }
 
-    /// The control socket of the system installation.
     public var socketPath: String? { values["EVENTQUEUE_SOCKET"].flatMap { $0.isEmpty ? nil : $0 } }
 
     /// The text of the file at `path` (its first `limit` bytes, about), or `nil` when it cannot be opened.

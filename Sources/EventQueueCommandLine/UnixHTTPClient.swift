@@ -14,7 +14,6 @@ import EventQueueDelivery
 public struct UnixHTTPClient: Sendable {
     public let socketPath: String
 
-    /// Why the exchange failed.
     public enum Failure: Error, Sendable, CustomStringConvertible {
         /// The socket could not be connected to (`errno` in the failure: `ENOENT`, `ECONNREFUSED`, `EACCES`...).
         case cannotConnect(UnixSocketAddress.ConnectFailure)

@@ -2,9 +2,7 @@
     import Glibc
 #endif
 
-/// A Unix socket address (`sockaddr_un`), built in one place for every socket the tools open or inspect: the
-/// daemon's stale-socket probe, `queuectl drain`'s control connection and its trust check, systemd's notify
-/// socket, and the path an activated socket is bound to.
+/// A Unix socket address (`sockaddr_un`), built in one place for every socket the tools open or inspect.
 public struct UnixSocketAddress: Sendable {
     /// The path does not fit in `sun_path` (108 bytes on Linux, the last one for the terminating NUL).
     public struct TooLong: Error, Sendable, CustomStringConvertible {
@@ -104,9 +102,7 @@ extension UnixSocketAddress.ConnectFailure {
     }
 }
 
-/// Whether a process accepts connections on a Unix stream socket, found out by connecting. Shared by the daemon
-/// (a socket file is stale only if nobody listens on it) and `queuectl` (the unserved-queue notice, when the
-/// kernel's socket table cannot be read).
+/// Whether a process accepts connections on a Unix stream socket, found out by connecting.
 public enum UnixSocketProbe {
     /// True when a connection to `path` is accepted. A path too long for `sun_path` cannot be connected to.
     public static func someoneAccepts(at path: String) -> Bool {

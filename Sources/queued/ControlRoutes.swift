@@ -50,7 +50,7 @@ struct ControlRoutes: Sendable {
     }
 
     /// Streams the next pass's progress and summary. It also tells the follower, once, when waiting for the end
-    /// makes no sense (issue 32 #5): the pass met an unavailable sink (checked after every batch), or the sink
+    /// makes no sense: the pass met an unavailable sink (checked after every batch), or the sink
     /// waits for a rate-limit reset more than `longRateLimitWait` away (watched every second: a pass held by a
     /// window sends no progress). `queuectl drain --wait` then exits 11 with the reason; the pass goes on.
     private func launchAndWait(_ writer: ResponseWriter) async throws {
@@ -105,7 +105,7 @@ struct ControlRoutes: Sendable {
         try await writer.endStream()
     }
 
-    /// A rate-limit wait longer than this (milliseconds) ends a `drain --wait` at once (issue 32 #5): a reset one
+    /// A rate-limit wait longer than this (milliseconds) ends a `drain --wait` at once: a reset one
     /// window away (3 s) is normal pacing; an hourly limit or a long `Retry-After` is not worth waiting for.
     static let longRateLimitWait: Int64 = 60_000
 
@@ -144,10 +144,8 @@ struct ControlRoutes: Sendable {
     }
 }
 
-/// The query of `POST /launch`, parsed rather than searched for (`?nowait=true` and `?wait=10` used to count
-/// as `?wait=true`, issue 13 item 13).
-///
-/// `wait` is the only parameter: `true`/`1` streams the pass (progress and summary), `false`/`0` or no `wait`
+/// The query of `POST /launch`, parsed rather than searched for (so `?nowait=true` is not `?wait=true`). `wait` is
+/// the only parameter: `true`/`1` streams the pass (progress and summary), `false`/`0` or no `wait`
 /// answers 202 at once. Any other value, another parameter, or `wait` given twice is refused with 400, so a
 /// mistyped request never does something other than what was asked.
 enum LaunchQuery: Equatable {

@@ -7,20 +7,19 @@ import ServiceLifecycle
 import EventQueueCommandLine
 import Synchronization
 
-/// Serves the control socket: `POST /launch[?wait=true]`, `GET /status`, `GET /metrics`, `POST /forget`. One request per
-/// connection (`Connection: close`), which is all `curl` and `queuectl drain` need.
+/// Serves the control socket (`ControlRoutes`), one request per connection (`Connection: close`), which is all
+/// `curl` and `queuectl drain` need.
 struct ControlServer: Service {
     let socket: ControlSocket
     let routes: ControlRoutes
     let logger: Logger
 
-    /// Caps connections and times out idle and slow clients, shared by every listening socket.
+    /// Shared by every listening socket.
     var limiter = ConnectionLimiter()
 
     func run() async throws {
         let listeners = socket.listeners
         try await withGracefulShutdownHandler {
-            // Every socket passed by systemd is served, each with its own peer policy.
             try await withThrowingDiscardingTaskGroup { group in
                 for listener in listeners {
                     group.addTask { try await accept(on: listener) }
@@ -126,7 +125,7 @@ struct ResponseWriter {
     }
 }
 
-/// Bounds the control socket's connections (issue 13, item 5), so idle clients cannot exhaust the file table:
+/// Bounds the control socket's connections, so idle clients cannot exhaust the file table:
 /// - at most `capacity` connections are open at once, well below any sensible `ulimit -n`, so `accept` never
 ///   meets `EMFILE`;
 /// - a connection must deliver its whole request within `requestTimeout` (idle and slowloris clients are closed);

@@ -20,8 +20,7 @@ struct ControlListener: Sendable {
     let policy: PeerPolicy
 }
 
-/// The listening control socket: bound to a path, or passed by systemd (socket activation; every socket passed
-/// is served).
+/// The listening control socket: bound to a path, or passed by systemd (every socket passed is served).
 struct ControlSocket: Sendable {
     let listeners: [ControlListener]
     /// The path to remove at shutdown; `nil` when systemd owns the socket.
@@ -56,7 +55,7 @@ struct ControlSocket: Sendable {
             let names = activated.map { "fd \($0)" }.joined(separator: ", ")
             return ControlSocket(listeners: listeners, ownedPath: nil, description: names + " (socket activation)")
         }
-        // Never bind in a directory another user controls (issue 13, item 1).
+        // Never bind in a directory another user controls (`SocketDirectory`).
         if let problem = SocketDirectory.problem(socketPath: path, trustedOwners: [getuid()], trustedGroup: getgid()) {
             // A missing directory is not an attack: it gets the same words as a failed bind would.
             throw .socket(path: path, reason: problem.hasPrefix("the directory ") ? problem : "refused: \(problem)")
@@ -110,11 +109,9 @@ struct ControlSocket: Sendable {
 }
 
 /// The sockets systemd passed (socket activation: `LISTEN_PID`, `LISTEN_FDS`, fds 3...), checked before they are
-/// served (issue 16).
-///
-/// Every passed fd must be a listening Unix stream socket: the control protocol relies on `SO_PEERCRED`, which
-/// only Unix sockets have, and a datagram socket or a plain file cannot be served at all. Anything else is refused
-/// at start (exit 78, one line naming the fd and what it is). Every socket passed is served.
+/// served. Every passed fd must be a listening Unix stream socket: the control protocol relies on `SO_PEERCRED`,
+/// which only Unix sockets have, and a datagram socket or a plain file cannot be served at all. Anything else is
+/// refused at start (exit 78, one line naming the fd and what it is).
 enum ActivatedSockets {
     /// The passed fds, or `nil` when systemd passed none to this process. Unsets the variables, so children do
     /// not think the sockets are theirs.

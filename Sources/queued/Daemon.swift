@@ -2,34 +2,19 @@ import EventQueue
 import EventQueueBraze
 import EventQueueDelivery
 import Foundation
+import EventQueueCommandLine
 import Logging
 import NIOPosix
 import ServiceLifecycle
 import UnixSignals
 
-/// Opens the queue, the sink and the control socket, announces readiness, and runs until SIGTERM/SIGINT
-/// (SIGUSR1 launches a pass, SIGHUP reopens the sink's file).
-///
-/// Its properties are everything the command line and environment decided, validated before anything is opened.
-struct Daemon {
-    var databasePath: String
-    var queueOptions: QueueOptions
-    var sinkSpec: String
-    var apiKeyFile: String?
-    var brazeMaxObjects: Int?
-    /// How long an identity call holds its users after Braze answered it (`BrazeSink.settleDelay`).
-    var settleDelay: Duration = BrazeSink.defaultSettleDelay
-    var maxRequestsPerSecond: Int?
-    var socketPath: String
-    var drainOptions: DrainOptions
-    var drainOnStart: Bool
-    var drainInterval: Duration?
-    var shutdownTimeout: Duration
-    var logLevel: Logger.Level
-    /// Recorded in the queue file at start, for every writer (`QueueAdmin.recordLimits`).
-    var limits: QueueLimits
-
-    func run() async throws(DaemonFailure) {
+extension Queued {
+    /// Opens the queue, the sink and the control socket, announces readiness, and runs until SIGTERM/SIGINT.
+    /// `queueOptions` and `limits` were checked (`configuration()`) before anything is opened.
+    func serve(queueOptions: QueueOptions, limits: QueueLimits) async throws(DaemonFailure) {
+        let databasePath = QueueEnvironment.databasePath(explicit: db)
+        let socketPath = QueueEnvironment.socketPath(explicit: socket)
+        let shutdownTimeout = Duration.milliseconds(Int64(self.shutdownTimeout * 1000))
         let logger = Logger(label: "queued")
         // Trapped before anything slow (opening the queue migrates and verifies it: seconds on a big file), so a
         // SIGTERM that arrives meanwhile waits in the sequence and stops the daemon cleanly once it runs, instead
@@ -55,7 +40,7 @@ struct Daemon {
             socket = try await ControlSocket.open(path: socketPath, group: eventLoops)
             do {
                 // After the socket: a daemon that cannot listen says so in one line and records nothing.
-                try await DaemonLimits.start(store: store, limits: limits, logger: logger)
+                try await Self.startLimits(store: store, limits: limits, logger: logger)
             } catch {
                 socket.removeSocketFile()
                 throw .queue(error)
@@ -67,7 +52,7 @@ struct Daemon {
             throw error
         }
         let sink = MeasuredSink(baseSink, metrics: metrics, rateStatus: rateStatus)
-        let drainer = Drainer(store: store, sink: sink, options: drainOptions, logger: logger)
+        let drainer = Drainer(store: store, sink: sink, options: flags.drainOptions, logger: logger)
         let coordinator = LaunchCoordinator(
             drainer: drainer,
             observer: DaemonPassObserver(metrics: metrics, notifier: notifier, availability: drainer.availability),
@@ -86,7 +71,7 @@ struct Daemon {
                     signals: signals, coordinator: coordinator, sink: sink, shutdown: shutdown, logger: logger),
                 "signals"),
         ]
-        if let interval = drainInterval {
+        if let interval = drainInterval.map({ Duration.milliseconds(Int64($0 * 1000)) }) {
             services.append(background(TimerService(interval: interval) { coordinator.launch() }, "interval"))
         }
         let clockWatch = ClockJumpWatch(coordinator: coordinator, logger: logger)
@@ -139,14 +124,12 @@ struct Daemon {
         logger.info("queued stopped")
         if let failure { throw .service("\(failure)") }
     }
-}
 
-/// The daemon's start with the limits (issue 30): it records the ones it was given in the queue file, so that every
-/// writer of this release enforces them from its next enqueue on, then enforces them once itself (what older and
-/// foreign writers stored past the limit while no daemon ran, records that aged past the max age meanwhile), and
-/// starts watching what the queue gives up, so each pass logs what grew since the one before.
-enum DaemonLimits {
-    static func start(store: QueueStore, limits: QueueLimits, logger: Logger) async throws(QueueError) {
+    /// The daemon's start with the limits: it records them in the queue file, so that every writer of this release
+    /// enforces them from its next enqueue on, then enforces them once itself (what older and foreign writers
+    /// stored past the limit while no daemon ran, records that aged past the max age meanwhile), and starts
+    /// watching what the queue gives up, so each pass logs what grew since the one before.
+    private static func startLimits(store: QueueStore, limits: QueueLimits, logger: Logger) async throws(QueueError) {
         let (enforcement, drops) = try await store.withConsumer { consumer throws(QueueError) in
             let admin = consumer.admin
             try admin.recordLimits(limits)
@@ -173,17 +156,15 @@ enum DaemonLimits {
                 metadata: ["count": "\(enforcement.dropped)", "max_queue_bytes": "\(limits.maxQueueBytes)"])
         }
     }
-}
 
-extension Daemon {
     /// Builds the sink named by `--sink`: `jsonl:PATH` and `null` (EventQueueDelivery's), or `braze:BASE_URL`, whose
     /// key comes from `--api-key-file`, else the systemd credential `braze-api-key` (`$CREDENTIALS_DIRECTORY`), else
     /// `$BRAZE_API_KEY`, and is never logged. Returns the sink and, for Braze, how to read its rate-limit state.
     func makeSink(
         observer: any BrazeRequestObserver, logger: Logger
     ) throws(DaemonFailure) -> (sink: any Sink, rateStatus: (@Sendable () async -> BrazeRateStatus)?) {
-        if sinkSpec.hasPrefix("braze:") {
-            let baseURL = String(sinkSpec.dropFirst("braze:".count))
+        if self.sink.hasPrefix("braze:") {
+            let baseURL = String(self.sink.dropFirst("braze:".count))
             let key: BrazeAPIKey
             do {
                 try BrazeSink.validate(baseURL: baseURL)
@@ -193,14 +174,15 @@ extension Daemon {
             }
             let sink = BrazeSink(
                 baseURL: baseURL, apiKey: key, maxObjectsPerRequest: brazeMaxObjects,
-                maxInFlight: drainOptions.maxInFlight,
-                maxRequestsPerSecond: maxRequestsPerSecond, settleDelay: settleDelay, observer: observer, logger: logger
+                maxInFlight: flags.drainOptions.maxInFlight,
+                maxRequestsPerSecond: maxRequestsPerSecond, settleDelay: .milliseconds(Int64(settleDelay * 1000)),
+                observer: observer, logger: logger
             )
             logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
             return (sink, { await sink.rateStatus() })
         }
         do {
-            let sink = try SinkSpec(parsing: sinkSpec).makeSink()
+            let sink = try SinkSpec(parsing: self.sink).makeSink()
             logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
             return (sink, nil)
         } catch {

@@ -8,8 +8,8 @@ import EventQueueCommandLine
     import Glibc
 #endif
 
-/// Why the daemon could not start (or had to stop), with the exit status a supervisor acts on:
-/// sysexits.h codes, so systemd's `RestartPreventExitStatus=78` can keep a broken setup from restart loops.
+/// Why the daemon could not start (or had to stop), with the exit status a supervisor acts on (`ExitStatus` says
+/// why sysexits.h codes).
 enum DaemonFailure: Error, Sendable, CustomStringConvertible {
     /// A flag, environment variable or sink that cannot work (exit 78, EX_CONFIG).
     case configuration(String)
@@ -50,27 +50,24 @@ enum DaemonFailure: Error, Sendable, CustomStringConvertible {
     static func bindFailure(path: String, error: any Error) -> DaemonFailure {
         let shownDirectory = SocketDirectory.parent(of: path)
         guard let code = (error as? IOError)?.errnoCode else { return .socket(path: path, reason: "\(error)") }
+        let reason: String
         switch code {
         case ENOENT, ENOTDIR:
-            return .socket(
-                path: path,
-                reason: "the directory \(shownDirectory) does not exist; create it, or pass --socket PATH in an "
-                    + "existing directory")
+            reason =
+                "the directory \(shownDirectory) does not exist; create it, or pass --socket PATH in an "
+                + "existing directory"
         case EACCES, EPERM, EROFS:
-            return .socket(
-                path: path,
-                reason: "user \(geteuid()) may not create a socket in \(shownDirectory) "
-                    + "(\(String(cString: strerror(code)))); fix the directory's permissions, or pass --socket PATH")
+            reason =
+                "user \(geteuid()) may not create a socket in \(shownDirectory) "
+                + "(\(String(cString: strerror(code)))); fix the directory's permissions, or pass --socket PATH"
         case ENAMETOOLONG, EINVAL:
-            return .socket(
-                path: path,
-                reason: "the path is too long for a Unix socket (at most 107 bytes); pass a shorter --socket")
+            reason = "the path is too long for a Unix socket (at most 107 bytes); pass a shorter --socket"
         case EADDRINUSE:
-            return .socket(
-                path: path, reason: "something else is bound there; stop it, or pass --socket PATH")
+            reason = "something else is bound there; stop it, or pass --socket PATH"
         default:
-            return .socket(path: path, reason: String(cString: strerror(code)))
+            reason = String(cString: strerror(code))
         }
+        return .socket(path: path, reason: reason)
     }
 
     /// Prints the one-line message and returns the exit code to throw.

@@ -7,19 +7,16 @@ import EventQueueCommandLine
 /// `queuectl status --json` and the summary keys match `queuectl drain --local --json`, so scripts parse both
 /// the same way.
 enum DaemonJSON {
-    static func number(_ value: Int) -> JSONValue { ReportJSON.number(value) }
-    static func number(_ value: Int64) -> JSONValue { ReportJSON.number(value) }
-    static func time(_ milliseconds: Int64?) -> JSONValue { ReportJSON.time(milliseconds) }
     static func string(_ text: String?) -> JSONValue { text.map(JSONValue.string) ?? .null }
 
     static func progress(_ summary: DrainSummary) -> JSONValue {
         [
             "event": "progress",
-            "delivered": number(summary.delivered),
-            "retried": number(summary.retried),
-            "dead": number(summary.dead),
-            "batches": number(summary.batches),
-            "in_flight": number(summary.inFlight),
+            "delivered": ReportJSON.number(summary.delivered),
+            "retried": ReportJSON.number(summary.retried),
+            "dead": ReportJSON.number(summary.dead),
+            "batches": ReportJSON.number(summary.batches),
+            "in_flight": ReportJSON.number(summary.inFlight),
         ]
     }
 
@@ -33,7 +30,7 @@ enum DaemonJSON {
     /// queue was busy), so `queuectl drain --wait` exits as `drain --local` would.
     static func failure(_ message: String, exitStatus: ExitStatus? = nil) -> JSONValue {
         var object: JSONObject = ["event": "error", "message": .string(message)]
-        if let exitStatus { object["exit_status"] = number(Int(exitStatus.rawValue)) }
+        if let exitStatus { object["exit_status"] = ReportJSON.number(Int(exitStatus.rawValue)) }
         return .object(object)
     }
 
@@ -55,25 +52,25 @@ enum DaemonJSON {
         }
         object["daemon"] = [
             "state": .string(daemon.state.rawValue),
-            "passes": number(daemon.passes),
-            "in_flight": number(daemon.inFlight),
+            "passes": ReportJSON.number(daemon.passes),
+            "in_flight": ReportJSON.number(daemon.inFlight),
             "last_pass": daemon.lastPass.map(pass) ?? .null,
             "sink": .object(sinkObject),
-            "next_retry_at": time(daemon.nextRetryAtMilliseconds),
+            "next_retry_at": ReportJSON.time(daemon.nextRetryAtMilliseconds),
             "last_error": string(daemon.lastError),
         ]
         return .object(object)
     }
 
-    /// Whether the sink is available (issue 30): `state` ("available" or "unavailable"), `since`, `next_probe_at`
+    /// Whether the sink is available: `state` ("available" or "unavailable"), `since`, `next_probe_at`
     /// (null while available), `probes` (in this outage), `failures_in_a_row`, `probing`.
     static func availability(_ snapshot: SinkAvailability.Snapshot) -> JSONObject {
         [
             "state": .string(snapshot.state.rawValue),
-            "since": time(snapshot.sinceMilliseconds),
-            "next_probe_at": time(snapshot.nextProbeAtMilliseconds),
-            "probes": number(snapshot.probes),
-            "failures_in_a_row": number(snapshot.failuresInARow),
+            "since": ReportJSON.time(snapshot.sinceMilliseconds),
+            "next_probe_at": ReportJSON.time(snapshot.nextProbeAtMilliseconds),
+            "probes": ReportJSON.number(snapshot.probes),
+            "failures_in_a_row": ReportJSON.number(snapshot.failuresInARow),
             "probing": .bool(snapshot.probing),
         ]
     }
@@ -91,34 +88,34 @@ enum DaemonJSON {
     /// `POST /launch?wait=true`: the sink waits for a rate-limit reset more than a minute away; `queuectl drain
     /// --wait` stops waiting and exits 11 with `reason` (the daemon's pass goes on).
     static func waiting(until milliseconds: Int64, reason: String) -> JSONValue {
-        ["event": "waiting", "until": time(milliseconds), "reason": .string(reason)]
+        ["event": "waiting", "until": ReportJSON.time(milliseconds), "reason": .string(reason)]
     }
 
     /// The Braze sink's view of the workspace's rate limit: the last `X-RateLimit-*` reading, the wait now in
     /// force, and what 429s it met (`rate_limited_requests` answers in `rate_limit_rounds` rounds of waiting).
     static func rateLimit(_ rate: BrazeRateStatus) -> JSONValue {
         [
-            "limit": rate.limit.map { number($0) } ?? .null,
-            "remaining": rate.remaining.map { number($0) } ?? .null,
-            "reset_at": time(rate.resetAtMilliseconds),
-            "waiting_until": time(rate.waitingUntilMilliseconds),
-            "rate_limited_requests": number(rate.rateLimitedRequests),
-            "rate_limit_rounds": number(rate.rateLimitRounds),
-            "waits": number(rate.rateLimitWaits),
+            "limit": rate.limit.map { ReportJSON.number($0) } ?? .null,
+            "remaining": rate.remaining.map { ReportJSON.number($0) } ?? .null,
+            "reset_at": ReportJSON.time(rate.resetAtMilliseconds),
+            "waiting_until": ReportJSON.time(rate.waitingUntilMilliseconds),
+            "rate_limited_requests": ReportJSON.number(rate.rateLimitedRequests),
+            "rate_limit_rounds": ReportJSON.number(rate.rateLimitRounds),
+            "waits": ReportJSON.number(rate.rateLimitWaits),
             "wait_seconds": JSONNumber(rate.rateLimitWaitSeconds).map(JSONValue.number) ?? .null,
-            "requests_in_flight": number(rate.requestsInFlight),
-            "send_window": number(rate.window),
+            "requests_in_flight": ReportJSON.number(rate.requestsInFlight),
+            "send_window": ReportJSON.number(rate.window),
         ]
     }
 
     static func pass(_ pass: PassRecord) -> JSONValue {
         [
-            "started_at": time(pass.startedAtMilliseconds),
-            "ended_at": time(pass.endedAtMilliseconds),
+            "started_at": ReportJSON.time(pass.startedAtMilliseconds),
+            "ended_at": ReportJSON.time(pass.endedAtMilliseconds),
             "result": .string(pass.summary?.result.rawValue ?? "error"),
-            "delivered": number(pass.summary?.delivered ?? 0),
-            "retried": number(pass.summary?.retried ?? 0),
-            "dead": number(pass.summary?.dead ?? 0),
+            "delivered": ReportJSON.number(pass.summary?.delivered ?? 0),
+            "retried": ReportJSON.number(pass.summary?.retried ?? 0),
+            "dead": ReportJSON.number(pass.summary?.dead ?? 0),
             "halt": string(pass.summary?.halt?.description ?? pass.error),
         ]
     }

@@ -34,7 +34,6 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let erasuresDead = Metrics.Gauge(label: "eventqueue_erasures_dead")
     private let erasuresUnauthorized = Metrics.Gauge(label: "eventqueue_erasures_unauthorized")
     private let erasuresDelivered = Metrics.Counter(label: "eventqueue_erasures_delivered_total")
-    /// Users held back by a dead erasure or identity call (`QueueStats.heldUsers`).
     private let heldUsers = Metrics.Gauge(label: "eventqueue_held_users")
     private let recordsInFlight = Metrics.Gauge(label: "eventqueue_records_in_flight")
     private let requestsInFlight = Metrics.Gauge(label: "eventqueue_braze_requests_in_flight")
@@ -54,7 +53,7 @@ final class DaemonMetrics: BrazeRequestObserver {
     private let linePassedOver = CounterFromTotal(label: "eventqueue_writer_line_passed_over_total")
     private let lineRepairs = CounterFromTotal(label: "eventqueue_writer_line_repairs_total")
     private let lineBypasses = CounterFromTotal(label: "eventqueue_writer_line_bypasses_total")
-    // The limits' series (issue 30): pages in use (what the size limit bounds), the limit (0: none), and every
+    // The limits' series: pages in use (what the size limit bounds), the limit (0: none), and every
     // record the queue gave up, by any writer process or the daemon: the totals kept in the file, so the counter
     // shows them from the first scrape and never misses what another process gave up.
     private let queueBytes = Metrics.Gauge(label: "eventqueue_queue_bytes")
@@ -99,8 +98,8 @@ final class DaemonMetrics: BrazeRequestObserver {
         lineBypasses.advance(to: line.bypasses)
     }
 
-    /// Whether the sink is available (1) or not (0), for how long it has not been, and the probes sent (issue 30),
-    /// read at scrape time. `EventQueueSinkUnavailable` fires on the first after 15 minutes.
+    /// Whether the sink is available (1) or not (0), for how long it has not been, and the probes sent, read at
+    /// scrape time. `EventQueueSinkUnavailable` fires on the first after 15 minutes.
     func recordSinkAvailability(_ snapshot: SinkAvailability.Snapshot) {
         let unavailable = snapshot.state == .unavailable
         sinkAvailable.record(unavailable ? 0 : 1)
@@ -111,7 +110,7 @@ final class DaemonMetrics: BrazeRequestObserver {
 
     /// `BrazeRequestObserver`: the latency of every `/users/track` request, answered or not.
     func requestFinished(status: Int?, latency: Duration) {
-        requestLatency.recordNanoseconds(Self.nanoseconds(latency))
+        requestLatency.record(duration: latency)
     }
 
     /// The Braze sink's pacing, read at scrape time.
@@ -128,7 +127,6 @@ final class DaemonMetrics: BrazeRequestObserver {
         rateLimitWaitSeconds.record(Double(waiting) / 1000)
     }
 
-    /// Records handed to the sink and not settled yet, from the pass's progress.
     func recordInFlight(_ records: Int) {
         recordsInFlight.record(records)
     }
@@ -139,18 +137,18 @@ final class DaemonMetrics: BrazeRequestObserver {
         retried.increment(by: summary.retried)
         dead.increment(by: summary.dead)
         passes[summary.result]?.increment()
-        passDuration.recordNanoseconds(Self.nanoseconds(duration))
+        passDuration.record(duration: duration)
         if let remaining = summary.remaining { recordStats(remaining) }
     }
 
     func recordFailedPass(duration: Duration) {
         passErrors.increment()
-        passDuration.recordNanoseconds(Self.nanoseconds(duration))
+        passDuration.record(duration: duration)
     }
 
     func recordSinkBatch(size: Int, duration: Duration) {
         batchSize.record(size)
-        sinkLatency.recordNanoseconds(Self.nanoseconds(duration))
+        sinkLatency.record(duration: duration)
     }
 
     func recordStats(_ stats: QueueStats) {
@@ -180,11 +178,6 @@ final class DaemonMetrics: BrazeRequestObserver {
     /// Brings the enqueued counter up to the highest id ever assigned (read from the file at scrape time).
     func recordHighestID(_ highest: Int64) {
         enqueued.advance(to: highest)
-    }
-
-    private static func nanoseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }
 

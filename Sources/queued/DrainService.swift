@@ -47,7 +47,7 @@ struct TimerService: Service {
 struct DaemonPassObserver: LaunchObserver {
     let metrics: DaemonMetrics
     let notifier: SystemdNotifier
-    /// The drainer's sink availability: an unavailable sink is what `systemctl status` should say first.
+    /// An unavailable sink is what `systemctl status` should say first.
     let availability: SinkAvailabilityMonitor
 
     func recordsInFlight(_ count: Int) {
@@ -112,10 +112,10 @@ final class ClockJumpWatch: Sendable {
     }
 }
 
-/// Takes a checkpoint of the queue clock every `interval` (a `TimerService`; issue 39 #2, `QueueAdmin.tickQueueClock`):
-/// the max age counts a record's age from the first checkpoint that saw it, so the interval is how late expiry may
-/// be while records are enqueued and no pass runs (each pass's start takes one too). A minute: late by at most a minute on a
-/// limit of days, and one small write a minute only while writers write (an idle queue writes nothing).
+/// Takes a checkpoint of the queue clock every `interval` (`QueueAdmin.tickQueueClock`): the max age counts a
+/// record's age from the first checkpoint that saw it, so the interval is how late expiry may be while records are
+/// enqueued and no pass runs (each pass's start takes one too). A minute: late by at most a minute on a limit of
+/// days, and one small write a minute only while writers write (an idle queue writes nothing).
 enum QueueClockTick {
     static let interval: Duration = .seconds(60)
 

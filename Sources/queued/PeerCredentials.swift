@@ -64,11 +64,7 @@ struct Ucred: Sendable {
 struct PeerGroupBuffer: Sendable {
     var storage = InlineArray<256, UInt32>(repeating: 0)
 
-    var groups: [UInt32] {
-        var result: [UInt32] = []
-        for index in storage.indices where storage[index] != 0 { result.append(storage[index]) }
-        return result
-    }
+    var groups: [UInt32] { storage.indices.map { storage[$0] }.filter { $0 != 0 } }
 }
 
 /// Who may use the control socket: root, the daemon's own user, and members of the socket file's group
@@ -86,7 +82,7 @@ struct PeerPolicy: Sendable {
         return peer.gid == socketGID || peer.groups.contains(socketGID)
     }
 
-    /// Who may ask for a Braze delete through the socket (`POST /forget?braze_delete=true`, issue 39 #3): root, the
+    /// Who may ask for a Braze delete through the socket (`POST /forget?braze_delete=true`): root, the
     /// daemon's user and members of `ErasureKey.adminGroup` (if the group exists), the same people who can read the
     /// erasure key and so delete users without the socket. A writer may still forget within the queue.
     static func admins(daemonUID: UInt32) -> PeerPolicy {

@@ -125,43 +125,29 @@ struct Queued: AsyncParsableCommand {
     func run() async throws {
         if let note = flags.leaseNote(tool: "queued") { writeStandardError(note) }
         do throws(DaemonFailure) {
-            let daemon = try makeDaemon()
-            LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: daemon.logLevel) }
-            try await daemon.run()
+            let (level, queueOptions, limits) = try configuration()
+            LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: level) }
+            try await serve(queueOptions: queueOptions, limits: limits)
         } catch {
             throw error.exit()
         }
     }
 
-    private func makeDaemon() throws(DaemonFailure) -> Daemon {
+    /// The log level, queue options and limits: a value that cannot work is refused before anything is opened.
+    private func configuration() throws(DaemonFailure) -> (Logger.Level, QueueOptions, QueueLimits) {
         guard let level = Logger.Level(rawValue: logLevel) else {
             throw .configuration(
                 "--log-level \"\(logLevel)\" is not a level: use trace, debug, info, notice, warning, error or critical"
             )
         }
-        let queueOptions: QueueOptions
-        let limits: QueueLimits
         do {
-            queueOptions = try QueueEnvironment.options()
-            limits = try LimitSettings.resolve(
+            let queueOptions = try QueueEnvironment.options()
+            let limits = try LimitSettings.resolve(
                 maxQueueBytes: maxQueueBytes, whenFull: whenFull.flatMap(QueueLimits.WhenFull.init(rawValue:)),
                 maxAgeSeconds: maxAgeSeconds)
+            return (level, queueOptions, limits)
         } catch {
             throw .configuration(error.description)
         }
-        return Daemon(
-            databasePath: QueueEnvironment.databasePath(explicit: db),
-            queueOptions: queueOptions,
-            sinkSpec: sink,
-            apiKeyFile: apiKeyFile,
-            brazeMaxObjects: brazeMaxObjects,
-            settleDelay: .milliseconds(Int64(settleDelay * 1000)),
-            maxRequestsPerSecond: maxRequestsPerSecond,
-            socketPath: QueueEnvironment.socketPath(explicit: socket),
-            drainOptions: flags.drainOptions,
-            drainOnStart: drainOnStart,
-            drainInterval: drainInterval.map { Duration.milliseconds(Int64($0 * 1000)) },
-            shutdownTimeout: .milliseconds(Int64(shutdownTimeout * 1000)),
-            logLevel: level, limits: limits)
     }
 }

@@ -5,8 +5,7 @@ import EventQueueCommandLine
 
 /// One line per message on stderr. Under systemd (`JOURNAL_STREAM` set) each line starts with the syslog
 /// priority `<N>`, which journald strips and stores as the entry's level; elsewhere lines carry a timestamp and
-/// the level in words. Callers log names and counts, never keys; `ExternalText` also redacts any registered
-/// secret that text from outside carries in.
+/// the level in words. Callers log names and counts, never keys.
 struct StandardErrorLogHandler: LogHandler {
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level

@@ -15,13 +15,10 @@ struct SystemdNotifier: Sendable {
 
     init() {
         socketPath = QueueEnvironment.variable("NOTIFY_SOCKET")
-        var interval: Duration?
-        if let usec = QueueEnvironment.variable("WATCHDOG_USEC").flatMap(UInt64.init), usec > 0 {
-            let forUs = QueueEnvironment.variable("WATCHDOG_PID").flatMap(Int32.init).map { $0 == getpid() } ?? true
-            // At most an hour: any value parses, none may trap.
-            if forUs { interval = .microseconds(Int64(min(usec / 2, 3_600_000_000))) }
-        }
-        watchdogInterval = interval
+        let usec = QueueEnvironment.variable("WATCHDOG_USEC").flatMap(UInt64.init) ?? 0
+        let forUs = QueueEnvironment.variable("WATCHDOG_PID").flatMap(Int32.init).map { $0 == getpid() } ?? true
+        // At most an hour: any value parses, none may trap.
+        watchdogInterval = usec > 0 && forUs ? .microseconds(Int64(min(usec / 2, 3_600_000_000))) : nil
     }
 
     func ready() { send("READY=1") }

@@ -65,14 +65,7 @@ struct Drain: AsyncParsableCommand {
 
     func run() async throws {
         if local, let note = flags.leaseNote(tool: "queuectl") { writeStandardError(note) }
-        guard local else {
-            let queuePath = QueueEnvironment.databasePath(explicit: queue.db, createDirectory: false)
-            try RemoteDrain(
-                socketPath: QueueEnvironment.socketPath(explicit: socket), json: json, queuePath: queuePath,
-                timeout: timeout.map { .milliseconds(Int64($0 * 1000)) } ?? RemoteDrain.defaultTimeout
-            ).run(wait: wait)
-            return
-        }
+        guard local else { return try runRemote() }
         let spec: SinkSpec
         do {
             spec = try SinkSpec(parsing: sink)

@@ -1,10 +1,9 @@
 import ArgumentParser
 import EventQueue
 
-/// `queuectl identify`, `alias` and `merge` (issue 41): one identity call queued in the streams of both users it
-/// names, so it goes to Braze after every earlier record of either, and their later records after it. A refused
-/// call (two values for one side, a missing side, a user merged into itself, an identifier Braze refuses) exits
-/// 64 or 65 as `enqueue` does, names the problem, and queues nothing (`enqueueOne`).
+/// `queuectl identify`, `alias` and `merge`: one identity call queued in the streams of both users it names, so it
+/// goes to Braze after every earlier record of either, and their later records after it. A refused call exits 64 or
+/// 65 as `enqueue` does and queues nothing (`enqueueOne`).
 struct Identify: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "identify",

@@ -50,8 +50,7 @@ struct IdentityOptions: ParsableArguments {
             aliasLabel: aliasLabel)
     }
 
-    /// The one user the flags name (each `--PREFIXexternal-id`, ... value given), or `nil` for none: the rule of
-    /// `identityIfGiven`, for every command that names a user (`merge` names two, `--merge-*` and `--keep-*`).
+    /// `identityIfGiven`'s rule for flags spelled `prefix`NAME (`merge` names two users: `--merge-*`, `--keep-*`).
     static func oneUser(
         prefix: String = "--", externalID: [String] = [], brazeID: [String] = [], email: [String], phone: [String],
         alias: [String], aliasName: [String], aliasLabel: [String]
@@ -101,8 +100,8 @@ struct IdentityOptions: ParsableArguments {
     }
 }
 
-/// One value of a flag that may be given once; a second is a usage error naming both (issue 39 #4: `--key a --key
-/// b` kept b). ArgumentParser keeps only the last value of a plain optional, so such flags collect an array.
+/// One value of a flag that may be given once; a second is a usage error naming both (`--key a --key b` must not
+/// keep b). ArgumentParser keeps only the last value of a plain optional, so such flags collect an array.
 func singleValue(_ values: [String], flag: String) throws -> String? {
     guard values.count <= 1 else {
         throw ValidationError(

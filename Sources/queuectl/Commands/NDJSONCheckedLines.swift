@@ -14,8 +14,8 @@ import EventQueueCommandLine
 /// bytes besides its payload (measured: 100,000 records of 130 bytes took 39 MB); here a line costs its payload and
 /// 32 bytes, and the arena grows in chunks, never copied.
 struct NDJSONCheckedLines {
-    /// The most the kept records may take: 32 MiB, counted as `cost(payloadBytes:extraBytes:)`. 100,000 typical
-    /// events (150 bytes of payload) take 18 MB; a larger input keeps its first lines and reads the rest again.
+    /// The most the kept records may take, counted as `cost(payloadBytes:extraBytes:)`: 100,000 typical events
+    /// (150 bytes of payload) take 18 MB.
     static let budgetBytes = 32 << 20
 
     /// A test seam, honoured by debug builds only: a smaller budget (in bytes), so that a test of a few lines
@@ -54,7 +54,6 @@ struct NDJSONCheckedLines {
     /// Whether lines are still kept (the budget is not spent).
     var keeping: Bool { resumeAt == nil }
 
-    /// How many lines are kept.
     var count: Int { kept.count }
 
     init() {

@@ -17,7 +17,6 @@ enum NDJSONEnqueue {
         var deadReasons: [(id: Int64, reason: String)] = []
         static let reasonsShown = 20
 
-        /// Adds a committed chunk's ids and dead letters.
         mutating func append(contentsOf chunk: Result) {
             for range in chunk.idRanges { append(range) }
             deadLettered += chunk.deadLettered

@@ -59,7 +59,6 @@ func recordJSON(_ record: QueuedRecord) -> JSONValue {
     ]
     if record.state == .dead { object["dead_at"] = ReportJSON.time(record.deadAtMilliseconds) }
     if let erasure = record.erasure {
-        // A user's erasure: what is sent is POST /users/delete for the identifier in "object".
         object["type"] = "erasure"
         object["identifier_type"] = .string(erasure.type.rawValue)
     }

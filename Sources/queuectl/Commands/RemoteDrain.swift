@@ -8,16 +8,9 @@ import EventQueueCommandLine
 #endif
 
 /// `queuectl drain` without `--local`: the launch goes to the daemon, which owns the sink and the schedule.
-struct RemoteDrain {
-    let socketPath: String
-    let json: Bool
-    /// The queue file the caller means; its owner is the daemon's user (see `SocketTrust`).
-    var queuePath: String?
-    /// How long `--wait` follows the pass at most (`--timeout`).
-    var timeout: Duration = RemoteDrain.defaultTimeout
-
-    /// `drain --wait --timeout`'s default: a pass that has not ended in 15 minutes is not one a shell should block
-    /// on (issue 32 #5: a 429 forever, or a reset 15 minutes ahead, blocked it until killed).
+extension Drain {
+    /// `drain --wait --timeout`'s default: a pass that has not ended in 15 minutes (a 429 forever, a reset 15
+    /// minutes ahead) is not one a shell should block on.
     static let defaultTimeout: Duration = .seconds(900)
 
     /// Thrown from the line handler to stop reading the daemon's stream: waiting for the end makes no sense.
@@ -25,7 +18,10 @@ struct RemoteDrain {
         var reason: String
     }
 
-    func run(wait: Bool) throws {
+    func runRemote() throws {
+        // The queue file the caller means: its owner is the daemon's user (`SocketTrust`).
+        let queuePath = QueueEnvironment.databasePath(explicit: queue.db, createDirectory: false)
+        let socketPath = QueueEnvironment.socketPath(explicit: socket)
         let client = DaemonClient(socketPath: socketPath)
         do {
             try SocketTrust(socketPath: socketPath, queuePath: queuePath).verify()
@@ -34,7 +30,7 @@ struct RemoteDrain {
         }
         do {
             if wait {
-                try follow(client)
+                try follow(client, timeout: timeout.map { .milliseconds(Int64($0 * 1000)) } ?? Self.defaultTimeout)
             } else {
                 try client.launch()
             }
@@ -50,12 +46,12 @@ struct RemoteDrain {
     /// Shows the daemon's progress lines on stderr and its summary, read back into the one `DrainReport` shape,
     /// on stdout: the same keys and text as `drain --local`.
     ///
-    /// It stops waiting, and exits 11 (issue 32 #5), when the daemon says the pass met an unavailable sink or waits
-    /// for a rate-limit reset more than a minute away, or when `timeout` has passed: the report then has the counts
-    /// so far and `wait_ended` says why. The daemon's pass goes on. An unavailable sink first gets one probe, if it
-    /// is due within `timeout` (issue 40 #5): right after an outage ends, the launch's probe may not go yet (at most
-    /// one per `probeSpacing`, 5 s), and the pass that could not send it is not a sign the outage goes on.
-    private func follow(_ client: DaemonClient) throws {
+    /// It stops waiting, and exits 11, when the daemon says the pass met an unavailable sink or waits for a
+    /// rate-limit reset more than a minute away, or when `timeout` has passed: the report then has the counts so far
+    /// and `wait_ended` says why. The daemon's pass goes on. An unavailable sink first gets one probe, if it is due
+    /// within `timeout`: right after an outage ends, the launch's probe may not go yet (at most one per
+    /// `probeSpacing`, 5 s), and the pass that could not send it is not a sign the outage goes on.
+    private func follow(_ client: DaemonClient, timeout: Duration) throws {
         let deadline = ContinuousClock.now + timeout
         var pass = try followPass(client, deadline: deadline)
         if pass.sinkUnavailable, let wait = Self.untilNextProbe(client, deadline: deadline) {
@@ -69,7 +65,6 @@ struct RemoteDrain {
             waitEnded = "no summary within --timeout \(Self.seconds(timeout)) s"
         }
         if let waitEnded {
-            // The pass so far, as the one report shape; the daemon's pass goes on.
             var report = DrainReport(DrainSummary())
             if let progress = pass.progress {
                 report.delivered = Self.int(progress, "delivered")
@@ -95,7 +90,6 @@ struct RemoteDrain {
         if report.result != .allDelivered { throw ExitCode(report.result.exitCode) }
     }
 
-    /// What following one pass saw.
     private struct FollowedPass {
         var summary: JSONObject?
         var report: DrainReport?

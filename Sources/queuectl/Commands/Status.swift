@@ -107,8 +107,7 @@ struct Status: ParsableCommand {
         return (client, status)
     }
 
-    /// The availability part of the daemon's `daemon.sink` (issue 30): `state`, `since`, `last_error`,
-    /// `next_probe_at`, `probes`; `nil` for a daemon of a release without it.
+    /// The availability part of the daemon's `daemon.sink`; `nil` for a daemon of a release without it.
     static func availability(_ sink: JSONObject) -> JSONObject? {
         guard let state = sink["state"], state != .null else { return nil }
         var object: JSONObject = ["state": state]

@@ -52,8 +52,6 @@ enum LegacyEntries {
         }
     }
 
-    // MARK: - Custom events and attributes
-
     static func event(_ item: LegacyStore.Item, user: UserIdentity, time: String?, key: String) -> LegacyEntry.Plan {
         guard case .value(.object(let object), let binary) = item else {
             return .unrecognized("a custom event must be a dictionary")
@@ -101,8 +99,7 @@ enum LegacyEntries {
             + "or purge the dead letter"
     }
 
-    // MARK: - Profile fields (PropertyListEncoder-encoded enum values)
-
+    /// A profile field: an enum value of the recipe's `UserAttribute`, as PropertyListEncoder encoded it.
     static func userAttribute(_ item: LegacyStore.Item, user: UserIdentity, key: String) -> LegacyEntry.Plan {
         let decoded: JSONValue
         switch item {

@@ -62,56 +62,44 @@ struct LegacyStore {
         self.identity = identity
         mode = info.st_mode & 0o7777
         owner = (info.st_uid, info.st_gid)
+        /// A store not of this shape: 65, nothing imported.
+        func refused(_ problem: String) -> any Error {
+            fail("\(path)\(problem); nothing was imported", status: ExitStatus.invalidInput)
+        }
         let firstByte = bytes.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 && $0 != 0xEF })
         if bytes.starts(with: Array("bplist".utf8)) || firstByte == UInt8(ascii: "<") {
             let parsed: (value: PropertyListValue, binary: Bool)
             do {
                 parsed = try PropertyListValue.parse(bytes)
             } catch {
-                throw fail(
-                    "\(path) is not a readable property list (\(error)); nothing was imported",
-                    status: ExitStatus.invalidInput)
+                throw refused(" is not a readable property list (\(error))")
             }
             guard case .dictionary(let top) = parsed.value else {
-                throw fail(
-                    "\(path): the top level must be a dictionary (found \(parsed.value.typeName)); nothing was "
-                        + "imported", status: ExitStatus.invalidInput)
+                throw refused(": the top level must be a dictionary (found \(parsed.value.typeName))")
             }
             format = parsed.binary ? .binary : .xml
             plistTop = top
             jsonTop = nil
         } else if firstByte == UInt8(ascii: "{") {
-            guard let text = String(validating: bytes, as: UTF8.self) else {
-                throw fail("\(path) is not valid UTF-8 JSON; nothing was imported", status: ExitStatus.invalidInput)
-            }
+            guard let text = String(validating: bytes, as: UTF8.self) else { throw refused(" is not valid UTF-8 JSON") }
             let value: JSONValue
             do {
                 value = try JSONValue.parse(text)
             } catch {
-                throw fail(
-                    "\(path) is not valid JSON (\(error)); nothing was imported", status: ExitStatus.invalidInput)
+                throw refused(" is not valid JSON (\(error))")
             }
-            guard let top = value.objectValue else {
-                throw fail(
-                    "\(path): the top level must be an object; nothing was imported", status: ExitStatus.invalidInput)
-            }
+            guard let top = value.objectValue else { throw refused(": the top level must be an object") }
             format = .json
             plistTop = nil
             jsonTop = top
         } else {
-            throw fail(
-                "\(path) is neither a property list (XML or binary) nor JSON; nothing was imported",
-                status: ExitStatus.invalidInput)
+            throw refused(" is neither a property list (XML or binary) nor JSON")
         }
-        for section in Self.sections {
-            if topValueIsArray(section) == false {
-                throw fail(
-                    "\(path): \(section) must be an array; nothing was imported", status: ExitStatus.invalidInput)
-            }
+        for section in Self.sections where topValueIsArray(section) == false {
+            throw refused(": \(section) must be an array")
         }
     }
 
-    /// The top-level keys, sorted.
     var keys: [String] {
         if let plistTop { return plistTop.keys.sorted() }
         return jsonTop?.keys.sorted() ?? []
@@ -149,8 +137,6 @@ struct LegacyStore {
         return jsonTop?[key].map { if case .array = $0 { true } else { false } }
     }
 
-    // MARK: - Rewriting
-
     /// The store's bytes without the entries in `removed` (indices per section), with the generation counter
     /// raised, in the format it was read in. Every other key and value is kept as read.
     func rewritten(removing removed: [String: Set<Int>]) throws -> [UInt8] {
@@ -171,14 +157,12 @@ struct LegacyStore {
         return Array((top.serialized + "\n").utf8)
     }
 
-    // MARK: - Reading
-
     static func readFile(_ path: String) throws -> ([UInt8], Identity, stat) {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw fail(
-                "cannot read the store \(path): \(String(cString: strerror(errno)))", status: ExitStatus.inputMissing)
+        func cannotRead() -> any Error {
+            fail("cannot read the store \(path): \(String(cString: strerror(errno)))", status: ExitStatus.inputMissing)
         }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw cannotRead() }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else {
@@ -189,11 +173,7 @@ struct LegacyStore {
         while true {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
-            guard count >= 0 else {
-                throw fail(
-                    "cannot read the store \(path): \(String(cString: strerror(errno)))",
-                    status: ExitStatus.inputMissing)
-            }
+            guard count >= 0 else { throw cannotRead() }
             if count == 0 { break }
             bytes.append(contentsOf: chunk[0..<count])
         }

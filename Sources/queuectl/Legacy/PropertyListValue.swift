@@ -38,7 +38,6 @@ indirect enum PropertyListValue: Codable, Sendable {
         return (value, format == .binary)
     }
 
-    /// The value as property-list bytes, XML or binary.
     func serialized(binary: Bool) throws -> [UInt8] {
         let encoder = PropertyListEncoder()
         encoder.outputFormat = binary ? .binary : .xml
@@ -110,6 +109,7 @@ indirect enum PropertyListValue: Codable, Sendable {
     }
 
     func encode(to encoder: any Encoder) throws {
+        let single: any Encodable
         switch self {
         case .array(let items):
             var container = encoder.unkeyedContainer()
@@ -119,19 +119,15 @@ indirect enum PropertyListValue: Codable, Sendable {
             var container = encoder.container(keyedBy: Key.self)
             for (key, value) in members { try container.encode(value, forKey: Key(stringValue: key)) }
             return
-        default:
-            break
+        case .bool(let value): single = value
+        case .integer(let value): single = value
+        case .real(let value): single = value
+        case .string(let value): single = value
+        case .date(let value): single = value
+        case .data(let value): single = Data(value)
         }
         var container = encoder.singleValueContainer()
-        switch self {
-        case .bool(let value): try container.encode(value)
-        case .integer(let value): try container.encode(value)
-        case .real(let value): try container.encode(value)
-        case .string(let value): try container.encode(value)
-        case .date(let value): try container.encode(value)
-        case .data(let value): try container.encode(Data(value))
-        case .array, .dictionary: break
-        }
+        try container.encode(single)
     }
 
     private struct Key: CodingKey {

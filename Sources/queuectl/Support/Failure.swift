@@ -3,14 +3,13 @@ import EventQueue
 import EventQueueDelivery
 import EventQueueCommandLine
 
-/// Writes a one-line error to stderr and returns the exit code to throw.
-/// `status` is one of the table's (`ExitStatus`, shared with `queued` and the exit-status table of docs/OPERATING.md).
+/// Writes a one-line error to stderr and returns the exit code (`ExitStatus`'s table) to throw.
 func fail(_ message: String, status: ExitStatus) -> ExitCode {
     writeStandardError("queuectl: error: " + message.replacingNewlines() + "\n")
     return ExitCode(status.rawValue)
 }
 
-/// A queue error, with its status from the one mapping both tools use (`ExitStatus(QueueError)`).
+/// A queue error, with its status from `ExitStatus(QueueError)`.
 func fail(_ error: QueueError) -> ExitCode {
     fail(error.description, status: ExitStatus(error))
 }

@@ -106,7 +106,6 @@ final class NDJSONInput {
                 start = end
                 return line
             }
-            // Compact, grow if the line needs it, then read more.
             if start > 0 {
                 buffer.withUnsafeMutableBufferPointer { pointer in
                     guard let base = pointer.baseAddress else { return }

@@ -5,7 +5,7 @@ import EventQueueCommandLine
     import Glibc
 #endif
 
-/// Whether `queuectl drain` may believe what answers on the control socket (issue 13, item 1).
+/// Whether `queuectl drain` may believe what answers on the control socket.
 ///
 /// A daemon's answer is only worth something if the daemon is ours. The socket and the process behind it must
 /// belong to one of:
