@@ -30,5 +30,10 @@ public enum RecordKind: String, Sendable, Hashable, CaseIterable {
 
     /// An identity call: a row in the streams of both identities it names (`records.user_key` and
     /// `records.other_user_key`), sent to its own endpoint, never to `/users/track`.
-    public var isIdentityCall: Bool { self == .identify || self == .alias || self == .merge }
+    public var isIdentityCall: Bool {
+        switch self {
+        case .event, .attribute, .purchase: return false
+        case .identify, .alias, .merge: return true
+        }
+    }
 }

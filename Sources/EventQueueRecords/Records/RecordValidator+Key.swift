@@ -54,7 +54,12 @@ extension RecordValidator {
         }
 
         /// One of the five ways to name a user.
-        var isIdentifier: Bool { namesUserAlone || self == .email || self == .phone }
+        var isIdentifier: Bool {
+            switch self {
+            case .externalID, .brazeID, .userAlias, .email, .phone: return true
+            default: return false
+            }
+        }
 
         /// An identifier that names the user even in an attributes object, where email and phone may be values.
         var namesUserAlone: Bool {
