@@ -193,12 +193,12 @@ public struct SinkAvailability: Sendable {
     }
 
     /// The wait after `failed` failed probes, before jitter: `firstProbeDelay` doubled per failed probe, capped at
-    /// `longestProbeDelay` (5, 10, 20, 40, 60, 60 s … by default).
+    /// `longestProbeDelay` (5, 10, 20, 40, 60, 60 s … by default). The outer `min` keeps that cap when a caller set
+    /// the policy's public fields after its init (longest below first), which `Backoff`'s own clamp would raise.
     public func backoff(afterFailedProbes failed: Int) -> Duration {
-        let probes = Backoff(
-            baseMilliseconds: policy.firstProbeDelay.wholeMilliseconds,
-            capMilliseconds: policy.longestProbeDelay.wholeMilliseconds)
-        return .milliseconds(probes.ceiling(attempt: min(failed, 40) + 1))
+        let longest = policy.longestProbeDelay.wholeMilliseconds
+        let probes = Backoff(baseMilliseconds: policy.firstProbeDelay.wholeMilliseconds, capMilliseconds: longest)
+        return .milliseconds(min(longest, probes.ceiling(attempt: min(failed, 40) + 1)))
     }
 
     private mutating func schedule(after wait: Duration, at now: Moment) {

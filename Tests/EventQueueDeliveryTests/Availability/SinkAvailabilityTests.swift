@@ -159,4 +159,12 @@ import Testing
         #expect(policy.jitterShare == 1)
         #expect(SinkAvailability(at: Self.at(0)).backoff(afterFailedProbes: 1_000) == .seconds(60), "no overflow")
     }
+
+    @Test func aLongestDelaySetBelowTheFirstAfterInitStillCapsTheBackoff() {
+        var policy = SinkAvailability.Policy(firstProbeDelay: .seconds(5), longestProbeDelay: .seconds(60))
+        policy.longestProbeDelay = .seconds(2)
+        let availability = SinkAvailability(policy: policy, at: Self.at(0))
+        #expect(availability.backoff(afterFailedProbes: 0) == .seconds(2))
+        #expect(availability.backoff(afterFailedProbes: 3) == .seconds(2))
+    }
 }
