@@ -97,8 +97,10 @@ public struct ErasureKey: Sendable, Hashable {
         }
         var buffer = [UInt8](repeating: 0, count: 128)
         let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
-        let text = count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self) : ""
-        guard let secret = unhex(text.trimmingSpaces), secret.count >= 16 else {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }
+        var text = String(decoding: buffer[0..<max(0, count)], as: UTF8.self).drop(while: isSpace)
+        while let last = text.last, isSpace(last) { text.removeLast() }
+        guard let secret = unhex(text), secret.count >= 16 else {
             return .failure(ErasureProblem(description: "the erasure key \(path) is not 32 to 64 hex digits"))
         }
         return .success(ErasureKey(path: path, secret: secret))
@@ -130,22 +132,18 @@ public struct ErasureKey: Sendable, Hashable {
         guard digits.count % 2 == 0, digits.count <= 128 else { return nil }
         var bytes: [UInt8] = []
         for index in stride(from: 0, to: digits.count, by: 2) {
-            // One digit at a time: a pair such as "+f" would parse as a signed number.
-            guard let high = UInt8(String(UnicodeScalar(digits[index])), radix: 16),
-                let low = UInt8(String(UnicodeScalar(digits[index + 1])), radix: 16)
-            else { return nil }
+            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
             bytes.append(high << 4 | low)
         }
         return bytes
     }
-}
 
-extension String {
-    fileprivate var trimmingSpaces: Substring {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }
-        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
-            return ""
+    private static func nibble(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
+        default: return nil
         }
-        return self[first...last]
     }
 }

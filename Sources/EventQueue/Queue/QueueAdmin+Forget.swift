@@ -27,20 +27,3 @@ extension QueueAdmin {
         return (rows.last?.count ?? 0, rows.compactMap(\.key))
     }
 }
-
-extension QueueWriter {
-    /// Forgets `users` (for an app, `queuectl forget` and the daemon's `POST /forget`): removes every record of each
-    /// user, in flight and dead too, and the keys remembered for them, then scrubs their bytes from the file and its
-    /// WAL (`QueueForgetting`). A user known by several identifiers is forgotten once per identifier.
-    ///
-    /// With `brazeDelete`, an erasure is queued in each user's own stream, sent to Braze's `POST /users/delete`
-    /// after every request that carried a record of the user is answered and before the user's later records. Only
-    /// someone who can read the erasure key may (`erasureNotPermitted`, nothing forgotten); a file before schema 7
-    /// (whose daemon would send it to `/users/track`) throws `erasureNeedsNewerSchema` and nothing is written.
-    ///
-    /// The write lock is held at most a quarter of the busy timeout: a file too large to rebuild within that keeps
-    /// its scrub owed (`ScrubReport.vacuumed` false), done by the upkeep once it fits.
-    public func forget(_ users: [UserIdentity], brazeDelete: Bool = false) throws(QueueError) -> ForgetReport {
-        try QueueForgetting.forget(users, brazeDelete: brazeDelete, file: file)
-    }
-}

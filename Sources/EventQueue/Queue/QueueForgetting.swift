@@ -1,10 +1,18 @@
-/// `QueueWriter.forget`: whole users per short transaction (records, remembered keys, and the erasure), then one
-/// scrub (`QueueScrub`). A record in flight goes too: the drain loop's late ack or retry finds nothing, and its
-/// lease token goes into the erasure's `after`.
-enum QueueForgetting {
-    static func forget(
-        _ users: [UserIdentity], brazeDelete: Bool, file: QueueFile
-    ) throws(QueueError) -> ForgetReport {
+extension QueueWriter {
+    /// Forgets `users` (for an app, `queuectl forget` and the daemon's `POST /forget`): removes every record of each
+    /// user, in flight and dead too, and the keys remembered for them, whole users per short transaction, then
+    /// scrubs their bytes from the file and its WAL (`QueueScrub`). A user known by several identifiers is
+    /// forgotten once per identifier. A record in flight goes too: the drain loop's late ack or retry finds
+    /// nothing, and its lease token goes into the erasure's `after`.
+    ///
+    /// With `brazeDelete`, an erasure is queued in each user's own stream, sent to Braze's `POST /users/delete`
+    /// after every request that carried a record of the user is answered and before the user's later records. Only
+    /// someone who can read the erasure key may (`erasureNotPermitted`, nothing forgotten); a file before schema 7
+    /// (whose daemon would send it to `/users/track`) throws `erasureNeedsNewerSchema` and nothing is written.
+    ///
+    /// The write lock is held at most a quarter of the busy timeout: a file too large to rebuild within that keeps
+    /// its scrub owed (`ScrubReport.vacuumed` false), done by the upkeep once it fits.
+    public func forget(_ users: [UserIdentity], brazeDelete: Bool = false) throws(QueueError) -> ForgetReport {
         if brazeDelete {
             do {
                 for user in users { try RecordValidator.checkUser(user) }
@@ -19,7 +27,7 @@ enum QueueForgetting {
         try connection.execute("PRAGMA secure_delete = ON", operation: "turning on secure deletion")
         var report = ForgetReport(users: users)
         guard !users.isEmpty else { return report }
-        let scan = try self.scan(users, connection: connection)
+        let scan = try Self.scan(users, connection: connection)
         report.erasuresKept = scan.erasures
         // Whole users per transaction, as many as fit half the write-lock bound, so writers get the lock between;
         // each marks the scrub owed (QueueScrub.markOwed) before the scrub that clears it.
@@ -31,7 +39,7 @@ enum QueueForgetting {
                 let started = WallClock.monotonicNanoseconds()
                 var index = next
                 repeat {
-                    try removeAndQueue(
+                    try Self.removeAndQueue(
                         users[index], ids: scan.ids[users[index].orderingKey] ?? [], scan: scan, erasureKey: key,
                         connection: connection, path: file.path, into: &report)
                     index += 1
