@@ -15,7 +15,31 @@ extension Drainer {
             let enforcement = try admin.enforceLimits(now: clock.wallMilliseconds(), boot: clock.bootClock)
             return (enforcement, atPassStart ? nil : try admin.dropsSinceLastLook())
         }
-        if let drops { Self.logDrops(drops, limits: enforcement.limits, logger: logger) }
+        if let drops {
+            // One warning per cause that grew, with its count and the total since the file was created.
+            let size = ("max_queue_bytes", enforcement.limits?.maxQueueBytes ?? 0)
+            let causes: [(count: KeyPath<QueueDrops, Int64>, message: Logger.Message, limit: (String, Int64))] = [
+                (
+                    \.oldest,
+                    "dropped the oldest records to keep the queue within its size limit (--when-full drop-oldest)", size
+                ),
+                (\.refused, "refused records at enqueue: the queue was at its size limit (--when-full refuse)", size),
+                (
+                    \.expired,
+                    "expired records pending longer than the max age: they are dead letters (queuectl dead list)",
+                    ("max_age_seconds", enforcement.limits?.maxAgeSeconds ?? 0)
+                ),
+            ]
+            for cause in causes where drops.grown[keyPath: cause.count] > 0 {
+                logger.warning(
+                    cause.message,
+                    metadata: [
+                        "count": "\(drops.grown[keyPath: cause.count])",
+                        "total": "\(drops.total[keyPath: cause.count])",
+                        cause.limit.0: "\(cause.limit.1)",
+                    ])
+            }
+        }
         if !atPassStart, enforcement.overLimit, let limits = enforcement.limits {
             let message =
                 limits.whenFull == .refuse
@@ -27,34 +51,6 @@ extension Drainer {
                 "\(message)",
                 metadata: [
                     "queue_bytes": "\(enforcement.queueBytes)", "max_queue_bytes": "\(limits.maxQueueBytes)",
-                ])
-        }
-    }
-
-    /// One warning per cause that grew, with its count and the total since the file was created.
-    static func logDrops(_ drops: (total: QueueDrops, grown: QueueDrops), limits: QueueLimits?, logger: Logger) {
-        let maxBytes: (String, String) = ("max_queue_bytes", "\(limits?.maxQueueBytes ?? 0)")
-        let causes: [(grown: Int64, total: Int64, message: Logger.Message, limit: (String, String))] = [
-            (
-                drops.grown.oldest, drops.total.oldest,
-                "dropped the oldest records to keep the queue within its size limit (--when-full drop-oldest)",
-                maxBytes
-            ),
-            (
-                drops.grown.refused, drops.total.refused,
-                "refused records at enqueue: the queue was at its size limit (--when-full refuse)", maxBytes
-            ),
-            (
-                drops.grown.expired, drops.total.expired,
-                "expired records pending longer than the max age: they are dead letters (queuectl dead list)",
-                ("max_age_seconds", "\(limits?.maxAgeSeconds ?? 0)")
-            ),
-        ]
-        for cause in causes where cause.grown > 0 {
-            logger.warning(
-                cause.message,
-                metadata: [
-                    "count": "\(cause.grown)", "total": "\(cause.total)", cause.limit.0: "\(cause.limit.1)",
                 ])
         }
     }

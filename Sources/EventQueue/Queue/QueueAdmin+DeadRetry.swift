@@ -11,43 +11,35 @@ extension QueueAdmin {
                 WHERE state = 'dead' AND (?1 IS NULL OR id IN (SELECT value FROM json_each(?1))) ORDER BY id
                 """, operation: "retrying dead letters", ids.map(RecordStateSQL.jsonArray)
             ) { select -> (id: Int64, reason: String?) in
-                let kind = select.text(1).flatMap(RecordKind.init(rawValue:)) ?? .event
-                guard let payload = select.validatedText(2) else {
-                    return (select.int64(0), "payload is not valid UTF-8")
+                // Why it would be dead-lettered again at delivery, or nil when it would be sent; an erasure is
+                // never checked as a Braze record.
+                let id = select.int64(0)
+                guard let payload = select.validatedText(2) else { return (id, "payload is not valid UTF-8") }
+                if select.isNull(4) {
+                    let kind = select.text(1).flatMap(RecordKind.init(rawValue:)) ?? .event
+                    let check = StoredPayload.check(payload, kind: kind, createdAtMilliseconds: select.int64(3))
+                    guard case .failure(let problem) = check else { return (id, nil) }
+                    return (id, problem.description)
                 }
-                return (
-                    select.int64(0),
-                    select.isNull(4)
-                        ? Self.problem(payload: payload, kind: kind, createdAt: select.int64(3))
-                        : Self.erasureProblem(payload: payload, column: select.validatedText(4))
-                )
+                guard let erasure = select.validatedText(4).flatMap(Erasure.init(json:)) else {
+                    return (id, Erasure.unreadableColumnReason)
+                }
+                guard case .failure(let problem) = erasure.user(payload: payload) else { return (id, nil) }
+                return (id, "erasure not sendable: \(problem)")
             }
-            let valid = checked.filter { $0.reason == nil }.map(\.id)
-            let invalid = checked.compactMap { row in row.reason.map { (id: row.id, reason: $0) } }
-            for id in valid {
-                try connection.run(RecordStateSQL.retryDead, operation: "retrying dead letters", id)
+            var report = DeadRetryReport()
+            for (id, reason) in checked {
+                if let reason {
+                    try connection.run(
+                        RecordStateSQL.keepDead, operation: "retrying dead letters", id,
+                        "still invalid at retry: " + reason)
+                    report.stillInvalid.append((id, reason))
+                } else {
+                    try connection.run(RecordStateSQL.retryDead, operation: "retrying dead letters", id)
+                    report.retried.append(id)
+                }
             }
-            for item in invalid {
-                try connection.run(
-                    RecordStateSQL.keepDead, operation: "retrying dead letters", item.id,
-                    "still invalid at retry: " + item.reason)
-            }
-            return DeadRetryReport(retried: valid, stillInvalid: invalid)
+            return report
         }
-    }
-
-    /// Why an erasure would be dead-lettered again at delivery, or `nil`; never checked as a Braze record.
-    static func erasureProblem(payload: String, column: String?) -> String? {
-        guard let erasure = column.flatMap(Erasure.init(json:)) else { return Erasure.unreadableColumnReason }
-        if case .failure(let problem) = erasure.user(payload: payload) { return "erasure not sendable: \(problem)" }
-        return nil
-    }
-
-    /// Why a payload would be dead-lettered again at delivery, or `nil` when it would be sent.
-    static func problem(payload: String, kind: RecordKind, createdAt: Int64) -> String? {
-        if case .failure(let problem) = StoredPayload.check(payload, kind: kind, createdAtMilliseconds: createdAt) {
-            return problem.description
-        }
-        return nil
     }
 }

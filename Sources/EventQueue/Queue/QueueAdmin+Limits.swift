@@ -66,12 +66,12 @@ extension QueueAdmin {
         try measure().used
     }
 
-    /// `SpaceKeeper.usedBytes` in a read transaction of its own.
-    func measure(
-        _ operation: String = "measuring the queue file"
-    ) throws(QueueError) -> (used: Int64, pageSize: Int64, pages: Int64) {
+    /// Bytes of pages in use (what the size limit bounds) and of the whole file, in a read transaction of its own.
+    func measure(_ operation: String = "measuring the queue file") throws(QueueError) -> (used: Int64, file: Int64) {
         let connection = file.connection
-        return try connection.read(operation) { () throws(QueueError) in try SpaceKeeper.usedBytes(connection) }
+        let pages = try connection.read(operation) { () throws(QueueError) in try SpaceKeeper.pages(connection) }
+        let pageSize = try file.pageSize()
+        return (pages.used &* pageSize, pages.all &* pageSize)
     }
 
     /// Expires what is past the max age and, under drop-oldest, drops the oldest records until the file is within
@@ -92,13 +92,13 @@ extension QueueAdmin {
             result.dropped = try dropOldestToLimit(maxBytes: limits.maxQueueBytes)
         }
         var size = try measure()
-        if size.pages &* size.pageSize > limits.maxQueueBytes, size.pages &* size.pageSize > size.used {
+        if size.file > limits.maxQueueBytes, size.file > size.used {
             // Give freed pages back now, not at the upkeep, which waits while writers write.
             try vacuumInSteps()
             size = try measure()
         }
         result.queueBytes = size.used
-        result.fileBytes = size.pages &* size.pageSize
+        result.fileBytes = size.file
         result.overLimit = size.used > limits.maxQueueBytes
         return result
     }
@@ -201,17 +201,15 @@ extension QueueAdmin {
     /// Drops the oldest records, a chunk per transaction (`DropPace`), until within `maxBytes` or none is left.
     func dropOldestToLimit(maxBytes: Int64) throws(QueueError) -> Int {
         let connection = file.connection
+        let pageSize = try file.pageSize()
         var dropped = 0
         var pace = DropPace()
         while true {
             let count = try connection.write("dropping the oldest records to make room") { () throws(QueueError) in
-                let used = try SpaceKeeper.usedBytes(connection).used
+                let used = try SpaceKeeper.pages(connection).used &* pageSize
                 guard used > maxBytes else { return 0 }
-                let (count, uncounted) = try SpaceKeeper.dropOldest(
-                    connection, below: Int64.max, atMost: pace.next(over: used - maxBytes))
-                try QueueDrops.add(uncounted, cause: .oldest, connection)
-                pace.record(dropped: count, freed: used - (try SpaceKeeper.usedBytes(connection).used))
-                return count
+                return try pace.drop(connection, below: Int64.max, used: used, maxBytes: maxBytes, pageSize: pageSize)
+                    .dropped
             }
             guard count > 0 else { return dropped }
             dropped += count

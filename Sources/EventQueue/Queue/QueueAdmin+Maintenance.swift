@@ -2,9 +2,6 @@ extension QueueAdmin {
     /// How long delivered idempotency keys are remembered.
     public static let deliveredKeyRetentionMilliseconds: Int64 = 7 * 24 * 3600 * 1000
 
-    /// How long one `TRUNCATE` checkpoint try waits (far below a writer's busy timeout: new writers wait behind it).
-    static let checkpointBusyTimeoutMilliseconds = 100
-
     /// Returns space after a drain: forgets expired idempotency keys, frees the pages of deleted records (a scrubbing
     /// `VACUUM` when `QueueScrub` allows, else `incremental_vacuum`), and truncates the WAL. Without it a queue only
     /// grows: deleted rows never shrink a file, and long-lived readers starve checkpoints.
@@ -17,9 +14,9 @@ extension QueueAdmin {
             try RememberedKeys.prune(connection, before: now - Self.deliveredKeyRetentionMilliseconds, now: now)
         }
         file.unscrubbedDeletions += pruned.count
-        let vacuumed = try QueueScrub.vacuumAfterPass(file, busyMilliseconds: Self.checkpointBusyTimeoutMilliseconds)
+        let vacuumed = try QueueScrub.vacuumAfterPass(file)
         if !vacuumed { try vacuumInSteps() }
-        let complete = try truncateWAL()
+        let complete = try connection.truncateWAL()
         if vacuumed && complete { QueueScrub.clearMark(file) }
         return MaintenanceResult(
             walBytesBefore: walBefore, walBytesAfter: Self.fileSize(path + "-wal"),
@@ -53,14 +50,6 @@ extension QueueAdmin {
     @discardableResult
     public func truncateWALIfLarger(than thresholdBytes: Int64) throws(QueueError) -> Bool {
         guard Self.fileSize(path + "-wal") > thresholdBytes else { return false }
-        return try truncateWAL()
-    }
-
-    /// One `wal_checkpoint(TRUNCATE)` try, waiting at most `checkpointBusyTimeoutMilliseconds` (it holds new
-    /// writers back while it waits). Returns true when it truncated.
-    private func truncateWAL() throws(QueueError) -> Bool {
-        try file.connection.truncateWAL(
-            tryMilliseconds: Self.checkpointBusyTimeoutMilliseconds, deadlineNanoseconds: 0,
-            operation: "checkpointing the WAL")
+        return try file.connection.truncateWAL()
     }
 }

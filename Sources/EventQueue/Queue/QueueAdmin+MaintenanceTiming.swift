@@ -53,6 +53,6 @@ extension QueueAdmin {
     /// Bytes of free pages, what a vacuum would return (read from the file's header).
     func freeBytes() throws(QueueError) -> Int64 {
         let size = try measure("measuring the free pages")
-        return (size.pages - size.used / max(1, size.pageSize)) &* size.pageSize
+        return size.file - size.used
     }
 }

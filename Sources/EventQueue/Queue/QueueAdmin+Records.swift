@@ -32,7 +32,7 @@ extension QueueAdmin {
                 oldestPendingAgeSeconds: oldestCreated.map { max(0, (Double(now) - Double($0)) / 1000) },
                 nextRetryAtMilliseconds: live?.nextRetry, databaseBytes: 0, walBytes: 0,
                 schemaVersion: 0)
-            stats.queueBytes = try SpaceKeeper.usedBytes(connection).used
+            stats.queueBytes = try SpaceKeeper.pages(connection).used &* file.pageSize()
             if file.hasLimits {
                 let recorded = try QueueLimits.read(connection)
                 stats.limits = recorded?.limits

@@ -31,9 +31,7 @@ enum QueueScrub {
         let started = WallClock.monotonicNanoseconds()
         let vacuumed = try vacuumWithinBound(file, operation: "scrubbing deleted records")
         let truncated = try file.connection.truncateWAL(
-            tryMilliseconds: QueueAdmin.checkpointBusyTimeoutMilliseconds,
-            deadlineNanoseconds: started &+ forgetCheckpointDeadlineNanoseconds,
-            operation: "scrubbing deleted records")
+            deadlineNanoseconds: started &+ forgetCheckpointDeadlineNanoseconds, operation: "scrubbing deleted records")
         if vacuumed && truncated { clearMark(file) }
         return ScrubReport(
             vacuumed: vacuumed, walTruncated: truncated, databaseBytes: QueueAdmin.fileSize(file.path),
@@ -41,11 +39,13 @@ enum QueueScrub {
     }
 
     /// The upkeep's scrub: a `VACUUM` within the bound when rows were deleted or a scrub is owed, waiting at most
-    /// `busyMilliseconds` for the lock. Returns true when it vacuumed; the caller truncates the WAL, then `clearMark`s.
-    static func vacuumAfterPass(_ file: QueueFile, busyMilliseconds: Int) throws(QueueError) -> Bool {
+    /// `checkpointTryMilliseconds` for the lock. Returns true when it vacuumed; the caller truncates the WAL, then
+    /// `clearMark`s.
+    static func vacuumAfterPass(_ file: QueueFile) throws(QueueError) -> Bool {
         guard file.unscrubbedDeletions > 0 || owedSinceMilliseconds(file.path) != nil else { return false }
         do {
-            return try file.connection.withBusyTimeout(milliseconds: busyMilliseconds) { () throws(QueueError) in
+            return try file.connection.withBusyTimeout(milliseconds: Connection.checkpointTryMilliseconds) {
+                () throws(QueueError) in
                 try vacuumWithinBound(file, operation: "scrubbing delivered records")
             }
         } catch {
@@ -61,7 +61,7 @@ enum QueueScrub {
         file.scrubMarkBeforeVacuum = markToken(file.path)
         let budget = lockBudgetNanoseconds(connection)
         // Pages in use: what a `VACUUM` copies.
-        let live = max(0, try SpaceKeeper.usedBytes(connection, operation: operation).used)
+        let live = max(0, try SpaceKeeper.pages(connection, operation: operation).used &* file.pageSize())
         guard live <= Int64(budget / 1_000_000) * assumedBytesPerSecond / 1000,
             try connection.vacuum(
                 operation: operation, inMemory: live <= inMemoryLiveBytesLimit, budgetNanoseconds: budget)

@@ -8,42 +8,23 @@ struct SalvageCopier {
     let maxAttempts: Int64
     var tried: Set<Int64> = []
     /// Rows to insert with a new id once every row that keeps its id is in (and the id counter carried over).
-    var deferred: [Values] = []
+    var deferred: [Row] = []
 
-    struct Values {
-        var id: Int64?
-        var kind: RecordKind
-        var payload: String
-        var createdAt: Int64
-        var key: String?
-        /// The per-user key and the record's digest (schema 6), carried as stored.
-        var userKey: String?
-        var digest: Int64?
+    /// A checked row: its old id, whether it is a dead letter, and the values after the id, in the order of
+    /// `RecordStateSQL.salvageInsert` for the new file's columns.
+    struct Row {
+        var id: Int64
         var dead: Bool
-        var attempts: Int64
-        var nextAttemptAt: Int64
-        var lastError: String?
-        var deadAt: Int64?
-        /// The erasure column (schema 7), carried as stored: without it the row would be an attribute record.
-        var erasure: String?
+        var values: [(any SQLValue)?]
     }
 
-    static let baseColumns =
-        "id, kind, payload, created_at_ms, idempotency_key, state, attempts, next_attempt_at_ms, last_error, dead_at_ms"
-    /// The columns read; a file older than schema 6 has no per-user key (NULL in their place).
-    var columns: String {
-        Self.baseColumns
-            + (readerHasUserKeys ? ", user_idempotency_key, record_digest" : ", NULL AS user_idempotency_key, NULL")
-            + (readerHasErasures ? ", erasure" : ", NULL AS erasure")
-    }
-    /// Whether the damaged file and the new one have `records.erasure` (schema 7 and later; the new one only with
-    /// the per-user keys).
-    let readerHasErasures: Bool
-    let writerHasErasures: Bool
-    /// Whether the damaged file has `user_idempotency_key` (schema 6 and later), found out once.
-    let readerHasUserKeys: Bool
-    /// Whether the new file has them (a build without migration 6 creates it at schema 5).
+    /// The columns read; a file older than schema 6 has no per-user key, older than 7 no erasure (NULL in their
+    /// place).
+    let columns: String
+    /// Whether the new file has `user_idempotency_key` (a build without migration 6 creates it at schema 5), and
+    /// `records.erasure` (schema 7 and later, only with the per-user keys).
     let writerHasUserKeys: Bool
+    let writerHasErasures: Bool
 
     private static func hasColumn(_ name: String, _ connection: Connection) -> Bool {
         (try? connection.scalarInt(
@@ -60,9 +41,13 @@ struct SalvageCopier {
         self.writer = writer
         self.now = now
         self.maxAttempts = maxAttempts
-        readerHasUserKeys = Self.hasColumn("user_idempotency_key", reader)
+        columns =
+            "id, kind, payload, created_at_ms, idempotency_key, state, attempts, next_attempt_at_ms, last_error, "
+            + "dead_at_ms"
+            + (Self.hasColumn("user_idempotency_key", reader)
+                ? ", user_idempotency_key, record_digest" : ", NULL AS user_idempotency_key, NULL")
+            + (Self.hasColumn("erasure", reader) ? ", erasure" : ", NULL AS erasure")
         writerHasUserKeys = Self.hasColumn("user_idempotency_key", writer)
-        readerHasErasures = Self.hasColumn("erasure", reader)
         writerHasErasures = writerHasUserKeys && Self.hasColumn("erasure", writer)
     }
 
@@ -126,18 +111,15 @@ struct SalvageCopier {
     private func nextReadable(after start: Int64) throws(QueueError) -> Int64? {
         var bad = start
         var step: Int64 = 1
-        var good: Int64?
-        while good == nil {
+        var high: Int64
+        while true {
             let (probe, overflow) = bad.addingReportingOverflow(step)
             if overflow { return nil }
-            if try probeReadable(probe) {
-                good = probe
-            } else {
-                bad = probe
-                step = step > Int64.max / 2 ? Int64.max : step * 2
-            }
+            high = probe
+            if try probeReadable(probe) { break }
+            bad = probe
+            step = step > Int64.max / 2 ? Int64.max : step * 2
         }
-        guard var high = good else { return nil }
         while high - bad > 1 {
             let middle = bad + (high - bad) / 2
             if try probeReadable(middle) { high = middle } else { bad = middle }
@@ -223,19 +205,24 @@ struct SalvageCopier {
         let nextAttemptAt = clamp(row.int64(7), 0...ClockHorizon.latestPlausible(after: now))
         let deadAt = dead ? clamp(row.optionalInt64(9) ?? now, 0...max(0, now)) : nil
         if wasClamped { report.clamped += 1 }
-        let values = Values(
-            id: id, kind: kind, payload: payload, createdAt: createdAt, key: key, userKey: userKey,
-            digest: row.optionalInt64(11), dead: dead, attempts: attempts,
-            nextAttemptAt: nextAttemptAt, lastError: row.validatedText(8), deadAt: deadAt, erasure: erasure)
+        var values: [(any SQLValue)?] = [
+            kind.rawValue, payload, createdAt, key, dead ? "dead" : "pending", attempts, nextAttemptAt,
+            row.validatedText(8), deadAt,
+        ]
+        // The per-user key and the record's digest (schema 6), and the erasure column (schema 7: without it the row
+        // would be an attribute record), carried as stored.
+        if writerHasUserKeys { values += [userKey, row.optionalInt64(11)] }
+        if writerHasErasures { values.append(erasure) }
+        let checked = Row(id: id, dead: dead, values: values)
         guard StoredRow.idRange.contains(id) else {
-            deferred.append(values)
+            deferred.append(checked)
             return
         }
-        switch try insert(values) {
+        switch try insert(checked, id: id) {
         case .inserted:
             if dead { report.recoveredDead += 1 } else { report.recoveredPending += 1 }
         case .idTaken:
-            deferred.append(values)
+            deferred.append(checked)
         case .refused:
             invalid("a duplicate idempotency key, or a value the schema refuses")
         }
@@ -245,17 +232,12 @@ struct SalvageCopier {
         case inserted, idTaken, refused
     }
 
-    private func insert(_ values: Values) throws(QueueError) -> InsertResult {
-        var columns: [(any SQLValue)?] = [
-            values.id, values.kind.rawValue, values.payload, values.createdAt, values.key,
-            values.dead ? "dead" : "pending", values.attempts, values.nextAttemptAt, values.lastError, values.deadAt,
-        ]
-        if writerHasUserKeys { columns += [values.userKey, values.digest] }
-        if writerHasErasures { columns.append(values.erasure) }
+    /// Inserts `row` with `id`, or with a new id from the new file's counter when `nil`.
+    private func insert(_ row: Row, id: Int64?) throws(QueueError) -> InsertResult {
         do {
             try writer.run(
                 RecordStateSQL.salvageInsert(withUserKeys: writerHasUserKeys, withErasures: writerHasErasures),
-                operation: "salvaging records", values: columns)
+                operation: "salvaging records", values: [id] + row.values)
             return .inserted
         } catch {
             guard case .sqlite(let code, _, _) = error, code & 0xFF == SQLITE_CONSTRAINT else { throw error }
@@ -266,17 +248,14 @@ struct SalvageCopier {
 
     /// Inserts the rows whose id was out of range or taken, each with a new id from the new file's counter.
     mutating func copyRenumbered(into report: inout SalvageReport) throws(QueueError) {
-        for var values in deferred {
-            let oldID = values.id
-            values.id = nil
-            switch try insert(values) {
+        for row in deferred {
+            switch try insert(row, id: nil) {
             case .inserted:
                 report.renumbered += 1
-                if values.dead { report.recoveredDead += 1 } else { report.recoveredPending += 1 }
+                if row.dead { report.recoveredDead += 1 } else { report.recoveredPending += 1 }
             case .idTaken, .refused:
                 Self.countInvalid(
-                    "id \(oldID.map(String.init) ?? "?"): a duplicate idempotency key, or a value the schema refuses",
-                    in: &report)
+                    "id \(row.id): a duplicate idempotency key, or a value the schema refuses", in: &report)
             }
         }
         deferred.removeAll()

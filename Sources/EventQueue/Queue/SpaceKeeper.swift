@@ -38,18 +38,6 @@ final class SpaceKeeper {
     /// The most rows drop-oldest deletes in one statement (`DropPace`).
     static let largestDropChunk = 4096
 
-    private init(
-        connection: Connection, maxBytes: Int64, policy: QueueLimits.WhenFull, room: Int64, refusable: Bool,
-        pageSize: Int64
-    ) {
-        self.connection = connection
-        self.maxBytes = maxBytes
-        self.policy = policy
-        self.room = room
-        self.refusable = refusable
-        self.pageSize = pageSize
-    }
-
     /// The keeper of a transaction that has just begun, or `nil` when no size limit is recorded (the writers' hot
     /// path: one cached statement). `expecting`: the records and payload bytes the transaction will append, when
     /// known in advance; a transaction they surely fit in opens no savepoint (`nil`, a `batch`: always one).
@@ -57,8 +45,8 @@ final class SpaceKeeper {
         _ file: QueueFile, expecting: (records: Int, payloadBytes: Int)? = nil
     ) throws(QueueError) -> SpaceKeeper? {
         guard file.hasLimits else { return nil }
-        let connection = file.connection
-        let statement = try connection.statement(QueueLimitsSQL.readSizeLimit, operation: "reading the size limit")
+        let statement = try file.connection.statement(
+            QueueLimitsSQL.readSizeLimit, operation: "reading the size limit")
         let maxBytes = try statement.step() ? statement.int64(0) : 0
         guard maxBytes > 0 else {
             statement.reset()
@@ -69,23 +57,33 @@ final class SpaceKeeper {
         // An unknown policy (planted with checks off) refuses: it gives nothing up.
         let policy = QueueLimits.WhenFull(rawValue: statement.text(1) ?? "") ?? .refuse
         statement.reset()
-        let pageSize = try file.pageSize()
-        let room = maxBytes - (try usedPages(connection) &* pageSize)
-        var refusable = true
-        if let expecting {
-            let need = Int64(expecting.payloadBytes) + Int64(expecting.records) * allowancePerRecord * pageSize
-            refusable = need > room
-        }
-        if refusable { try connection.statement(savepoint, operation: "enqueueing").run() }
-        return SpaceKeeper(
-            connection: connection, maxBytes: maxBytes, policy: policy, room: room, refusable: refusable,
-            pageSize: pageSize)
+        return try SpaceKeeper(file, maxBytes: maxBytes, policy: policy, expecting: expecting)
     }
 
-    static func usedPages(_ connection: Connection) throws(QueueError) -> Int64 {
-        let operation = "measuring the queue file"
-        return try connection.scalarInt("PRAGMA page_count", operation: operation)
-            - connection.scalarInt("PRAGMA freelist_count", operation: operation)
+    private init(
+        _ file: QueueFile, maxBytes: Int64, policy: QueueLimits.WhenFull, expecting: (records: Int, payloadBytes: Int)?
+    ) throws(QueueError) {
+        connection = file.connection
+        self.maxBytes = maxBytes
+        self.policy = policy
+        pageSize = try file.pageSize()
+        room = maxBytes - (try Self.pages(connection).used &* pageSize)
+        if let expecting {
+            let need = Int64(expecting.payloadBytes) + Int64(expecting.records) * Self.allowancePerRecord * pageSize
+            refusable = need > room
+        } else {
+            refusable = true
+        }
+        if refusable { try connection.statement(Self.savepoint, operation: "enqueueing").run() }
+    }
+
+    /// Pages in use (`page_count - freelist_count`: what the limit bounds) and in all, by cached `PRAGMA`
+    /// statements (`pragma_page_count()` prepares every call).
+    static func pages(
+        _ connection: Connection, operation: String = "measuring the queue file"
+    ) throws(QueueError) -> (used: Int64, all: Int64) {
+        let all = try connection.scalarInt("PRAGMA page_count", operation: operation)
+        return (all - (try connection.scalarInt("PRAGMA freelist_count", operation: operation)), all)
     }
 
     /// The `-wal` a connection leaves behind under a size limit of `limit` bytes: a sixteenth of it, between 256 KiB
@@ -116,16 +114,6 @@ final class SpaceKeeper {
         file.walBudgetBytes = budget
     }
 
-    /// Pages in use times the page size, by cached `PRAGMA` statements (`pragma_page_count()` prepares every call).
-    static func usedBytes(
-        _ connection: Connection, operation: String = "measuring the queue file"
-    ) throws(QueueError) -> (used: Int64, pageSize: Int64, pages: Int64) {
-        let pages = try connection.scalarInt("PRAGMA page_count", operation: operation)
-        let free = try connection.scalarInt("PRAGMA freelist_count", operation: operation)
-        let pageSize = try connection.scalarInt("PRAGMA page_size", operation: operation)
-        return ((pages - free) &* pageSize, pageSize, pages)
-    }
-
     /// Called after each new row: true when the file is within the limit, making room first under drop-oldest
     /// (rows older than the transaction's first only); false when it cannot be, and the transaction is refused.
     func admit(newRow id: Int64, payloadBytes: Int) throws(QueueError) -> Bool {
@@ -135,18 +123,15 @@ final class SpaceKeeper {
         firstRow = floor
         room -= Int64(payloadBytes) + Self.allowancePerRecord * pageSize
         guard room < 0 else { return true }
-        var used = try Self.usedPages(connection) &* pageSize
+        var used = try Self.pages(connection).used &* pageSize
         room = maxBytes - used
         guard used > maxBytes else { return true }
         if policy == .dropOldest {
             var pace = DropPace()
             while used > maxBytes {
-                let (dropped, uncounted) = try Self.dropOldest(
-                    connection, below: floor, atMost: pace.next(over: used - maxBytes))
+                let (dropped, now) = try pace.drop(
+                    connection, below: floor, used: used, maxBytes: maxBytes, pageSize: pageSize)
                 guard dropped > 0 else { break }
-                try QueueDrops.add(uncounted, cause: .oldest, connection)
-                let now = try Self.usedPages(connection) &* pageSize
-                pace.record(dropped: dropped, freed: used - now)
                 used = now
             }
             room = maxBytes - used
@@ -165,20 +150,6 @@ final class SpaceKeeper {
                     + "--when-full drop-oldest): the rest is this transaction's own records (never dropped), records "
                     + "in delivery, erasures, remembered idempotency keys and the file's own tables")
         return false
-    }
-
-    /// Deletes up to `count` of the oldest dead letters below `id`, else of the oldest pending records. Returns how
-    /// many, and how many to count as `oldest`: not the dead letters expiry made (already counted `expired`).
-    static func dropOldest(
-        _ connection: Connection, below id: Int64, atMost count: Int
-    ) throws(QueueError) -> (dropped: Int, uncounted: Int) {
-        let operation = "dropping the oldest records to make room"
-        let expired = try connection.rows(RecordStateSQL.dropOldestDead, operation: operation, count, id) {
-            $0.int64(0) != 0
-        }
-        if !expired.isEmpty { return (expired.count, expired.count(where: { !$0 })) }
-        let pending = try connection.run(RecordStateSQL.dropOldestPending, operation: operation, count, id)
-        return (pending, pending)
     }
 
     func offeredAfterTheRefusal() {
@@ -206,15 +177,32 @@ struct DropPace {
     private var dropped = 0
     private var freed: Int64 = 0
 
-    func next(over: Int64) -> Int {
+    private func next(over: Int64) -> Int {
         guard dropped > 0 else { return 8 }
         guard freed > 0 else { return min(dropped, SpaceKeeper.largestDropChunk) }
         let estimate = over / max(1, freed / Int64(dropped))
         return Int(max(1, min(estimate / 2 + 1, Int64(min(dropped, SpaceKeeper.largestDropChunk)))))
     }
 
-    mutating func record(dropped count: Int, freed bytes: Int64) {
-        dropped += count
-        freed += max(0, bytes)
+    /// Deletes the next chunk of the oldest dead letters below `id`, else of the oldest pending records, in the
+    /// caller's transaction, while `used` bytes of pages are in use. Counts as `oldest` all but the dead letters
+    /// expiry made (already counted `expired`). Returns how many went (0: nothing left) and the bytes in use after.
+    mutating func drop(
+        _ connection: Connection, below id: Int64, used: Int64, maxBytes: Int64, pageSize: Int64
+    ) throws(QueueError) -> (dropped: Int, used: Int64) {
+        let operation = "dropping the oldest records to make room"
+        let count = next(over: used - maxBytes)
+        let expired = try connection.rows(RecordStateSQL.dropOldestDead, operation: operation, count, id) {
+            $0.int64(0) != 0
+        }
+        let chunk =
+            expired.isEmpty
+            ? try connection.run(RecordStateSQL.dropOldestPending, operation: operation, count, id) : expired.count
+        guard chunk > 0 else { return (0, used) }
+        try QueueDrops.add(expired.isEmpty ? chunk : expired.count(where: { !$0 }), cause: .oldest, connection)
+        let now = try SpaceKeeper.pages(connection).used &* pageSize
+        dropped += chunk
+        freed += max(0, used - now)
+        return (chunk, now)
     }
 }

@@ -40,13 +40,21 @@ extension Connection {
         }
     }
 
-    /// `wal_checkpoint(TRUNCATE)` until it succeeds or `deadlineNanoseconds` (monotonic) passes, each try waiting at
-    /// most `tryMilliseconds` (it holds the write lock while it waits, so writers get the lock between tries), after
-    /// a `PASSIVE` one that copies the frames without the lock. Returns true once the WAL is empty.
-    func truncateWAL(tryMilliseconds: Int, deadlineNanoseconds: UInt64, operation: String) throws(QueueError) -> Bool {
+    /// How long one `TRUNCATE` checkpoint try, or the upkeep's `VACUUM`, waits for the lock (far below a writer's
+    /// busy timeout: new writers wait behind it).
+    static let checkpointTryMilliseconds = 100
+
+    /// `wal_checkpoint(TRUNCATE)` until it succeeds or `deadlineNanoseconds` (monotonic; 0: one try) passes, each
+    /// try waiting at most `checkpointTryMilliseconds` (it holds the write lock while it waits, so writers get the
+    /// lock between tries), after a `PASSIVE` one that copies the frames without the lock. Returns true once the WAL
+    /// is empty.
+    func truncateWAL(
+        deadlineNanoseconds: UInt64 = 0, operation: String = "checkpointing the WAL"
+    ) throws(QueueError) -> Bool {
         _ = try scalarInt("PRAGMA wal_checkpoint(PASSIVE)", operation: operation)
         while true {
-            let done = try withBusyTimeout(milliseconds: tryMilliseconds) { () throws(QueueError) -> Bool in
+            let done = try withBusyTimeout(milliseconds: Self.checkpointTryMilliseconds) {
+                () throws(QueueError) -> Bool in
                 try firstRow("PRAGMA wal_checkpoint(TRUNCATE)", operation: operation) { $0.int64(0) == 0 } ?? false
             }
             if done { return true }
