@@ -41,7 +41,7 @@ public struct OutgoingRecord: Sendable, Hashable {
                 ValidationError(field: "erasure", rule: problem.description)
             }
         }
-        switch StoredPayload.checkForSending(
+        switch StoredPayload.check(
             claimed.payload, kind: claimed.kind, createdAtMilliseconds: claimed.createdAtMilliseconds)
         {
         case .failure(let problem): return .failure(problem.validationError)

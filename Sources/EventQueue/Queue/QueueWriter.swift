@@ -39,8 +39,10 @@ public final class QueueWriter {
     }
 
     /// Checks every record, then appends all in one transaction, or none (the error names the index). Returns ids.
+    /// Under a size limit a refusal refuses the whole batch.
     @discardableResult
     public func enqueue(contentsOf records: [Record]) throws(QueueError) -> [Int64] {
+        guard !records.isEmpty else { return [] }
         let now = WallClock.nowMilliseconds()
         var encoded: [EncodedRecord] = []
         encoded.reserveCapacity(records.count)
@@ -55,21 +57,6 @@ public final class QueueWriter {
                 throw error
             }
         }
-        return try enqueue(encoded: encoded)
-    }
-
-    /// `RecordEncoder.encode` (validation, defaults, serialization), refusals thrown as `QueueError`.
-    package static func encode(_ record: Record, now: Int64) throws(QueueError) -> EncodedRecord {
-        do {
-            return try RecordEncoder.encode(record, now: now)
-        } catch {
-            throw QueueError(error)
-        }
-    }
-
-    /// Appends already-encoded records in one transaction; under a size limit a refusal refuses the whole batch.
-    func enqueue(encoded: [EncodedRecord]) throws(QueueError) -> [Int64] {
-        guard !encoded.isEmpty else { return [] }
         try file.checkFreeSpaceReserve()
         let file = self.file
         return try file.connection.write("enqueueing a batch") {
@@ -90,6 +77,15 @@ public final class QueueWriter {
             if let refusal = try keeper?.finish(notOffered: encoded.count - ids.count) { return .failure(refusal) }
             return .success(ids)
         }.get()
+    }
+
+    /// `RecordEncoder.encode` (validation, defaults, serialization), refusals thrown as `QueueError`.
+    package static func encode(_ record: Record, now: Int64) throws(QueueError) -> EncodedRecord {
+        do {
+            return try RecordEncoder.encode(record, now: now)
+        } catch {
+            throw QueueError(error)
+        }
     }
 
     /// Closes the connection now rather than at deinit. The last connection to close removes the `-wal`.

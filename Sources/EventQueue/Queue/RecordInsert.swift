@@ -27,23 +27,24 @@ enum RecordInsert {
             try statement.run()
             return inserted(connection.lastInsertRowID, deadReason)
         }
-        guard hasUserKeys, let scope else {
-            return try insertGlobal(
-                connection, kind: kind, payload: payload, createdAt: createdAt, key: key, deadReason: deadReason)
-        }
+        // Without user keys (schema 5 and older) the key is unique across users, the schema's own rule.
+        let userScope = hasUserKeys ? scope : nil
         let statement = try connection.statement(
-            Self.userKeyedSQL, operation: deadReason == nil ? "enqueueing" : "enqueueing a dead letter")
+            userScope == nil ? Self.globalKeyedSQL : Self.userKeyedSQL,
+            operation: deadReason == nil ? "enqueueing" : "enqueueing a dead letter")
         bindRow(statement, kind: kind, payload: payload, createdAt: createdAt, deadReason: deadReason)
         statement.bind(4, key)
-        statement.bind(6, scope.digest)
-        statement.bind(7, scope.userKey)
+        if let userScope {
+            statement.bind(6, userScope.digest)
+            statement.bind(7, userScope.userKey)
+        }
         if try statement.step() {
             let id = statement.int64(0)
             try statement.run()
             return inserted(id, deadReason)
         }
         statement.reset()
-        return .alreadyKnown(id: try existingUserKeyedRecord(connection, key: key, scope: scope))
+        return .alreadyKnown(id: try existingRecord(connection, key: key, scope: userScope))
     }
 
     /// A row just inserted: a dead letter with `deadReason`, else pending.
@@ -80,69 +81,55 @@ enum RecordInsert {
         RETURNING id
         """
 
-    /// The record the user's key already names, if it is the same record (`IdempotencyKey.isSameRecord`: its
-    /// digest is this record's canonical or legacy one, or it has none); else `idempotencyKeyReused`.
-    private static func existingUserKeyedRecord(
-        _ connection: Connection, key: String, scope: KeyScope
+    /// ?4 key. Schema 5 and older: inserts nothing when the key is known, queued or delivered, whoever's it was.
+    static let globalKeyedSQL = """
+        INSERT INTO records (kind, payload, created_at_ms, idempotency_key, state, last_error, dead_at_ms)
+        SELECT ?1, ?2, ?3, ?4, CASE WHEN ?5 IS NULL THEN 'pending' ELSE 'dead' END, ?5,
+            CASE WHEN ?5 IS NULL THEN NULL ELSE ?3 END
+        WHERE NOT EXISTS (SELECT 1 FROM delivered_keys WHERE idempotency_key = ?4)
+        ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING id
+        """
+
+    /// The record `key` already names. With user keys (`scope`) it must be the same record of that user
+    /// (`IdempotencyKey.isSameRecord`: its digest is this record's canonical or legacy one, or it has none), else
+    /// `idempotencyKeyReused`; without, a global key names whichever record has it.
+    private static func existingRecord(
+        _ connection: Connection, key: String, scope: KeyScope?
     ) throws(QueueError) -> Int64 {
-        let existing = try connection.firstRow(
-            """
-            SELECT id, record_digest FROM records WHERE user_key = ?2 AND user_idempotency_key = ?1
-            UNION ALL SELECT id, record_digest FROM records WHERE idempotency_key = ?1 AND user_key = ?2
-            UNION ALL SELECT record_id, record_digest FROM delivered_user_keys
-                WHERE user_key = ?2 AND idempotency_key = ?1
-            UNION ALL SELECT record_id, NULL FROM delivered_user_keys WHERE user_key = '' AND idempotency_key = ?1
-            LIMIT 1
-            """, operation: "looking up an idempotency key", key, scope.userKey
-        ) { (id: $0.int64(0), digest: $0.optionalInt64(1)) }
+        let operation = "looking up an idempotency key"
+        let existing: (id: Int64, digest: Int64?)?
+        if let scope {
+            existing = try connection.firstRow(
+                """
+                SELECT id, record_digest FROM records WHERE user_key = ?2 AND user_idempotency_key = ?1
+                UNION ALL SELECT id, record_digest FROM records WHERE idempotency_key = ?1 AND user_key = ?2
+                UNION ALL SELECT record_id, record_digest FROM delivered_user_keys
+                    WHERE user_key = ?2 AND idempotency_key = ?1
+                UNION ALL SELECT record_id, NULL FROM delivered_user_keys WHERE user_key = '' AND idempotency_key = ?1
+                LIMIT 1
+                """, operation: operation, key, scope.userKey
+            ) { (id: $0.int64(0), digest: $0.optionalInt64(1)) }
+        } else {
+            existing = try connection.firstRow(
+                """
+                SELECT id FROM records WHERE idempotency_key = ?1
+                UNION ALL SELECT record_id FROM delivered_keys WHERE idempotency_key = ?1
+                LIMIT 1
+                """, operation: operation, key
+            ) { (id: $0.int64(0), digest: nil) }
+        }
         guard let existing else {
+            let owner = scope.map { " of " + ValidationError.printable(String($0.userKey.prefix(80))) } ?? ""
             throw QueueError.corrupt(
                 path: connection.path,
-                detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\" of "
-                    + "\(ValidationError.printable(String(scope.userKey.prefix(80)))) is in the index but in no record")
+                detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\"\(owner) is in the "
+                    + "index but in no record")
         }
-        if !IdempotencyKey.isSameRecord(storedDigest: existing.digest, as: scope) {
+        if let scope, !IdempotencyKey.isSameRecord(storedDigest: existing.digest, as: scope) {
             throw QueueError.idempotencyKeyReused(key: key, userKey: scope.userKey, existingID: existing.id)
         }
         return existing.id
-    }
-
-    /// Schema 5 and older: the key is unique across users (the schema's own rule).
-    private static func insertGlobal(
-        _ connection: Connection, kind: RecordKind, payload: [UInt8], createdAt: Int64, key: String,
-        deadReason: String?
-    ) throws(QueueError) -> BatchOutcome {
-        let statement = try connection.statement(
-            """
-            INSERT INTO records (kind, payload, created_at_ms, idempotency_key, state, last_error, dead_at_ms)
-            SELECT ?1, ?2, ?3, ?4, CASE WHEN ?5 IS NULL THEN 'pending' ELSE 'dead' END, ?5,
-                CASE WHEN ?5 IS NULL THEN NULL ELSE ?3 END
-            WHERE NOT EXISTS (SELECT 1 FROM delivered_keys WHERE idempotency_key = ?4)
-            ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-            RETURNING id
-            """, operation: deadReason == nil ? "enqueueing" : "enqueueing a dead letter")
-        bindRow(statement, kind: kind, payload: payload, createdAt: createdAt, deadReason: deadReason)
-        statement.bind(4, key)
-        if try statement.step() {
-            let id = statement.int64(0)
-            try statement.run()
-            return inserted(id, deadReason)
-        }
-        statement.reset()
-        let existing = try connection.firstRow(
-            """
-            SELECT id FROM records WHERE idempotency_key = ?1
-            UNION ALL SELECT record_id FROM delivered_keys WHERE idempotency_key = ?1
-            LIMIT 1
-            """, operation: "looking up an idempotency key", key
-        ) { $0.int64(0) }
-        guard let existing else {
-            throw QueueError.corrupt(
-                path: connection.path,
-                detail: "idempotency key \"\(ValidationError.printable(String(key.prefix(40))))\" is in the index "
-                    + "but in no record")
-        }
-        return .alreadyKnown(id: existing)
     }
 }
 

@@ -29,12 +29,6 @@ package struct KeyScope: Sendable, Hashable {
     package var digest: Int64
     /// `IdempotencyKey.legacyDigest` of the same: what 1.2.0 and 1.3.0 stored, still the same record.
     package var legacyDigest: Int64
-
-    package init(userKey: String, digest: Int64, legacyDigest: Int64? = nil) {
-        self.userKey = userKey
-        self.digest = digest
-        self.legacyDigest = legacyDigest ?? digest
-    }
 }
 
 /// Why `RecordEncoder` refused a record. The writer API throws these as `QueueError.invalidRecord` and

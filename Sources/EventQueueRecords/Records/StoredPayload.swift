@@ -26,16 +26,10 @@ package enum StoredPayload {
         }
     }
 
-    /// The object that would be sent for `payload` (with `time` filled in), or why none would be.
+    /// The object that would be sent for `payload` (with `time` filled in) and whether `payload` itself spells it
+    /// (nothing was filled in: the parser is strict, so such a payload reads as the same object in any parser and is
+    /// sent as it is), or why none would be.
     package static func check(
-        _ payload: String, kind: RecordKind, createdAtMilliseconds: Int64
-    ) -> Result<JSONObject, Problem> {
-        checkForSending(payload, kind: kind, createdAtMilliseconds: createdAtMilliseconds).map(\.object)
-    }
-
-    /// `check`, and whether `payload` itself spells the object to send (nothing was filled in): the parser is
-    /// strict, so such a payload reads as the same object in any parser and is sent as it is.
-    package static func checkForSending(
         _ payload: String, kind: RecordKind, createdAtMilliseconds: Int64
     ) -> Result<(object: JSONObject, payloadIsObject: Bool), Problem> {
         let value: JSONValue

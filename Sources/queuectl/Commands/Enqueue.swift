@@ -53,15 +53,11 @@ struct Enqueue: ParsableCommand {
         let checked = try NDJSONEnqueue.check(input, deadLetterInvalid: deadLetterInvalid)
         let writer = try queue.openWriter()
         defer { writer.close() }
-        let result: NDJSONEnqueue.Result
-        do {
-            result = try NDJSONEnqueue.run(
+        try withQueue {
+            try NDJSONEnqueue.run(
                 input: input, checked: checked, writer: writer, deadLetterInvalid: deadLetterInvalid,
                 recordsPerTransaction: oneTransaction ? Int.max : NDJSONEnqueue.recordsPerTransaction)
-        } catch let error as QueueError {
-            throw fail(error)
-        }
-        result.print()
+        }.print()
     }
 }
 
@@ -105,11 +101,9 @@ func commandLineValue(_ text: String) -> JSONValue {
 
 /// Checks the record before the queue is opened: a refused record (65) creates no queue file.
 func enqueueOne(_ record: Record, queue: QueueOptionGroup) throws {
-    let encoded = try withQueue { () throws(QueueError) in
-        try QueueWriter.encode(record, now: WallClock.nowMilliseconds())
-    }
+    let encoded = try withQueue { try QueueWriter.encode(record, now: WallClock.nowMilliseconds()) }
     let writer = try queue.openWriter()
     defer { writer.close() }
-    let id = try withQueue { () throws(QueueError) in try writer.enqueue(encoded) }
+    let id = try withQueue { try writer.enqueue(encoded) }
     writeStandardOutput("\(id)\n")
 }

@@ -58,10 +58,8 @@ struct ImportLegacy: ParsableCommand {
         var summary = LegacyImportSummary(store: store, dryRun: dryRun)
         summary.outcomes = try importEntries(entries)
         if clearSource {
-            switch try LegacySourceClearing.clear(store: store, outcomes: summary.outcomes) {
-            case .cleared(let count): summary.cleared = count
-            case .storeChanged: summary.clearRefused = true
-            }
+            summary.cleared = try LegacySourceClearing.clear(store: store, outcomes: summary.outcomes)
+            summary.clearRefused = summary.cleared == nil
         }
         writeStandardOutput(json ? summary.json.serialized + "\n" : summary.text)
         if summary.clearRefused {
@@ -85,10 +83,7 @@ struct ImportLegacy: ParsableCommand {
                 rmdir(scratch)
             }
         }
-        let writer =
-            try scratch.map { directory in
-                try withQueue { () throws(QueueError) in try QueueWriter(path: directory + "/queue.db") }
-            } ?? queue.openWriter()
+        let writer = try withQueue { try scratch.map { try QueueWriter(path: $0 + "/queue.db") } } ?? queue.openWriter()
         defer { writer.close() }
         do {
             return try writer.batch(countingRefusal: !dryRun) { batch in

@@ -16,25 +16,21 @@ import EventQueueCommandLine
 /// after it would lose our removal, not an entry of its own, and the next import would find those entries
 /// already queued.
 enum LegacySourceClearing {
-    enum Result {
-        case cleared(Int)
-        case storeChanged
-    }
-
     /// A test seam, honoured by debug builds only: a shell command run after the import committed and before the
     /// store is checked again, so a test can change the store at exactly that point (as a still-running old
     /// writer would).
     static let testHookVariable = "EVENTQUEUE_TEST_BEFORE_CLEAR"
 
-    static func clear(store: LegacyStore, outcomes: [LegacyImportSummary.Outcome]) throws -> Result {
+    /// Removes the committed entries; returns how many, or `nil` when the store changed since it was read.
+    static func clear(store: LegacyStore, outcomes: [LegacyImportSummary.Outcome]) throws -> Int? {
         var removed: [String: Set<Int>] = [:]
         for outcome in outcomes where outcome.committed {
             removed[outcome.entry.section, default: []].insert(outcome.entry.index)
         }
         let count = removed.values.reduce(0) { $0 + $1.count }
-        guard count > 0 else { return .cleared(0) }
+        guard count > 0 else { return 0 }
         runTestHook()
-        guard try unchanged(store) else { return .storeChanged }
+        guard try unchanged(store) else { return nil }
         let bytes: [UInt8]
         do {
             bytes = try store.rewritten(removing: removed)
@@ -53,7 +49,7 @@ enum LegacySourceClearing {
         // Last look, right before the rename: the shorter this gap, the smaller the recipe's race.
         guard try unchanged(store) else {
             unlink(temporary)
-            return .storeChanged
+            return nil
         }
         guard rename(temporary, target) == 0 else {
             let reason = String(cString: strerror(errno))
@@ -63,7 +59,7 @@ enum LegacySourceClearing {
                 status: ExitStatus.cannotCreate)
         }
         syncDirectory(of: target)
-        return .cleared(count)
+        return count
     }
 
     static func unchanged(_ store: LegacyStore) throws -> Bool {

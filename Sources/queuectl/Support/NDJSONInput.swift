@@ -15,8 +15,8 @@ import EventQueueCommandLine
 /// unlinked temporary file: the input is read twice (checked in full, then enqueued), and a slow producer must
 /// not make every other writer wait on it.
 final class NDJSONInput {
-    /// The longest line read: a record may be at most 256 KiB, plus a `\r`.
-    static let maximumLineBytes = 256 * 1024 + 1
+    /// The longest line read: a record at its largest (`Record(jsonLine:)`'s bound), plus a `\r`.
+    static let maximumLineBytes = RecordEncoder.maximumPayloadBytes + 1
 
     let path: String
     private let fd: Int32

@@ -77,22 +77,40 @@ struct QueueOptionGroup: ParsableArguments {
     /// nothing), then closes it; a `QueueError` thrown is its one-line message and exit status.
     func withAdmin<T>(_ body: (QueueAdmin) throws -> T) throws -> T {
         let (path, options) = (try existingPath(), try options())
-        do {
+        return try withQueue {
             let admin = try QueueAdmin(path: path, options: options)
             defer { admin.close() }
             return try body(admin)
-        } catch let error as QueueError {
-            throw fail(error)
         }
     }
 }
 
-/// Runs a queue operation, turning a `QueueError` into its one-line message and exit status.
-func withQueue<T>(_ body: () throws(QueueError) -> T) throws -> T {
+/// Runs a queue operation, turning a `QueueError` into its one-line message and exit status (other errors pass).
+func withQueue<T>(_ body: () throws -> T) throws -> T {
     do {
         return try body()
-    } catch {
+    } catch let error as QueueError {
         throw fail(error)
+    }
+}
+
+/// Writes a one-line error to stderr and returns the exit code (`ExitStatus`'s table) to throw.
+func fail(_ message: String, status: ExitStatus) -> ExitCode {
+    writeStandardError("queuectl: error: " + message.replacingNewlines() + "\n")
+    return ExitCode(status.rawValue)
+}
+
+/// A queue error, with its status from `ExitStatus(QueueError)`.
+func fail(_ error: QueueError) -> ExitCode {
+    fail(error.description, status: ExitStatus(error))
+}
+
+extension String {
+    /// Errors are one line: embedded newlines would break log scraping. Every other control character is
+    /// escaped too (`\x1B`): messages carry text from outside (a sink's answer, a row another writer stored),
+    /// which must not rewrite the terminal.
+    func replacingNewlines() -> String {
+        ExternalText.escaped(self, newlinesAsSpace: true)
     }
 }
 

@@ -9,7 +9,7 @@ struct StoredPayloadTests {
 
     @Test func aValidEventWithoutTimeGetsItsEnqueueTime() throws {
         let payload = #"{"external_id":"u1","name":"song_liked"}"#
-        let object = try StoredPayload.check(payload, kind: .event, createdAtMilliseconds: Self.created).get()
+        let object = try StoredPayload.check(payload, kind: .event, createdAtMilliseconds: Self.created).get().object
         #expect(object["time"] == .string(ISO8601.format(unixMilliseconds: Self.created)))
         #expect(object["name"] == .string("song_liked"))
     }
@@ -17,6 +17,7 @@ struct StoredPayloadTests {
     @Test func anAttributeGetsNoTime() throws {
         let payload = #"{"external_id":"u1","email":"a@example.com"}"#
         let object = try StoredPayload.check(payload, kind: .attribute, createdAtMilliseconds: Self.created).get()
+            .object
         #expect(object["time"] == nil)
     }
 
