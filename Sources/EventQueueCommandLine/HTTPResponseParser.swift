@@ -2,7 +2,7 @@
 /// chunked (`Transfer-Encoding: chunked`, what the daemon streams `POST /launch?wait=true` progress in), or up to
 /// the end of the connection: just what `queuectl drain` needs (`UnixHTTPClient` says why not a library).
 public struct HTTPResponseParser: Sendable {
-    public struct Head: Sendable, Equatable {
+    public struct Head: Sendable {
         public var status: Int
         /// Names lowercased, in the order received.
         public var headers: [(name: String, value: String)]
@@ -10,14 +10,10 @@ public struct HTTPResponseParser: Sendable {
         public func value(_ name: String) -> String? {
             headers.first { $0.name == name }?.value
         }
-
-        public static func == (lhs: Head, rhs: Head) -> Bool {
-            lhs.status == rhs.status && lhs.headers.elementsEqual(rhs.headers) { $0 == $1 }
-        }
     }
 
     /// What a fed run of bytes completed.
-    public enum Event: Sendable, Equatable {
+    public enum Event: Sendable {
         case head(Head)
         case body([UInt8])
         case end
@@ -30,10 +26,10 @@ public struct HTTPResponseParser: Sendable {
 
     private enum State: Sendable {
         case head
-        case length(remaining: Int)
+        /// A body of known length (`Content-Length`), or a chunk's data (then its CRLF and the next size line).
+        case data(remaining: Int, chunked: Bool)
         case untilClose
         case chunkSize
-        case chunkData(remaining: Int)
         case chunkDataEnd
         case trailer
         case done
@@ -69,23 +65,24 @@ public struct HTTPResponseParser: Sendable {
                     guard let length = Int(text), length >= 0 else {
                         throw Malformed(description: "Content-Length \"\(text)\" is not a number")
                     }
-                    state = .length(remaining: length)
+                    state = .data(remaining: length, chunked: false)
                 } else if head.status == 204 || head.status == 304 || (100..<200).contains(head.status) {
-                    state = .length(remaining: 0)
+                    state = .data(remaining: 0, chunked: false)
                 } else {
                     state = .untilClose
                 }
-            case .length(let remaining):
-                if remaining == 0 {
-                    state = .done
-                    events.append(.end)
-                    return events
-                }
+            case .data(remaining: 0, chunked: true):
+                state = .chunkDataEnd
+            case .data(remaining: 0, chunked: false):
+                state = .done
+                events.append(.end)
+                return events
+            case .data(let remaining, let chunked):
                 guard !buffer.isEmpty else { return events }
                 let count = min(remaining, buffer.count)
                 events.append(.body(Array(buffer[..<count])))
                 buffer.removeFirst(count)
-                state = .length(remaining: remaining - count)
+                state = .data(remaining: remaining - count, chunked: chunked)
             case .untilClose:
                 if !buffer.isEmpty { events.append(.body(buffer)) }
                 buffer.removeAll()
@@ -102,13 +99,7 @@ public struct HTTPResponseParser: Sendable {
                 guard let size = Int(digits.trimmingSpaces(), radix: 16), size >= 0 else {
                     throw Malformed(description: "a chunk size \"\(line)\" is not hexadecimal")
                 }
-                state = size == 0 ? .trailer : .chunkData(remaining: size)
-            case .chunkData(let remaining):
-                guard !buffer.isEmpty else { return events }
-                let count = min(remaining, buffer.count)
-                events.append(.body(Array(buffer[..<count])))
-                buffer.removeFirst(count)
-                state = count == remaining ? .chunkDataEnd : .chunkData(remaining: remaining - count)
+                state = size == 0 ? .trailer : .data(remaining: size, chunked: true)
             case .chunkDataEnd:
                 guard buffer.count >= 2 else { return events }
                 guard buffer[0] == 13, buffer[1] == 10 else {

@@ -22,7 +22,7 @@ extension Queued {
         let signals = await UnixSignalsSequence(trapping: .sigusr1, .sighup, .sigterm, .sigint)
         let notifier = SystemdNotifier()
         let metrics = DaemonMetrics()
-        let (baseSink, rateStatus) = try makeSink(observer: metrics, logger: logger)
+        let baseSink = try makeSink(observer: metrics, logger: logger)
         let store: QueueStore
         do {
             // A damaged file is refused at start (exit 78, untouched) rather than found by a claim mid-pass.
@@ -51,7 +51,7 @@ extension Queued {
             try? await eventLoops.shutdownGracefully()
             throw error
         }
-        let sink = MeasuredSink(baseSink, metrics: metrics, rateStatus: rateStatus)
+        let sink = MeasuredSink(baseSink, metrics: metrics)
         let drainer = Drainer(store: store, sink: sink, options: flags.drainOptions, logger: logger)
         let coordinator = LaunchCoordinator(
             drainer: drainer,
@@ -59,27 +59,35 @@ extension Queued {
             logger: logger)
         let routes = ControlRoutes(coordinator: coordinator, store: store, sink: sink, metrics: metrics)
 
-        let shutdown = ShutdownTrigger()
         /// A service whose end does not stop the daemon.
         func background(_ service: some Service, _ name: String) -> ServiceGroupConfiguration.ServiceConfiguration {
             .init(service: service, successTerminationBehavior: .ignore, serviceName: name)
         }
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-            .init(service: ControlServer(socket: socket, routes: routes, logger: logger), serviceName: "control"),
-            background(
-                SignalService(
-                    signals: signals, coordinator: coordinator, sink: sink, shutdown: shutdown, logger: logger),
-                "signals"),
+            .init(service: ControlServer(socket: socket, routes: routes, logger: logger), serviceName: "control")
         ]
         if let interval = drainInterval.map({ Duration.milliseconds(Int64($0 * 1000)) }) {
             services.append(background(TimerService(interval: interval) { coordinator.launch() }, "interval"))
         }
         let clockWatch = ClockJumpWatch(coordinator: coordinator, logger: logger)
         services.append(background(TimerService(interval: .seconds(1)) { clockWatch.check() }, "clock"))
+        // A checkpoint of the queue clock (`QueueAdmin.tickQueueClock`) every minute: the max age counts a record's
+        // age from the first checkpoint that saw it, so this is how late expiry may be while records are enqueued
+        // and no pass runs (each pass's start takes one too): late by at most a minute on a limit of days, and one
+        // small write a minute only while writers write (an idle queue writes nothing).
         services.append(
             background(
-                TimerService(interval: QueueClockTick.interval) {
-                    await QueueClockTick.tick(store: store, logger: logger)
+                TimerService(interval: .seconds(60)) {
+                    do throws(QueueError) {
+                        try await store.withConsumer { consumer throws(QueueError) in
+                            _ = try consumer.admin.tickQueueClock()
+                        }
+                    } catch {
+                        // The next tick or pass takes the checkpoint: a record's age is then counted from it.
+                        logger.warning(
+                            "could not take a checkpoint of the queue clock",
+                            metadata: ["error": "\(error.description)"])
+                    }
                 },
                 "queue-clock"))
         if let watchdog = notifier.watchdogInterval {
@@ -95,7 +103,25 @@ extension Queued {
         var groupConfiguration = ServiceGroupConfiguration(services: services, logger: logger)
         groupConfiguration.maximumGracefulShutdownDuration = shutdownTimeout + .seconds(10)
         let group = ServiceGroup(configuration: groupConfiguration)
-        shutdown.attach(group)
+        // The signals (trapped above, before READY=1) are served beside the group until it has stopped: SIGUSR1
+        // launches a pass; SIGHUP reopens the sink's file (after a log rotation, as log daemons do; its default
+        // action would end the daemon and leave its socket); SIGTERM and SIGINT start the graceful shutdown (asked
+        // before the group runs, it starts and stops the services all the same).
+        let signalLoop = Task {
+            for await signal in signals {
+                if signal == .sigusr1 {
+                    logger.debug("launch by SIGUSR1")
+                    coordinator.launch()
+                } else if signal == .sighup {
+                    logger.info(
+                        "SIGHUP: reopening the sink's file before the next batch", metadata: ["sink": "\(sink.name)"])
+                    sink.reopen()
+                } else {
+                    logger.info("stopping on \(signal)")
+                    await group.triggerGracefulShutdown()
+                }
+            }
+        }
 
         let stats = try? await store.stats()
         if let stats { metrics.recordStats(stats) }
@@ -116,6 +142,9 @@ extension Queued {
             failure = error
             logger.error("a service failed", metadata: ["error": "\(error)"])
         }
+        // Ended before the sink closes, so no SIGHUP reopens it meanwhile.
+        signalLoop.cancel()
+        await signalLoop.value
         notifier.stopping()
         socket.removeSocketFile()
         await baseSink.close()
@@ -159,10 +188,9 @@ extension Queued {
 
     /// Builds the sink named by `--sink`: `jsonl:PATH` and `null` (EventQueueDelivery's), or `braze:BASE_URL`, whose
     /// key comes from `--api-key-file`, else the systemd credential `braze-api-key` (`$CREDENTIALS_DIRECTORY`), else
-    /// `$BRAZE_API_KEY`, and is never logged. Returns the sink and, for Braze, how to read its rate-limit state.
-    func makeSink(
-        observer: any BrazeRequestObserver, logger: Logger
-    ) throws(DaemonFailure) -> (sink: any Sink, rateStatus: (@Sendable () async -> BrazeRateStatus)?) {
+    /// `$BRAZE_API_KEY`, and is never logged.
+    func makeSink(observer: any BrazeRequestObserver, logger: Logger) throws(DaemonFailure) -> any Sink {
+        let sink: any Sink
         if self.sink.hasPrefix("braze:") {
             let baseURL = String(self.sink.dropFirst("braze:".count))
             let key: BrazeAPIKey
@@ -172,21 +200,20 @@ extension Queued {
             } catch {
                 throw .configuration("\(error)")
             }
-            let sink = BrazeSink(
+            sink = BrazeSink(
                 baseURL: baseURL, apiKey: key, maxObjectsPerRequest: brazeMaxObjects,
                 maxInFlight: flags.drainOptions.maxInFlight,
                 maxRequestsPerSecond: maxRequestsPerSecond, settleDelay: .milliseconds(Int64(settleDelay * 1000)),
                 observer: observer, logger: logger
             )
-            logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
-            return (sink, { await sink.rateStatus() })
+        } else {
+            do {
+                sink = try SinkSpec(parsing: self.sink).makeSink()
+            } catch {
+                throw .configuration(error.description + ", or braze:BASE_URL")
+            }
         }
-        do {
-            let sink = try SinkSpec(parsing: self.sink).makeSink()
-            logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
-            return (sink, nil)
-        } catch {
-            throw .configuration(error.description + ", or braze:BASE_URL")
-        }
+        logger.debug("sink ready", metadata: ["sink": "\(sink.name)"])
+        return sink
     }
 }

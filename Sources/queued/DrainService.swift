@@ -3,7 +3,6 @@ import EventQueueDelivery
 import Logging
 import ServiceLifecycle
 import Synchronization
-import UnixSignals
 
 /// Runs the launch coordinator under the service group. The coordinator owns the shutdown sequence
 /// (`LaunchCoordinator.run(until:shutdownTimeout:)`): a graceful shutdown stops claiming at once, waits up to
@@ -25,7 +24,7 @@ struct DrainService: Service {
 }
 
 /// Runs `action` every `interval`: a launch (`--drain-interval`), a ping of systemd's watchdog, a look at the
-/// wall clock (`ClockJumpWatch`) or a checkpoint of the queue clock (`QueueClockTick`).
+/// wall clock (`ClockJumpWatch`) or a checkpoint of the queue clock.
 struct TimerService: Service {
     let interval: Duration
     let action: @Sendable () async -> Void
@@ -109,71 +108,5 @@ final class ClockJumpWatch: Sendable {
                 metadata: ["step_ms": "\(step)", "direction": "\(step < 0 ? "back" : "forward")"])
             coordinator.launch()
         }
-    }
-}
-
-/// Takes a checkpoint of the queue clock every `interval` (`QueueAdmin.tickQueueClock`): the max age counts a
-/// record's age from the first checkpoint that saw it, so the interval is how late expiry may be while records are
-/// enqueued and no pass runs (each pass's start takes one too). A minute: late by at most a minute on a limit of
-/// days, and one small write a minute only while writers write (an idle queue writes nothing).
-enum QueueClockTick {
-    static let interval: Duration = .seconds(60)
-
-    static func tick(store: QueueStore, logger: Logger) async {
-        do {
-            try await store.withConsumer { consumer throws(QueueError) in
-                _ = try consumer.admin.tickQueueClock()
-            }
-        } catch {
-            // The next tick or pass takes the checkpoint: a record's age is then counted from it.
-            logger.warning(
-                "could not take a checkpoint of the queue clock", metadata: ["error": "\(error.description)"])
-        }
-    }
-}
-
-/// The daemon's signals: SIGUSR1 launches a pass; SIGHUP reopens the sink's file (after a log rotation, as log
-/// daemons do; its default action would end the daemon and leave its socket); SIGTERM and SIGINT start the
-/// graceful shutdown.
-///
-/// The signals are trapped before `READY=1` is sent (a launch signal right after readiness must not kill the
-/// process with SIGUSR1's default action), which is why this service, not the service group, owns them.
-struct SignalService: Service {
-    let signals: UnixSignalsSequence
-    let coordinator: LaunchCoordinator
-    let sink: any Sink
-    let shutdown: ShutdownTrigger
-    let logger: Logger
-
-    func run() async throws {
-        for await signal in signals.cancelOnGracefulShutdown() {
-            if signal == .sigusr1 {
-                logger.debug("launch by SIGUSR1")
-                coordinator.launch()
-            } else if signal == .sighup {
-                logger.info(
-                    "SIGHUP: reopening the sink's file before the next batch", metadata: ["sink": "\(sink.name)"])
-                sink.reopen()
-            } else {
-                logger.info("stopping on \(signal)")
-                // Keep listening: the group shuts services down in reverse order, and a service that returns
-                // before its turn counts as finished unexpectedly. The sequence ends when our turn comes.
-                await shutdown.trigger()
-            }
-        }
-    }
-}
-
-/// Lets a service start the graceful shutdown of the group it belongs to (the group is created after it).
-final class ShutdownTrigger: Sendable {
-    private let group = Mutex<ServiceGroup?>(nil)
-
-    func attach(_ serviceGroup: ServiceGroup) {
-        group.withLock { $0 = serviceGroup }
-    }
-
-    func trigger() async {
-        guard let serviceGroup = group.withLock({ $0 }) else { return }
-        await serviceGroup.triggerGracefulShutdown()
     }
 }

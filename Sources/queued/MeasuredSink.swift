@@ -8,17 +8,16 @@ final class MeasuredSink: Sink {
     private let base: any Sink
     private let metrics: DaemonMetrics
     private let health = Mutex(SinkHealth())
-    private let readRateStatus: (@Sendable () async -> BrazeRateStatus)?
+    private let braze: BrazeSink?
 
-    /// `rateStatus`: how to read a Braze sink's rate-limit state (`makeSink` gives it); `nil` for other sinks.
-    init(_ base: any Sink, metrics: DaemonMetrics, rateStatus: (@Sendable () async -> BrazeRateStatus)?) {
+    init(_ base: any Sink, metrics: DaemonMetrics) {
         self.base = base
         self.metrics = metrics
-        readRateStatus = rateStatus
+        braze = base as? BrazeSink
     }
 
     /// The Braze sink's rate-limit state; `nil` for a file or `null`.
-    func rateStatus() async -> BrazeRateStatus? { await readRateStatus?() }
+    func rateStatus() async -> BrazeRateStatus? { await braze?.rateStatus() }
 
     var name: String { base.name }
     var maxConcurrentDeliveries: Int { base.maxConcurrentDeliveries }

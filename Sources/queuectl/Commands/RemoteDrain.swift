@@ -23,10 +23,8 @@ extension Drain {
         let queuePath = QueueEnvironment.databasePath(explicit: queue.db, createDirectory: false)
         let socketPath = QueueEnvironment.socketPath(explicit: socket)
         let client = DaemonClient(socketPath: socketPath)
-        do {
-            try SocketTrust(socketPath: socketPath, queuePath: queuePath).verify()
-        } catch {
-            throw fail("refusing to talk to \(socketPath): \(error)", status: .refused)
+        if let problem = SocketTrust.problem(socketPath: socketPath, queuePath: queuePath) {
+            throw fail("refusing to talk to \(socketPath): \(problem)", status: .refused)
         }
         do {
             if wait {

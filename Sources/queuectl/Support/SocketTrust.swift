@@ -19,16 +19,9 @@ import EventQueueCommandLine
 /// link another user made), the socket file's owner (`lstat`, never following a link), and the peer of an actual
 /// connection (`SO_PEERCRED`, which the kernel fills and nobody can forge). A socket another user planted fails
 /// at least one of them.
-struct SocketTrust {
-    let socketPath: String
-    let queuePath: String?
-
-    struct Untrusted: Error, CustomStringConvertible {
-        var description: String
-    }
-
+enum SocketTrust {
     /// The uids a genuine daemon may run as.
-    func trustedOwners() -> Set<uid_t> {
+    static func trustedOwners(socketPath: String, queuePath: String?) -> Set<uid_t> {
         var owners: Set<uid_t> = [0, getuid()]
         var info = stat()
         if let queuePath, stat(queuePath, &info) == 0 { owners.insert(info.st_uid) }
@@ -44,29 +37,27 @@ struct SocketTrust {
         return owners
     }
 
-    /// Throws `Untrusted` when the directory, the socket file or the listening process is not one of ours.
-    /// A missing socket is not this check's business (the connect reports it).
-    func verify() throws(Untrusted) {
-        let owners = trustedOwners()
+    /// Why the directory, the socket file or the listening process is not one of ours, or `nil` when all are
+    /// (as `SocketDirectory.problem`). A missing socket is not this check's business (the connect reports it).
+    static func problem(socketPath: String, queuePath: String?) -> String? {
+        let owners = trustedOwners(socketPath: socketPath, queuePath: queuePath)
         if let problem = SocketDirectory.problem(socketPath: socketPath, trustedOwners: owners) {
-            throw Untrusted(description: "the control socket's directory is not safe: \(problem)")
+            return "the control socket's directory is not safe: \(problem)"
         }
         var info = stat()
-        guard lstat(socketPath, &info) == 0 else { return }
+        guard lstat(socketPath, &info) == 0 else { return nil }
         guard info.st_mode & S_IFMT == S_IFSOCK else {
-            throw Untrusted(
-                description: "\(socketPath) is not a socket (a symbolic link or another file); it is not followed")
+            return "\(socketPath) is not a socket (a symbolic link or another file); it is not followed"
         }
         guard owners.contains(info.st_uid) else {
-            throw Untrusted(
-                description: "\(socketPath) belongs to uid \(info.st_uid), which is not root, you, or the queue "
-                    + "file's owner: another user may be impersonating the daemon; its answers are not trusted")
+            return "\(socketPath) belongs to uid \(info.st_uid), which is not root, you, or the queue file's owner: "
+                + "another user may be impersonating the daemon; its answers are not trusted"
         }
-        if let peer = Self.peerUID(socketPath), !owners.contains(peer) {
-            throw Untrusted(
-                description: "the process listening on \(socketPath) runs as uid \(peer), which is not root, you, "
-                    + "or the queue file's owner: another user may be impersonating the daemon")
+        if let peer = peerUID(socketPath), !owners.contains(peer) {
+            return "the process listening on \(socketPath) runs as uid \(peer), which is not root, you, or the "
+                + "queue file's owner: another user may be impersonating the daemon"
         }
+        return nil
     }
 
     /// The uid of the process that listens on `path` (`SO_PEERCRED` of a connection), or `nil` when nothing
