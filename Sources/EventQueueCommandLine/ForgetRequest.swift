@@ -63,7 +63,9 @@ public struct ForgetRequest: Sendable, Hashable {
                 bytes.append(byte)
                 continue
             }
+            // Both must be hex digits: `UInt8(_:radix:)` alone would take "+f" as a signed number.
             guard let high = iterator.next(), let low = iterator.next(),
+                Character(UnicodeScalar(high)).isHexDigit, Character(UnicodeScalar(low)).isHexDigit,
                 let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
             else { return nil }
             bytes.append(value)

@@ -95,8 +95,9 @@ public struct HTTPResponseParser: Sendable {
                 let line = String(decoding: buffer[..<end], as: UTF8.self)
                 buffer.removeFirst(end + 2)
                 // Chunk extensions (";name=value") are allowed and ignored.
-                let digits = line.split(separator: ";", maxSplits: 1).first.map(String.init) ?? ""
-                guard let size = Int(digits.trimmingSpaces(), radix: 16), size >= 0 else {
+                let digits = (line.split(separator: ";", maxSplits: 1).first.map(String.init) ?? "").trimmingSpaces()
+                // Hex digits only: `Int(_:radix:)` alone would also take a sign ("+1a").
+                guard digits.allSatisfy(\.isHexDigit), let size = Int(digits, radix: 16) else {
                     throw Malformed(description: "a chunk size \"\(line)\" is not hexadecimal")
                 }
                 state = size == 0 ? .trailer : .data(remaining: size, chunked: true)

@@ -26,7 +26,8 @@ public struct SystemConfiguration: Sendable, Hashable {
 
     public init(parsing text: String) {
         var values: [String: String] = [:]
-        for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
+        // "\r\n" is one Character, equal to neither "\n" nor "\r": without it a CRLF file would read as one line.
+        for rawLine in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) {
             let line = rawLine.drop { $0 == " " || $0 == "\t" }
             guard !line.isEmpty, line.first != "#", line.first != ";", let equals = line.firstIndex(of: "=") else {
                 continue

@@ -59,7 +59,7 @@ struct Queued: AsyncParsableCommand {
     @Option(
         name: .customLong("settle-delay"),
         help: """
-            Seconds an identity call (identify, alias, merge) holds its users' later records after Braze answered             it, for Braze to apply it first (default: 1; 0 to 60).
+            Seconds an identity call (identify, alias, merge) holds its users' later records after Braze answered it, for Braze to apply it first (default: 1; 0 to 60).
             """)
     var settleDelay: Double = 1
 

@@ -21,6 +21,7 @@ import Testing
     @Test(arguments: [
         "", "braze_delete=true", "external_id=a&email=b", "external_id=a&external_id=b", "alias_name=n",
         "external_id=%zz", "external_id=a&braze_delete=yes", "user=a", "external_id=%FF",
+        "external_id=a%+f", "external_id=a%-1",
     ])
     func anythingElseIsRefused(query: String) {
         #expect(throws: ForgetRequest.Invalid.self) { try ForgetRequest(parsing: query) }
